@@ -1,0 +1,1 @@
+"""Diagnosis: DuckDB over trajectories → CapabilityReport (schema.py is import-light)."""

@@ -1,0 +1,83 @@
+"""Atomic writes and JSON/JSONL helpers: a half-written artifact never survives a crash."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clawloop.errors import ClawloopError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temp path beside `path`; rename it over `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Write pretty JSON (sorted keys, trailing newline) atomically."""
+    write_bytes(path, orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
+def read_json(path: str | Path) -> Any:
+    path = Path(path)
+    try:
+        return orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ClawloopError(f"{path}: file not found") from None
+    except orjson.JSONDecodeError as e:
+        raise ClawloopError(f"{path}: not valid JSON ({e})") from None
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
+    """Write one JSON object per line atomically; returns the number of rows."""
+    n = 0
+    with atomic_path(path) as tmp, tmp.open("wb") as f:
+        for row in rows:
+            f.write(orjson.dumps(row))
+            f.write(b"\n")
+            n += 1
+    return n
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, object) for each non-blank line; a bad line raises with file:line."""
+    path = Path(path)
+    try:
+        f = path.open("rb")
+    except FileNotFoundError:
+        raise ClawloopError(f"{path}: file not found") from None
+    with f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise ClawloopError(f"{path}:{lineno}: not valid JSON ({e})") from None

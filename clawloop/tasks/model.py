@@ -1,0 +1,164 @@
+"""The Task record: frozen, serializable, identified by the sha256 of its content.
+
+Two tasks with the same content have the same id whatever their provenance, so pools dedupe
+across iterations. Behaviour (running, validating, converting) lives elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+
+SCHEMA_VERSION = 1
+
+# Fields that are not content: they do not enter the id.
+_NON_CONTENT = {"id", "provenance", "metadata", "source", "tags"}
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FileSpec(_Frozen):
+    """One file: text or base64 content and a unix mode."""
+
+    content: str
+    """File content: UTF-8 text, or base64 when `encoding` is "base64"."""
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+    """How `content` is stored; binary files (archives, images) use base64."""
+    mode: int = 0o644
+    """Unix permission bits, e.g. 0o755 for scripts."""
+
+    @classmethod
+    def of(cls, data: bytes | str, mode: int = 0o644) -> FileSpec:
+        """Build a spec from text or bytes (bytes that are not UTF-8 become base64)."""
+        if isinstance(data, str):
+            return cls(content=data, mode=mode)
+        try:
+            return cls(content=data.decode("utf-8"), mode=mode)
+        except UnicodeDecodeError:
+            return cls(content=base64.b64encode(data).decode("ascii"), encoding="base64", mode=mode)
+
+    def data(self) -> bytes:
+        """The file's bytes."""
+        if self.encoding == "base64":
+            return base64.b64decode(self.content)
+        return self.content.encode("utf-8")
+
+
+class Verifier(_Frozen):
+    """The hidden test: files copied to /tests only after the agent ends."""
+
+    files: dict[str, FileSpec]
+    """Paths relative to /tests → content; must contain the entry script."""
+    entry: str = "test.sh"
+    """Script run (with bash) to verify; it writes /logs/verifier/reward.txt or reward.json."""
+
+    @field_validator("files")
+    @classmethod
+    def _relative(cls, v: dict[str, FileSpec]) -> dict[str, FileSpec]:
+        for p in v:
+            if p.startswith("/") or ".." in p.split("/"):
+                raise ValueError(f"verifier file path must be relative without '..': {p!r}")
+        return v
+
+
+class Solution(_Frozen):
+    """The reference solution: commands run one per tool call, plus optional helper files."""
+
+    steps: list[str]
+    """Shell commands, each one bash tool call, run in the task's workdir."""
+    files: dict[str, FileSpec] = Field(default_factory=dict)
+    """Helper files (paths relative to /solution), copied in only for the oracle."""
+
+
+class Limits(_Frozen):
+    """Time and turn limits of one episode."""
+
+    max_turns: int = Field(16, gt=0)
+    """Most assistant turns before the episode ends with max_turns."""
+    command_timeout_s: float = Field(30.0, gt=0)
+    """Timeout of one command run by the agent."""
+    agent_timeout_s: float = Field(600.0, gt=0)
+    """Wall-clock budget of the whole agent phase."""
+    verifier_timeout_s: float = Field(120.0, gt=0)
+    """Timeout of the verifier script."""
+
+
+class Provenance(_Frozen):
+    """Where a task came from; not part of its identity."""
+
+    routine: str = "manual"
+    """procedural | hindsight | proposer | harbor | manual | ..."""
+    generator: str | None = None
+    """Generator name and version, e.g. "text_search@1"."""
+    parent_id: str | None = None
+    iteration: int | None = None
+    seed: int | None = None
+
+
+class Task(_Frozen):
+    """A shell task: starting state, instruction, hidden verifier and reference solution."""
+
+    instruction: str = Field(min_length=1)
+    """What the agent is asked to do, as a person would phrase it."""
+    files: dict[str, FileSpec] = Field(default_factory=dict)
+    """Initial files: absolute path inside the sandbox → content."""
+    setup: list[str] = Field(default_factory=list)
+    """Shell commands run at setup, after the files are placed (Dockerfile-lite RUN lines)."""
+    workdir: str = "/workspace"
+    """Where the agent's commands start."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables for setup, agent and verifier."""
+    verifier: Verifier
+    solution: Solution | None = None
+    skill: str = "general"
+    """Primary skill family, e.g. "text_search"."""
+    level: int = Field(1, ge=1, le=10)
+    """Difficulty level (1-5 for procedural generators)."""
+    tags: tuple[str, ...] = ()
+    source: str = "manual"
+    """Suite or routine that produced the task."""
+    needs_image: str | None = None
+    """Why the task cannot run without its Docker image (None when it runs on any backend)."""
+    limits: Limits = Field(default_factory=Limits)
+    provenance: Provenance = Field(default_factory=Provenance)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free data kept losslessly (e.g. unknown task.toml fields, original names)."""
+
+    @field_validator("files")
+    @classmethod
+    def _absolute(cls, v: dict[str, FileSpec]) -> dict[str, FileSpec]:
+        for p in v:
+            if not p.startswith("/") or ".." in p.split("/"):
+                raise ValueError(f"file path must be absolute without '..': {p!r}")
+        return v
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def id(self) -> str:
+        """sha256 of the canonical JSON of the content fields (first 16 hex digits)."""
+        return content_hash(self.model_dump(mode="json", exclude=_NON_CONTENT))
+
+    def to_json(self) -> dict[str, Any]:
+        """The task as a JSON-ready dict, id included."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Task:
+        """Parse a dict; a stored `id` is checked against the content."""
+        obj = dict(obj)
+        stored = obj.pop("id", None)
+        task = cls.model_validate(obj)
+        if stored is not None and stored != task.id:
+            raise ValueError(f"id {stored!r} does not match the task's content ({task.id})")
+        return task
+
+
+def content_hash(obj: Any) -> str:
+    """sha256 (16 hex digits) of canonical JSON: sorted keys, no whitespace."""
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]

@@ -1,0 +1,66 @@
+"""Task pools: JSONL files of tasks, one per line, written atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from clawloop.errors import ClawloopError
+from clawloop.io import iter_jsonl, write_jsonl
+from clawloop.tasks.model import Task
+
+
+def describe_validation_error(e: ValidationError) -> str:
+    """One line naming the first bad field: `verifier.files: Field required`."""
+    err = e.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "(root)"
+    return f"{field}: {err['msg']}"
+
+
+def parse_task(obj: object, where: str) -> Task:
+    """Parse one task object; errors name `where` and the field."""
+    if not isinstance(obj, dict):
+        raise ClawloopError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    try:
+        return Task.from_json(obj)
+    except ValidationError as e:
+        raise ClawloopError(f"{where}: {describe_validation_error(e)}") from None
+    except ValueError as e:
+        raise ClawloopError(f"{where}: {e}") from None
+
+
+def read_pool(path: str | Path) -> list[Task]:
+    """Read every task of a JSONL pool; the first bad line raises with file:line and field."""
+    return [parse_task(obj, f"{path}:{lineno}") for lineno, obj in iter_jsonl(path)]
+
+
+def read_pool_lenient(path: str | Path) -> tuple[list[Task], list[str]]:
+    """Read a pool, collecting bad lines as error strings instead of stopping at the first."""
+    tasks: list[Task] = []
+    errors: list[str] = []
+    path = Path(path)
+    if not path.exists():
+        raise ClawloopError(f"{path}: file not found")
+    import orjson
+
+    with path.open("rb") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                errors.append(f"{path}:{lineno}: not valid JSON ({e})")
+                continue
+            try:
+                tasks.append(parse_task(obj, f"{path}:{lineno}"))
+            except ClawloopError as e:
+                errors.append(str(e))
+    return tasks, errors
+
+
+def write_pool(path: str | Path, tasks: Iterable[Task]) -> int:
+    """Write tasks as JSONL atomically; returns how many were written."""
+    return write_jsonl(path, (t.to_json() for t in tasks))

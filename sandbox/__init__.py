@@ -1,0 +1,1 @@
+"""Isolated workspaces for running untrusted shell commands. Knows nothing of clawloop."""

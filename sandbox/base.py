@@ -1,0 +1,100 @@
+"""The sandbox contract shared by every backend.
+
+A sandbox is an isolated filesystem with a writable workspace (default `/workspace`) in which
+commands run one at a time. Files persist between commands of one sandbox; processes do not
+outlive the command that started them, nor `close()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SandboxError(Exception):
+    """The sandbox cannot be created or used (missing binary, bad path, refused file)."""
+
+
+class SandboxConfig(BaseModel):
+    """Limits and layout of one sandbox; every backend honours these fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: str = "/workspace"
+    """Absolute path of the writable workspace inside the sandbox (also the default cwd)."""
+    memory_mb: int = Field(2048, gt=0)
+    """Address-space / memory limit per command, in MiB."""
+    max_processes: int = Field(256, gt=0)
+    """Most processes (threads count) a command may have alive at once."""
+    max_file_size_mb: int = Field(256, gt=0)
+    """Largest file a command may write, in MiB (RLIMIT_FSIZE)."""
+    cpu_seconds: int = Field(600, gt=0)
+    """CPU time limit per command (RLIMIT_CPU), in seconds."""
+    output_limit: int = Field(16_384, gt=0)
+    """Most characters of output kept per command; beyond it the middle is cut (head + tail)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables inside the sandbox (nothing of the host's leaks in)."""
+    runtime_dir: Path | None = None
+    """Host directory of the task runtime (a python venv), mounted read-only and put on PATH."""
+    seed_dir: Path | None = None
+    """Host directory whose contents are copied into the workspace at open."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one command did."""
+
+    exit_code: int
+    """Exit status; 124 when the command timed out, 128+N when killed by signal N."""
+    output: str
+    """stdout and stderr interleaved, decoded with replacement, truncated head + tail."""
+    timed_out: bool
+    duration_s: float
+    truncated: bool = False
+    """True when output was cut to `output_limit`."""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """An isolated filesystem where commands run. Use through `sandbox.open(...)`."""
+
+    config: SandboxConfig
+
+    def exec(self, command: str, timeout: float = 60.0, *, cwd: str | None = None,
+             env: dict[str, str] | None = None) -> ExecResult:
+        """Run `command` with `bash -c` inside the sandbox; kill its whole tree at `timeout`."""
+        ...
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Create or replace the file at absolute `path` inside the sandbox (parents created)."""
+        ...
+
+    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        """Read a file inside the sandbox; refuses symlinks that resolve outside the sandbox."""
+        ...
+
+    def mount(self, host_path: Path, target: str, *, writable: bool = False) -> None:
+        """Make a host directory appear at absolute `target` for the following commands."""
+        ...
+
+    def unmount(self, target: str) -> None:
+        """Remove a mount added with `mount`."""
+        ...
+
+    def close(self) -> None:
+        """Kill anything still running and delete the sandbox's files. Idempotent."""
+        ...
+
+
+def truncate_output(data: bytes, limit: int) -> tuple[str, bool]:
+    """Decode bytes safely and keep the head and tail when longer than `limit` characters."""
+    text = data.decode("utf-8", errors="replace")
+    if len(text) <= limit:
+        return text, False
+    head = limit // 2
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}", True

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Sets up clawloop on a fresh Debian/Ubuntu machine (idempotent; a second run takes seconds):
+#   - Debian packages: bubblewrap (the default sandbox), git
+#   - .venv: torch (CPU build first, so nothing pulls a CUDA build), then clawloop[dev]
+#   - .runtime: the task runtime mounted read-only inside sandboxes (python3 + pytest, numpy, ...)
+# Usage: scripts/setup.sh            (GPU users: EXTRAS=gpu scripts/setup.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+need_apt=()
+command -v bwrap >/dev/null || need_apt+=(bubblewrap)
+command -v git >/dev/null || need_apt+=(git)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "[setup] apt-get install ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv with $($PY --version)"
+  $PY -m venv .venv
+fi
+PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  echo "[setup] installing torch==2.13.0 (CPU build)"
+  "${PIP[@]}" torch==2.13.0
+fi
+stamp=.venv/.clawloop-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "[setup] installing clawloop[dev${EXTRAS:+,$EXTRAS}]"
+  "${PIP[@]}" -e ".[dev${EXTRAS:+,$EXTRAS}]"
+  touch "$stamp"
+fi
+
+# The task runtime: verifiers of public Harbor tasks expect python3 with these packages. It is
+# built from the system python (/usr/bin/python3) so that it works inside the sandbox, where
+# /usr is visible read-only and the host's home is not.
+RT_PY=${RUNTIME_PYTHON:-/usr/bin/python3}
+rt_stamp=.runtime/.installed
+if [ ! -f "$rt_stamp" ] || [ sandbox/runtime-requirements.txt -nt "$rt_stamp" ]; then
+  echo "[setup] building the task runtime in .runtime"
+  rm -rf .runtime
+  $RT_PY -m venv --copies .runtime 2>/dev/null || $RT_PY -m venv .runtime
+  .runtime/bin/python -m pip install -q --disable-pip-version-check -r sandbox/runtime-requirements.txt
+  touch "$rt_stamp"
+fi
+echo "[setup] ready: $(.venv/bin/python -c 'import clawloop; print(clawloop.__version__)')"

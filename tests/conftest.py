@@ -1,0 +1,1 @@
+"""Shared fixtures. Tests never need a GPU and never touch the network."""
