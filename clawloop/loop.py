@@ -1,0 +1,106 @@
+"""Loop bookkeeping between stages: the held-out gate, iteration metrics, policy hand-over.
+
+An iteration's `metrics.json` is what `dvc metrics show` reads; `policy/` is the checkpoint the
+next iteration starts from: the new one when the gate promotes it, else the best so far.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clawloop.errors import ClawloopError
+from clawloop.io import read_json, write_json
+
+
+class SuiteMetrics(BaseModel):
+    """Evaluation figures of one suite."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: int = Field(ge=0)
+    episodes: int = Field(ge=0)
+    passed: int = Field(ge=0)
+    errors: int = Field(ge=0)
+    skipped: int = Field(ge=0)
+    pass_at_1: float = Field(ge=0, le=1)
+    """Mean over tasks of the share of passing samples."""
+    pass_at_k: float = Field(ge=0, le=1)
+    """Share of tasks with at least one passing sample."""
+    mean_reward: float = Field(ge=0, le=1)
+    heldout: bool = True
+
+
+class IterationMetrics(BaseModel):
+    """runs/iter-N/metrics.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iteration: int = Field(ge=0)
+    suites: dict[str, SuiteMetrics]
+    heldout_pass_rate: float = Field(ge=0, le=1)
+    """Mean pass@1 over the held-out suites."""
+    promoted: bool
+    """Whether this iteration's checkpoint became the policy."""
+    best_heldout_pass_rate: float = Field(ge=0, le=1)
+    """Held-out pass@1 of the promoted policy after this iteration."""
+    policy_from: int = Field(ge=0)
+    """Iteration whose checkpoint `policy/` holds."""
+    episodes_per_s: float = Field(ge=0)
+    wall_s: float = Field(ge=0)
+
+
+def heldout_rate(suites: dict[str, SuiteMetrics]) -> float:
+    """Mean pass@1 over the held-out suites (0 when there are none)."""
+    rates = [s.pass_at_1 for s in suites.values() if s.heldout]
+    return sum(rates) / len(rates) if rates else 0.0
+
+
+def gate(current: float, previous: IterationMetrics | None, tolerance: float,
+         enabled: bool = True) -> tuple[bool, float]:
+    """Promote unless held-out pass@1 falls more than `tolerance` below the best so far.
+
+    Returns (promoted, best rate after this iteration).
+    """
+    if previous is None:
+        return True, current
+    best = previous.best_heldout_pass_rate
+    promoted = (not enabled) or current >= best - tolerance
+    return promoted, (max(best, current) if promoted else best)
+
+
+def read_metrics(path: str | Path) -> IterationMetrics:
+    """Read and check an iteration's metrics.json."""
+    from pydantic import ValidationError
+
+    try:
+        return IterationMetrics.model_validate(read_json(path))
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ClawloopError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def write_metrics(path: str | Path, metrics: IterationMetrics) -> None:
+    write_json(path, metrics.model_dump(mode="json"))
+
+
+def hand_over(src: str | Path, dst: str | Path) -> None:
+    """Make `dst` a copy of checkpoint dir `src` (hard links where possible), atomically."""
+    src, dst = Path(src), Path(dst)
+    if not src.is_dir():
+        raise ClawloopError(f"{src}: checkpoint directory not found")
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    def link_or_copy(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+    shutil.copytree(src, tmp, copy_function=link_or_copy)
+    shutil.rmtree(dst, ignore_errors=True)
+    os.replace(tmp, dst)

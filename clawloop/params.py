@@ -1,0 +1,237 @@
+"""The schema of params.yaml: every knob of the loop, validated before any stage does work.
+
+A wrong type or an unknown key fails at once with the key named (`train.sft.lr: ...`), so a
+typo never silently falls back to a default. Each section is owned by one phase; the phase's
+own config classes are reused where they exist.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from clawloop.errors import ClawloopError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelParams(_Section):
+    """The policy the loop starts from."""
+
+    init: Literal["tiny", "small"] = "tiny"
+    """Size of the from-scratch model the bootstrap stage builds (ignored with `checkpoint`)."""
+    checkpoint: str | None = None
+    """Path of a real checkpoint directory (e.g. Qwen3-4B); the bootstrap stage copies it."""
+    seed: int = 0
+    """Seed of tokenizer and weight initialisation."""
+    pretrain: dict[str, Any] = Field(default_factory=dict)
+    """Options of the bootstrap's teacher-free pretraining phase (see clawloop.models.bootstrap)."""
+
+
+class SandboxParams(_Section):
+    """Where commands run."""
+
+    backend: Literal["bwrap", "docker", "local"] = "bwrap"
+    """bwrap (default, isolated), docker (needs dockerd + image), local (NOT isolated)."""
+    jobs: int = Field(2, ge=1)
+    """Sandboxes used in parallel (validation, evaluation, reference trajectories)."""
+
+
+class RolloutParams(_Section):
+    """How the policy acts: generation and harness limits (probe, evaluation, GRPO)."""
+
+    backend: Literal["hf", "vllm", "openai"] = "hf"
+    """Generation backend: transformers (CPU/GPU), vLLM (GPU), or an OpenAI-compatible endpoint."""
+    batch: int = Field(32, ge=1)
+    """Episodes stepped in lockstep (one batched generate per step)."""
+    temperature: float = Field(0.0, ge=0)
+    """Sampling temperature for evaluation (0 = greedy)."""
+    max_new_tokens: int = Field(96, ge=1)
+    """Most tokens generated per reply."""
+    max_turns: int = Field(6, ge=1)
+    """Most assistant turns per episode."""
+    command_timeout_s: float = Field(10.0, gt=0)
+    """Timeout of one agent command."""
+
+
+class SynthesisParams(_Section):
+    """Task synthesis: how many tasks, from which routines, steered by the last diagnosis."""
+
+    tasks_per_iteration: int = Field(200, ge=1)
+    """Tasks synthesized per iteration before validation."""
+    seed: int = 0
+    """Base seed; iteration i uses seed + i."""
+    conditioning: bool = True
+    """Steer synthesis with the previous capability report (false = uniform plan, the ablation)."""
+    routines: dict[str, float] = Field(default_factory=lambda: {"procedural": 1.0})
+    """Share of the budget per routine: procedural, hindsight, proposer."""
+    skills: list[str] | None = None
+    """Restrict to these skill families (None = all)."""
+    curriculum: dict[str, Any] = Field(default_factory=dict)
+    """Curriculum thresholds (clawloop.synthesis.curriculum.CurriculumParams)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> SynthesisParams:
+        unknown = set(self.routines) - {"procedural", "hindsight", "proposer"}
+        if unknown:
+            raise ValueError(f"routines: unknown routine {sorted(unknown)[0]!r}")
+        if not any(v > 0 for v in self.routines.values()) or any(v < 0 for v in self.routines.values()):
+            raise ValueError("routines: shares must be >= 0 with at least one > 0")
+        return self
+
+
+class ProbeParams(_Section):
+    """Agent-based validation: k rollouts of the current policy per task."""
+
+    k: int = Field(4, ge=1)
+    """Rollouts per task."""
+    temperature: float = Field(1.0, ge=0)
+    """Sampling temperature of the probe (diversity across the k samples)."""
+    max_tasks: int | None = None
+    """Probe at most this many tasks (None = all)."""
+
+
+class ValidationParams(_Section):
+    """Agent-free and agent-based validation."""
+
+    near_duplicate_threshold: float = Field(0.9, gt=0, le=1)
+    """Word-shingle Jaccard similarity above which a task is a near-duplicate."""
+    heldout: list[str] = Field(default_factory=lambda: ["benchmarks/shell-core"])
+    """Held-out suites no synthesized task may overlap."""
+    probe: ProbeParams = Field(default_factory=ProbeParams)
+    train_labels: list[Literal["too_easy", "learnable", "frontier"]] = Field(
+        default_factory=lambda: ["learnable", "frontier"])
+    """Probe labels whose tasks go to training."""
+
+
+class TrainParams(_Section):
+    """Training: SFT and/or GRPO (details in clawloop.training)."""
+
+    method: Literal["sft", "grpo", "sft+grpo"] = "sft"
+    """What the train stage runs."""
+    sft: dict[str, Any] = Field(default_factory=dict)
+    """SFT options (clawloop.training.config)."""
+    grpo: dict[str, Any] = Field(default_factory=dict)
+    """GRPO options (clawloop.training.config)."""
+    self_fraction: float = Field(0.5, ge=0, le=1)
+    """Share of self-generated (successful rollout) trajectories in the SFT mix."""
+    max_self_per_task: int = Field(2, ge=0)
+    """Most self-generated trajectories kept per task."""
+
+
+class SuiteParams(_Section):
+    """One evaluation suite."""
+
+    name: str
+    path: str
+    format: Literal["auto", "harbor", "jsonl", "clawgym", "claw-eval-live"] = "auto"
+    heldout: bool = True
+    """Held-out suites gate promotion; others are reported only."""
+
+
+class EvalParams(_Section):
+    """Evaluation of each iteration's checkpoint."""
+
+    suites: list[SuiteParams] = Field(
+        default_factory=lambda: [SuiteParams(name="shell-core", path="benchmarks/shell-core")])
+    samples: int = Field(1, ge=1)
+    """Samples per task (pass@k reported for k = samples)."""
+    pool_sample: int = Field(64, ge=0)
+    """Validated pool tasks also rolled out (held-in; they feed the diagnosis)."""
+
+
+class GateParams(_Section):
+    """Held-out gate: promote a checkpoint only if held-out pass rate does not fall."""
+
+    tolerance: float = Field(0.02, ge=0, le=1)
+    """Largest allowed drop of held-out pass@1 against the best promoted so far."""
+    enabled: bool = True
+
+
+class DiagnosisParams(_Section):
+    """Diagnosis thresholds (clawloop.diagnosis)."""
+
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Options of clawloop.diagnosis.DiagnosisParams."""
+
+
+class TransferParams(_Section):
+    """Transfer: a fresh model trained on the first vs the final refined task set."""
+
+    enabled: bool = True
+    init: Literal["tiny", "small"] = "tiny"
+    """Size of the fresh model trained on each task set."""
+    sft: dict[str, Any] = Field(default_factory=dict)
+    """SFT options for both runs (same budget)."""
+
+
+class IterationParams(_Section):
+    prev: int = Field(ge=0)
+    """The iteration whose policy and diagnosis this one starts from (0 = bootstrap)."""
+
+
+class LoopParams(_Section):
+    iterations: dict[int, IterationParams]
+    """Iteration id → its predecessor. Stages are named synthesize@1, train@2, ..."""
+    last: int
+    """Id of the final iteration (read by transfer and report; DVC cannot compute it)."""
+
+    @model_validator(mode="after")
+    def _chain(self) -> LoopParams:
+        if not self.iterations:
+            raise ValueError("iterations: at least one iteration is needed")
+        for i, it in self.iterations.items():
+            if i < 1:
+                raise ValueError(f"iterations.{i}: ids start at 1")
+            if it.prev != 0 and it.prev not in self.iterations:
+                raise ValueError(f"iterations.{i}.prev: no iteration {it.prev}")
+            if it.prev >= i:
+                raise ValueError(f"iterations.{i}.prev: must be an earlier iteration")
+        if self.last != max(self.iterations):
+            raise ValueError(f"last: must be the highest iteration id ({max(self.iterations)})")
+        return self
+
+
+class Params(_Section):
+    """The whole params.yaml."""
+
+    profile: str = "default"
+    """Name of this profile (informational)."""
+    model: ModelParams = Field(default_factory=ModelParams)
+    sandbox: SandboxParams = Field(default_factory=SandboxParams)
+    rollout: RolloutParams = Field(default_factory=RolloutParams)
+    synthesis: SynthesisParams = Field(default_factory=SynthesisParams)
+    validation: ValidationParams = Field(default_factory=ValidationParams)
+    train: TrainParams = Field(default_factory=TrainParams)
+    eval: EvalParams = Field(default_factory=EvalParams)
+    gate: GateParams = Field(default_factory=GateParams)
+    diagnosis: DiagnosisParams = Field(default_factory=DiagnosisParams)
+    transfer: TransferParams = Field(default_factory=TransferParams)
+    loop: LoopParams
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Load and validate params.yaml; errors name the file and the key."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ClawloopError(f"{path}: file not found") from None
+    except yaml.YAMLError as e:
+        raise ClawloopError(f"{path}: not valid YAML ({e})") from None
+    if not isinstance(raw, dict):
+        raise ClawloopError(f"{path}: expected a mapping of sections")
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(root)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        raise ClawloopError(f"{path}: {key}: {msg}") from None
