@@ -13,6 +13,9 @@ import orjson
 
 from clawloop.errors import ClawloopError
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
@@ -20,6 +23,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # mkstemp makes 0600 files; artifacts get the usual 0644 (less the umask).
+    os.fchmod(fd, 0o666 & ~_UMASK)
     os.close(fd)
     tmp_path = Path(tmp)
     try:

@@ -29,6 +29,8 @@ class ModelParams(_Section):
     """Path of a real checkpoint directory (e.g. Qwen3-4B); the bootstrap stage copies it."""
     seed: int = 0
     """Seed of tokenizer and weight initialisation."""
+    bootstrap: dict[str, Any] = Field(default_factory=dict)
+    """Other options of the from-scratch build (clawloop.models.bootstrap.BootstrapConfig)."""
     pretrain: dict[str, Any] = Field(default_factory=dict)
     """Options of the bootstrap's teacher-free pretraining phase (see clawloop.models.bootstrap)."""
 

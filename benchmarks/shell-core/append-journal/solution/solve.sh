@@ -1,0 +1,2 @@
+#!/bin/bash
+cat /workspace/new_entries.txt >> /workspace/journal.txt

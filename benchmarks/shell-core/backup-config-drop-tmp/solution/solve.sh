@@ -1,0 +1,3 @@
+#!/bin/bash
+cp -a config config.bak
+find config -type f -name '*.tmp' -delete

@@ -1,0 +1,4 @@
+#!/bin/bash
+cd /workspace/recipes
+git add README.md soups/lentil.md
+git commit -q -m "Add lentil soup"

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -c '^10\.0\.0\.5 ' /workspace/access.log > /workspace/count.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+sed -i 's/\r$//' /workspace/meeting-notes.txt

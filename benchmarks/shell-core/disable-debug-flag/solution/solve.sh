@@ -1,0 +1,2 @@
+#!/bin/bash
+sed -i 's/^debug = true$/debug = false/' /workspace/app.ini

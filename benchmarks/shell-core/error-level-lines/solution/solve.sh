@@ -1,0 +1,2 @@
+#!/bin/bash
+awk '$2 == "ERROR"' /workspace/server.log > /workspace/errors.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /workspace
+tar -xf bundle.tar config/app.yaml

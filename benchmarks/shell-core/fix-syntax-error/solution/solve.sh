@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /workspace
+sed -i 's/^  echo "Hi there, \$name"$/&\nfi/' greet.sh

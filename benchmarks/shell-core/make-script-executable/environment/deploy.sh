@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "deploying build $(cat /workspace/BUILD_ID)"

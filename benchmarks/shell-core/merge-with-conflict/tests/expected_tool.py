@@ -1,0 +1,2 @@
+def run():
+    return "ok"  # fixed crash on empty input

@@ -1,0 +1,2 @@
+#!/bin/bash
+printf '%s\n' "$APP_MODE" > /workspace/mode.txt

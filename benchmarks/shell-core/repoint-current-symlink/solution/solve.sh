@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /workspace
+ln -sfn releases/v2.4.0 current

@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /workspace/billing
+git revert --no-edit HEAD

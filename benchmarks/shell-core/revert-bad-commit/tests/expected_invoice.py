@@ -1,0 +1,4 @@
+import math
+
+def total(items):
+    return round(sum(items), 2)

@@ -1,0 +1,3 @@
+#!/bin/bash
+echo "checking config"
+grep -q '^port=' config.ini

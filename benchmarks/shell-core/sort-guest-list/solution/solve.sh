@@ -1,0 +1,2 @@
+#!/bin/bash
+sort /workspace/guests.txt > /workspace/guests_sorted.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /workspace
+./producer.sh | awk '/^warn:/ { print > "warnings.txt"; next } { print > "rest.txt" }'

@@ -1,0 +1,2 @@
+DEBUG = False
+# nothing left to do here (todo list is empty)

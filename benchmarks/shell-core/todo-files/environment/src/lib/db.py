@@ -1,0 +1,2 @@
+def connect(url):
+    raise NotImplementedError  # TODO(sam): pooling

@@ -1,0 +1,2 @@
+def greet(names):
+    return ", ".join(names) or "nobody"

@@ -1,0 +1,3 @@
+#!/bin/bash
+mkdir -p /workspace/site
+tar -xzf /workspace/site.tar.gz -C /workspace/site

@@ -1,0 +1,1 @@
+console.log("open 7-19");

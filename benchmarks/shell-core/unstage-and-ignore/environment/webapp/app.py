@@ -1,0 +1,2 @@
+from flask import Flask
+app = Flask(__name__)

@@ -1,0 +1,2 @@
+#!/bin/bash
+sort -V -u /workspace/releases.txt > /workspace/releases_sorted.txt

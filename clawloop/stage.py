@@ -1,0 +1,52 @@
+"""What every DVC stage script shares: params loading, one-line errors, atomic output dirs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from clawloop.errors import ClawloopError
+from clawloop.params import Params, load_params
+
+
+def run_stage(main: Callable[[Params], None], params_path: str = "params.yaml") -> None:
+    """Validate params.yaml, run `main(params)`; bad input exits 2 with one line, no traceback."""
+    from sandbox.base import SandboxError
+
+    name = Path(sys.argv[0]).stem
+    t0 = time.perf_counter()
+    try:
+        params = load_params(params_path)
+        main(params)
+    except (ClawloopError, SandboxError) as e:
+        print(f"error: {name}: {e}", file=sys.stderr)
+        sys.exit(2)
+    print(f"[{name}] done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def output_dir(path: str | Path) -> Iterator[Path]:
+    """Yield an empty temp dir that replaces `path` only when the block succeeds.
+
+    A stage killed half-way leaves the previous output (or none), never a half-written one.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = path.with_name(f".{path.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if path.exists():
+        os.replace(path, old)
+    os.replace(tmp, path)
+    shutil.rmtree(old, ignore_errors=True)
