@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,3 +105,45 @@ def hand_over(src: str | Path, dst: str | Path) -> None:
     shutil.copytree(src, tmp, copy_function=link_or_copy)
     shutil.rmtree(dst, ignore_errors=True)
     os.replace(tmp, dst)
+
+
+def rollout_settings(params: Any, *, temperature: float | None = None) -> tuple[Any, Any]:
+    """(HarnessConfig, SamplingParams) from params.yaml's `rollout` section."""
+    from clawloop.agent.harness import HarnessConfig
+    from clawloop.models.policy import SamplingParams
+
+    r = params.rollout
+    harness = HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s)
+    sampling = SamplingParams(temperature=r.temperature if temperature is None else temperature,
+                              max_new_tokens=r.max_new_tokens, seed=params.synthesis.seed)
+    return harness, sampling
+
+
+def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
+    """The policy at checkpoint dir `path`, on the backend params.yaml's `rollout` names."""
+    from clawloop.models.policy import PolicySpec, load_policy
+
+    return load_policy(PolicySpec(backend=params.rollout.backend, model=str(path), policy_id=policy_id))
+
+
+def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:
+    """pass@1 (mean per-task share of passing samples) and pass@k over rollout summaries."""
+    by_task: dict[str, list[Any]] = {}
+    for s in summaries:
+        by_task.setdefault(s.task_id, []).append(s)
+    p1, pk = [], []
+    for eps in by_task.values():
+        graded = [e for e in eps if e.outcome in ("passed", "failed")]
+        if not graded:
+            continue
+        p1.append(sum(e.outcome == "passed" for e in graded) / len(graded))
+        pk.append(float(any(e.outcome == "passed" for e in graded)))
+    rewards = [s.reward or 0.0 for s in summaries if s.outcome in ("passed", "failed")]
+    return SuiteMetrics(
+        tasks=len(by_task), episodes=len(summaries),
+        passed=sum(s.outcome == "passed" for s in summaries),
+        errors=sum(s.outcome == "error" for s in summaries),
+        skipped=sum(s.outcome == "skipped" for s in summaries),
+        pass_at_1=sum(p1) / len(p1) if p1 else 0.0, pass_at_k=sum(pk) / len(pk) if pk else 0.0,
+        mean_reward=min(1.0, max(0.0, sum(rewards) / len(rewards))) if rewards else 0.0,
+        heldout=heldout)

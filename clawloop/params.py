@@ -76,6 +76,10 @@ class SynthesisParams(_Section):
     """Restrict to these skill families (None = all)."""
     curriculum: dict[str, Any] = Field(default_factory=dict)
     """Curriculum thresholds (clawloop.synthesis.curriculum.CurriculumParams)."""
+    hindsight: dict[str, Any] = Field(default_factory=dict)
+    """Hindsight relabeling options (clawloop.synthesis.hindsight.HindsightParams)."""
+    proposer: dict[str, Any] = Field(default_factory=dict)
+    """Proposer options (clawloop.synthesis.proposer.ProposerParams)."""
 
     @model_validator(mode="after")
     def _check(self) -> SynthesisParams:
@@ -111,19 +115,18 @@ class ValidationParams(_Section):
     """Probe labels whose tasks go to training."""
 
 
-class TrainParams(_Section):
-    """Training: SFT and/or GRPO (details in clawloop.training)."""
+class TrainParams(BaseModel):
+    """Training: `method`, plus the fields of clawloop.training.config.TrainParams
+    (profile, data, sft, grpo, dvclive), validated there."""
+
+    model_config = ConfigDict(extra="allow")
 
     method: Literal["sft", "grpo", "sft+grpo"] = "sft"
     """What the train stage runs."""
-    sft: dict[str, Any] = Field(default_factory=dict)
-    """SFT options (clawloop.training.config)."""
-    grpo: dict[str, Any] = Field(default_factory=dict)
-    """GRPO options (clawloop.training.config)."""
-    self_fraction: float = Field(0.5, ge=0, le=1)
-    """Share of self-generated (successful rollout) trajectories in the SFT mix."""
-    max_self_per_task: int = Field(2, ge=0)
-    """Most self-generated trajectories kept per task."""
+
+    def options(self) -> dict[str, Any]:
+        """Everything but `method`: the training library's own params."""
+        return dict(self.model_extra or {})
 
 
 class SuiteParams(_Section):
@@ -168,8 +171,8 @@ class TransferParams(_Section):
     enabled: bool = True
     init: Literal["tiny", "small"] = "tiny"
     """Size of the fresh model trained on each task set."""
-    sft: dict[str, Any] = Field(default_factory=dict)
-    """SFT options for both runs (same budget)."""
+    train: dict[str, Any] = Field(default_factory=dict)
+    """Training options for both runs, same budget (fields of clawloop.training.config.TrainParams)."""
 
 
 class IterationParams(_Section):
@@ -228,12 +231,49 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         raise ClawloopError(f"{path}: not valid YAML ({e})") from None
     if not isinstance(raw, dict):
         raise ClawloopError(f"{path}: expected a mapping of sections")
+    iterations = (raw.get("loop") or {}).get("iterations")
+    if isinstance(iterations, dict) and any(not isinstance(k, str) for k in iterations):
+        raise ClawloopError(f'{path}: loop.iterations: quote the iteration ids ("1": ...): '
+                            "DVC silently skips a foreach over integer keys")
     try:
-        return Params.model_validate(raw)
+        params = Params.model_validate(raw)
     except ValidationError as e:
-        err = e.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "(root)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        raise ClawloopError(f"{path}: {key}: {msg}") from None
+        raise ClawloopError(f"{path}: {_describe(e)}") from None
+    _validate_sections(params, path)
+    return params
+
+
+def _describe(e: ValidationError, prefix: str = "") -> str:
+    err = e.errors()[0]
+    key = ".".join([prefix, *map(str, err["loc"])] if prefix else map(str, err["loc"])) or "(root)"
+    msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+    return f"{key}: {msg}"
+
+
+def _validate_sections(params: Params, path: Path) -> None:
+    """Check the free-form sections against the config classes of the phases that read them,
+    so a typo in e.g. `train.sft.learning_rate` fails before any stage starts work."""
+    from clawloop.diagnosis.params import DiagnosisParams
+    from clawloop.models.bootstrap import BootstrapConfig
+    from clawloop.synthesis.curriculum import CurriculumParams
+    from clawloop.training.config import TrainParams as LibTrainParams
+
+    checks: list[tuple[str, type[BaseModel], dict[str, Any]]] = [
+        ("synthesis.curriculum", CurriculumParams, params.synthesis.curriculum),
+        ("diagnosis.options", DiagnosisParams, params.diagnosis.options),
+        ("model.bootstrap", BootstrapConfig, {"size": params.model.init, **params.model.bootstrap}),
+    ]
+    for routine, module, cls in (("hindsight", "clawloop.synthesis.hindsight", "HindsightParams"),
+                                 ("proposer", "clawloop.synthesis.proposer", "ProposerParams")):
+        section = getattr(params.synthesis, routine)
+        if section:
+            import importlib
+
+            checks.append((f"synthesis.{routine}", getattr(importlib.import_module(module), cls), section))
+    for key, cls, value in checks:
+        try:
+            cls.model_validate(value)
+        except ValidationError as e:
+            raise ClawloopError(f"{path}: {_describe(e, key)}") from None
+    for key, options in (("train", params.train.options()), ("transfer.train", params.transfer.train)):
+        LibTrainParams.from_mapping(options, where=f"{path}: {key}")

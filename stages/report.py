@@ -1,0 +1,26 @@
+"""Stage `report`: the loop at a glance (report.html, report.md, plots, DVC plot tables).
+
+    python stages/report.py --runs runs --out runs/report
+"""
+
+import argparse
+from pathlib import Path
+
+from clawloop.params import Params
+from clawloop.stage import run_stage
+
+
+def main(params: Params) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=Path, default=Path("runs"))
+    ap.add_argument("--out", type=Path, default=Path("runs/report"))
+    args = ap.parse_args()
+
+    from clawloop.loop_report import write_report
+
+    page = write_report(args.runs, args.out)
+    print(f"[report] {page}")
+
+
+if __name__ == "__main__":
+    run_stage(main)

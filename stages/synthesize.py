@@ -1,0 +1,64 @@
+"""Stage `synthesize@N`: iteration N's task pool, steered by the previous capability report.
+
+    python stages/synthesize.py --iteration 1 --report runs/iter-0/diagnosis/diagnosis.json \
+        --policy runs/iter-0/policy --out runs/iter-1/pool
+
+The budget (`synthesis.tasks_per_iteration`) is split over the routines by their shares:
+procedural generators planned by the curriculum, and the agent-grounded routines (hindsight,
+proposer) run with the current policy. Writes pool.jsonl and manifest.json.
+"""
+
+import argparse
+from pathlib import Path
+
+from clawloop.params import Params
+from clawloop.stage import output_dir, run_stage
+
+
+def main(params: Params) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iteration", type=int, required=True)
+    ap.add_argument("--report", type=Path, help="previous iteration's diagnosis.json")
+    ap.add_argument("--policy", type=Path, help="current policy (agent-grounded routines)")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+
+    from clawloop.io import write_json
+    from clawloop.synthesis.curriculum import CurriculumParams, largest_remainder, load_report, plan
+    from clawloop.synthesis.procedural import manifest, synthesize
+    from clawloop.tasks.pool import write_pool
+
+    syn = params.synthesis
+    seed = syn.seed + args.iteration
+    report = load_report(args.report) if syn.conditioning and args.report else None
+    budgets = largest_remainder(syn.tasks_per_iteration, {k: v for k, v in syn.routines.items() if v > 0})
+
+    # Routine A: the curriculum turns the report into quotas per (skill, level).
+    curriculum = CurriculumParams(**{**syn.curriculum, "conditioning": syn.conditioning})
+    the_plan = plan(report, budgets.get("procedural", 0), curriculum, syn.skills)
+    tasks = synthesize(the_plan, seed, args.iteration)
+    info = {"procedural": manifest(the_plan, tasks, seed=seed, iteration=args.iteration,
+                                   report=str(args.report) if report else None)}
+
+    # Routine B: tasks grounded in what the policy itself does or proposes.
+    for routine in ("hindsight", "proposer"):
+        if budgets.get(routine, 0) > 0:
+            from clawloop.synthesis.routine_b import synthesize_routine_b
+
+            made, stats = synthesize_routine_b(
+                routine, policy=args.policy, n=budgets[routine], seed=seed, report=report,
+                iteration=args.iteration, backend=params.sandbox.backend,
+                params=getattr(syn, routine), progress=True)
+            tasks += made
+            info[routine] = stats
+
+    with output_dir(args.out) as tmp:
+        n = write_pool(tmp / "pool.jsonl", tasks)
+        write_json(tmp / "manifest.json", {"iteration": args.iteration, "seed": seed, "tasks": n,
+                                           "budgets": budgets, "routines": info})
+    print(f"[synthesize] iteration {args.iteration}: {n} tasks "
+          + ", ".join(f"{k}={v}" for k, v in budgets.items()))
+
+
+if __name__ == "__main__":
+    run_stage(main)

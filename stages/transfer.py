@@ -1,0 +1,67 @@
+"""Stage `transfer`: do the refined tasks carry the gain to a fresh model?
+
+    python stages/transfer.py --first runs/iter-1/validated --final runs/iter-3/validated \
+        --out runs/transfer
+
+A fresh from-scratch model (`transfer.init`) is trained with the same budget on iteration 1's
+validated task set and on the final one, then both are evaluated on the held-out suites.
+The same task sets can come from another repository through the DVC remote (`dvc get`/`dvc import`
+of runs/iter-N/validated), which is how a smaller model is trained on them elsewhere.
+"""
+
+import argparse
+from pathlib import Path
+
+from clawloop.params import Params
+from clawloop.stage import output_dir, run_stage
+
+
+def main(params: Params) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--first", type=Path, required=True, help="iteration 1's validated dir")
+    ap.add_argument("--final", type=Path, required=True, help="the final iteration's validated dir")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+
+    from clawloop import loop
+    from clawloop.agent.rollout import run_rollouts
+    from clawloop.evaluation import load_suite
+    from clawloop.io import write_json
+    from clawloop.models.bootstrap import BootstrapConfig, bootstrap
+    from clawloop.tasks.pool import read_pool
+    from clawloop.training.config import TrainParams
+    from clawloop.training.run import train
+
+    tr = params.transfer
+    result: dict = {"init": tr.init, "pass_at_1": {}, "tasks": {}}
+    if not tr.enabled:
+        print("[transfer] disabled (transfer.enabled: false)")
+    heldout = [(s.name, load_suite(s.path, s.name).tasks) for s in params.eval.suites if s.heldout]
+    harness, sampling = loop.rollout_settings(params)
+    train_params = TrainParams.from_mapping(tr.train, where="params.yaml: transfer.train")
+    with output_dir(args.out / "models") as tmp:
+        if tr.enabled:
+            bootstrap(tmp / "fresh", BootstrapConfig(size=tr.init, seed=params.model.seed, **params.model.bootstrap))
+        for name, validated in (("first", args.first), ("final", args.final)):
+            if not tr.enabled:
+                break
+            tasks = read_pool(validated / "valid.jsonl")
+            train("sft", tmp / "fresh", tasks, [], None, tmp / name, train_params)
+            policy = loop.load_loop_policy(tmp / name, params, policy_id=f"transfer-{name}")
+            rates = []
+            for suite, suite_tasks in heldout:
+                summaries = run_rollouts(suite_tasks, policy, k=1, batch_size=params.rollout.batch,
+                                         backend=params.sandbox.backend, harness_config=harness,
+                                         sampling=sampling, suite=suite, progress=True)
+                rates.append(loop.suite_metrics(summaries, heldout=True).pass_at_1)
+            result["pass_at_1"][name] = sum(rates) / len(rates) if rates else 0.0
+            result["tasks"][name] = len(tasks)
+            print(f"[transfer] fresh {tr.init} trained on {name} ({len(tasks)} tasks): "
+                  f"held-out pass@1 {result['pass_at_1'][name]:.3f}")
+    if tr.enabled:
+        result["gain"] = result["pass_at_1"]["final"] - result["pass_at_1"]["first"]
+    write_json(args.out / "transfer.json", result)
+
+
+if __name__ == "__main__":
+    run_stage(main)
