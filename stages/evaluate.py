@@ -30,11 +30,12 @@ def main(params: Params) -> None:
 
     from clawloop import loop
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.evaluation import load_suite
+    from clawloop.tasks.formats import load_suite_any
     from clawloop.tasks.pool import read_pool
 
     t0 = time.perf_counter()
-    suites = [(s.name, load_suite(s.path, s.name).tasks, s.heldout) for s in params.eval.suites]
+    suites = [(s.name, load_suite_any(s.path, s.format, name=s.name).tasks, s.heldout)
+              for s in params.eval.suites]
     if args.pool and params.eval.pool_sample:
         pool = sorted(read_pool(args.pool), key=lambda t: t.id)[: params.eval.pool_sample]
         suites.append(("pool", pool, False))

@@ -25,9 +25,9 @@ def main(params: Params) -> None:
 
     from clawloop import loop
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.evaluation import load_suite
     from clawloop.io import write_json
     from clawloop.models.bootstrap import BootstrapConfig, bootstrap
+    from clawloop.tasks.formats import load_suite_any
     from clawloop.tasks.pool import read_pool
     from clawloop.training.config import TrainParams
     from clawloop.training.run import train
@@ -36,7 +36,8 @@ def main(params: Params) -> None:
     result: dict = {"init": tr.init, "pass_at_1": {}, "tasks": {}}
     if not tr.enabled:
         print("[transfer] disabled (transfer.enabled: false)")
-    heldout = [(s.name, load_suite(s.path, s.name).tasks) for s in params.eval.suites if s.heldout]
+    heldout = [(s.name, load_suite_any(s.path, s.format, name=s.name).tasks)
+               for s in params.eval.suites if s.heldout]
     harness, sampling = loop.rollout_settings(params)
     train_params = TrainParams.from_mapping(tr.train, where="params.yaml: transfer.train")
     with output_dir(args.out / "models") as tmp:

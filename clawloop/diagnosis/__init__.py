@@ -1,1 +1,9 @@
-"""Diagnosis: DuckDB over trajectories → CapabilityReport (schema.py is import-light)."""
+"""Diagnosis: DuckDB over trajectories → CapabilityReport (schema.py is import-light).
+
+`clawloop.diagnosis.diagnose.diagnose(...)` runs the whole phase; `DiagnosisParams` holds its
+knobs (params.yaml `diagnosis.options`).
+"""
+
+from clawloop.diagnosis.params import DiagnosisParams
+
+__all__ = ["DiagnosisParams"]

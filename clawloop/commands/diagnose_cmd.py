@@ -1,0 +1,72 @@
+"""`clawloop diagnose` (capability report) and `clawloop tasks probe` (agent-based validation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from clawloop.commands import app, tasks_app
+
+
+@app.command()
+def diagnose(
+    trajectories: list[Path] = typer.Argument(..., help="Rollout directories (searched recursively) or Parquet parts."),
+    out: Path = typer.Option(..., "--out", help="Directory for diagnosis.json, report.md and pass_rate.png."),
+    previous: Path | None = typer.Option(None, "--previous", help="The previous iteration's diagnosis.json (trends, regressions)."),
+    pool: Path | None = typer.Option(None, "--pool", help="Pool JSONL for diversity figures and skills to expand."),
+    iteration: int | None = typer.Option(None, "--iteration", help="Iteration number (default: the episodes' most common)."),
+    threads: int | None = typer.Option(None, "--threads", help="DuckDB threads (default: all cores)."),
+    narrative_model: str | None = typer.Option(
+        None, "--narrative-model", help="Policy (DIR, vllm:DIR, openai:MODEL@URL) that writes a narrative; off by default."),
+) -> None:
+    """Diagnose an iteration's trajectories: pass rates, failure taxonomy, trends, recommendations."""
+    from clawloop.diagnosis.diagnose import diagnose as run
+    from clawloop.diagnosis.params import DiagnosisParams
+
+    params = DiagnosisParams(threads=threads, narrative=narrative_model is not None)
+    policy = None
+    if narrative_model is not None:
+        from clawloop.models.policy import load_policy
+
+        policy = load_policy(narrative_model)
+    report = run(trajectories, out_dir=out, previous=previous, pool=pool, iteration=iteration,
+                 params=params, policy=policy)
+    graded = report.outcomes.get("passed", 0) + report.outcomes.get("failed", 0)
+    typer.echo(f"iteration {report.iteration}: {report.episodes} episodes, {graded} graded, "
+               f"pass rate {report.pass_rate:.3f}")
+    modes = sorted((m for m in report.failure_modes if m.count), key=lambda m: -m.count)[:5]
+    if modes:
+        typer.echo("top failure modes: " + ", ".join(f"{m.mode} {m.count}" for m in modes))
+    if report.regressions:
+        typer.echo("regressions: " + ", ".join(f"{g.skill}/L{g.level}" for g in report.regressions))
+    typer.echo(f"wrote {out / 'diagnosis.json'}, {out / 'report.md'}")
+
+
+@tasks_app.command()
+def probe(
+    pool: Path = typer.Argument(..., help="Pool JSONL to probe."),
+    model: str = typer.Option(..., "--model", help="The current policy: DIR, vllm:DIR or openai:MODEL@URL."),
+    out: Path = typer.Option(..., "--out", help="Probe table (JSONL of task_id, k, passes, errors, label)."),
+    k: int = typer.Option(4, "--k", min=1, help="Rollouts per task."),
+    backend: str | None = typer.Option(None, "--backend", help="Sandbox backend: bwrap, docker or local."),
+    batch: int = typer.Option(32, "--batch", min=1, help="Episodes stepped in lockstep."),
+    trajectories: Path | None = typer.Option(
+        None, "--trajectories", help="Write the probe rollouts here (an empty directory; default: not kept)."),
+    temperature: float = typer.Option(1.0, "--temperature", min=0.0, help="Sampling temperature."),
+    iteration: int = typer.Option(-1, "--iteration", help="Loop iteration written into the trajectories."),
+) -> None:
+    """Label each task too_easy (k/k), learnable (0<p<k) or frontier (0/k) with the current policy."""
+    from clawloop.models.policy import SamplingParams, load_policy
+    from clawloop.tasks.pool import read_pool
+    from clawloop.validation.probe import probe_tasks, summarize, write_probe
+
+    tasks = read_pool(pool)
+    policy = load_policy(model)
+    sampling = SamplingParams(temperature=temperature)
+    results = probe_tasks(tasks, policy, k=k, out_dir=trajectories, batch_size=batch, backend=backend,
+                          sampling=sampling, iteration=iteration, progress=True)
+    write_probe(out, results)
+    counts = summarize(results)
+    typer.echo(f"probed {len(results)} tasks with k={k}: "
+               + ", ".join(f"{label} {n}" for label, n in counts.items()) + f"; wrote {out}")

@@ -1,0 +1,41 @@
+"""Knobs of the diagnosis phase (params.yaml `diagnosis:`), import-light."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DiagnosisParams(BaseModel):
+    """Thresholds of the report. The recommendation rule (per skill, at its top graded level L):
+
+    raise to L+1 when the Wilson low end of L's pass rate is >= raise_ci_low; lower to L-1 (not
+    below 1) when its high end is <= lower_ci_high; hold otherwise; expand skills with no episodes.
+    A curriculum reading the report should use the same thresholds.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    raise_ci_low: float = Field(0.7, ge=0, le=1)
+    """Raise a skill's level when the Wilson 95% low end of its top level's pass rate reaches this."""
+    lower_ci_high: float = Field(0.2, ge=0, le=1)
+    """Lower a skill's level when the Wilson 95% high end of its top level's pass rate is at most this."""
+    max_level: int = Field(5, ge=1, le=10)
+    """Highest level a recommendation may raise to (procedural generators have levels 1-5)."""
+    regression_margin: float = Field(0.2, ge=0, le=1)
+    """A cell regressed when its pass rate fell by more than this (both cells with enough episodes)..."""
+    regression_min_episodes: int = Field(5, ge=1)
+    """...each having at least this many graded episodes; or whatever the counts, when the intervals
+    no longer overlap (current high end below the previous low end)."""
+    known_skills: list[str] = Field(default_factory=list)
+    """Skill families expected in the loop; those without episodes (like pool skills without
+    episodes) are recommended `expand`."""
+    top_commands: int = Field(20, ge=1)
+    """How many of the most used commands the report lists."""
+    examples: int = Field(5, ge=0)
+    """Example episode ids kept per failure mode."""
+    threads: int | None = Field(None, ge=1)
+    """DuckDB threads (None: all cores)."""
+    narrative: bool = False
+    """Ask the loop model itself for a short narrative of the report (needs a policy)."""
+    narrative_max_chars: int = Field(2000, ge=100)
+    """The narrative is cut to this many characters."""

@@ -1,0 +1,212 @@
+"""Build the CapabilityReport from the query figures: cells, modes, trends, regressions, advice."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+from clawloop.diagnosis.params import DiagnosisParams
+from clawloop.diagnosis.queries import Figures
+from clawloop.diagnosis.schema import (
+    FAILURE_MODES,
+    REPORT_SCHEMA_VERSION,
+    CapabilityReport,
+    CellStats,
+    CommandStats,
+    Diversity,
+    FailureModeStats,
+    PreviousSummary,
+    Recommendation,
+    Regression,
+    SuiteStats,
+)
+from clawloop.errors import ClawloopError
+from clawloop.stats import wilson_interval
+
+
+def load_report(path: str | Path) -> CapabilityReport:
+    """Read a diagnosis.json; another schema_version or a bad field raises ClawloopError."""
+    from pydantic import ValidationError
+
+    from clawloop.io import read_json
+    from clawloop.tasks.pool import describe_validation_error
+
+    obj = read_json(path)
+    if not isinstance(obj, dict):
+        raise ClawloopError(f"{path}: expected a JSON object (a diagnosis.json)")
+    version = obj.get("schema_version")
+    if version != REPORT_SCHEMA_VERSION:
+        raise ClawloopError(
+            f"{path}: schema_version: {version!r} is not the supported version {REPORT_SCHEMA_VERSION}"
+        )
+    try:
+        return CapabilityReport.model_validate(obj)
+    except ValidationError as e:
+        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
+
+
+def pool_diversity(path: str | Path) -> tuple[Diversity, dict[str, int]]:
+    """Diversity figures of a pool JSONL, and the lowest level seen per skill."""
+    from clawloop.tasks.pool import read_pool
+
+    tasks = read_pool(path)
+    skills = Counter(t.skill for t in tasks)
+    n = len(tasks)
+    entropy = -sum(c / n * math.log2(c / n) for c in skills.values()) if n else 0.0
+    min_level: dict[str, int] = {}
+    for t in tasks:
+        min_level[t.skill] = min(min_level.get(t.skill, t.level), t.level)
+    div = Diversity(
+        tasks=n,
+        unique_instructions=len({t.instruction.strip() for t in tasks}),
+        skills=len(skills),
+        skill_entropy=round(abs(entropy), 6),
+        mean_level=round(sum(t.level for t in tasks) / n, 6) if n else 0.0,
+    )
+    return div, min_level
+
+
+def _cell(skill: str, level: int, episodes: int, passes: int) -> CellStats:
+    lo, hi = wilson_interval(passes, episodes)
+    return CellStats(
+        skill=skill, level=level, episodes=episodes, passes=passes,
+        pass_rate=passes / episodes if episodes else 0.0, ci_low=lo, ci_high=hi,
+    )
+
+
+def find_regressions(
+    cells: list[CellStats], previous: CapabilityReport, params: DiagnosisParams
+) -> list[Regression]:
+    """Cells whose pass rate fell: intervals no longer overlap, or a drop beyond the margin."""
+    out: list[Regression] = []
+    for c in cells:
+        p = previous.cell(c.skill, c.level)
+        if p is None or c.pass_rate >= p.pass_rate:
+            continue
+        drop = p.pass_rate - c.pass_rate
+        if c.ci_high < p.ci_low:
+            reason = f"interval [{c.ci_low:.2f}, {c.ci_high:.2f}] below previous [{p.ci_low:.2f}, {p.ci_high:.2f}]"
+        elif drop > params.regression_margin and min(c.episodes, p.episodes) >= params.regression_min_episodes:
+            reason = f"fell by {drop:.2f} > margin {params.regression_margin:.2f}"
+        else:
+            continue
+        out.append(Regression(skill=c.skill, level=c.level, previous=p.pass_rate, current=c.pass_rate,
+                              reason=reason))
+    return out
+
+
+def _dominant_mode(modes: list[FailureModeStats], skill: str) -> str:
+    """The skill's most frequent failure mode of the agent's own (infra_error is not)."""
+    own = [m for m in modes if m.mode != "infra_error" and m.mode in FAILURE_MODES]
+    best = max(own, key=lambda m: (m.by_skill.get(skill, 0), -FAILURE_MODES.index(m.mode)), default=None)
+    if best is None or best.by_skill.get(skill, 0) == 0:
+        return ""
+    return f"; dominant failure: {best.mode} ({best.by_skill[skill]})"
+
+
+def recommend(
+    cells: list[CellStats],
+    modes: list[FailureModeStats],
+    params: DiagnosisParams,
+    seen_skills: list[str],
+    expected_skills: dict[str, int],
+) -> list[Recommendation]:
+    """One recommendation per skill (rule in DiagnosisParams); `expected_skills` maps skills the
+    loop should cover (pool, known skills) to the level at which to start them."""
+    by_skill: dict[str, list[CellStats]] = {}
+    for c in cells:
+        by_skill.setdefault(c.skill, []).append(c)
+    out: list[Recommendation] = []
+    for skill in sorted(set(seen_skills) | set(expected_skills) | set(by_skill)):
+        if skill not in by_skill:
+            if skill in seen_skills:
+                out.append(Recommendation(
+                    skill=skill, action="hold", level=expected_skills.get(skill, 1),
+                    reason="episodes ran but none was graded (errors or skips only)"))
+            else:
+                level = expected_skills.get(skill, 1)
+                out.append(Recommendation(skill=skill, action="expand", level=level,
+                                          reason="no episodes: add tasks of this skill"))
+            continue
+        top = max(by_skill[skill], key=lambda c: c.level)
+        figures = (f"level {top.level}: {top.passes}/{top.episodes} passed, "
+                   f"95% CI [{top.ci_low:.2f}, {top.ci_high:.2f}]")
+        why = _dominant_mode(modes, skill)
+        if top.ci_low >= params.raise_ci_low:
+            if top.level >= params.max_level:
+                out.append(Recommendation(skill=skill, action="hold", level=top.level,
+                                          reason=f"{figures}; reliable at the top level {params.max_level}"))
+            else:
+                out.append(Recommendation(skill=skill, action="raise", level=top.level + 1,
+                                          reason=f"{figures}; CI low >= {params.raise_ci_low:.2f}"))
+        elif top.ci_high <= params.lower_ci_high:
+            out.append(Recommendation(skill=skill, action="lower", level=max(1, top.level - 1),
+                                      reason=f"{figures}; CI high <= {params.lower_ci_high:.2f}{why}"))
+        else:
+            out.append(Recommendation(skill=skill, action="hold", level=top.level,
+                                      reason=f"{figures}; neither reliable (CI low < {params.raise_ci_low:.2f}) "
+                                             f"nor failing (CI high > {params.lower_ci_high:.2f}){why}"))
+    return out
+
+
+def build_report(
+    figures: Figures,
+    params: DiagnosisParams | None = None,
+    *,
+    previous: CapabilityReport | None = None,
+    diversity: Diversity | None = None,
+    pool_skills: dict[str, int] | None = None,
+    iteration: int | None = None,
+) -> CapabilityReport:
+    """Turn the figures into the report (without a narrative)."""
+    params = params or DiagnosisParams()
+    cells = [_cell(*c) for c in figures.cells]
+    if previous is not None:
+        for c in cells:
+            p = previous.cell(c.skill, c.level)
+            c.previous_pass_rate = p.pass_rate if p else None
+    suites = []
+    for suite, n, passes in figures.suites:
+        lo, hi = wilson_interval(passes, n)
+        suites.append(SuiteStats(suite=suite or "", episodes=n, passes=passes,
+                                 pass_rate=passes / n if n else 0.0, ci_low=lo, ci_high=hi))
+    modes = []
+    for mode in FAILURE_MODES:
+        m = figures.modes.get(mode)
+        count = m.count if m else 0
+        modes.append(FailureModeStats(
+            mode=mode, count=count,
+            share=min(1.0, count / figures.flagged) if figures.flagged else 0.0,
+            examples=list(m.examples) if m else [], by_skill=dict(m.by_skill) if m else {},
+            previous_count=previous.mode_count(mode) if previous is not None else None,
+        ))
+    total = figures.commands_total
+    commands = [CommandStats(command=name, count=n, share=n / total if total else 0.0)
+                for name, n in figures.top_commands]
+    expected = dict(pool_skills or {})
+    for s in params.known_skills:
+        expected.setdefault(s, 1)
+    it = iteration if iteration is not None else (figures.iteration if figures.iteration is not None else 0)
+    return CapabilityReport(
+        iteration=it,
+        policy_id=figures.policy_id,
+        episodes=figures.episodes,
+        pass_rate=figures.passes / figures.graded if figures.graded else 0.0,
+        cells=cells,
+        failure_modes=modes,
+        mean_turns=figures.mean_turns,
+        mean_tokens=figures.mean_tokens,
+        mean_prompt_tokens=figures.mean_prompt_tokens,
+        outcomes=figures.outcomes,
+        terminations=figures.terminations,
+        suites=suites,
+        commands=commands,
+        command_vocabulary=figures.command_vocabulary,
+        previous=None if previous is None else PreviousSummary(
+            iteration=previous.iteration, episodes=previous.episodes, pass_rate=previous.pass_rate,
+            mean_turns=previous.mean_turns, mean_tokens=previous.mean_tokens),
+        diversity=diversity or Diversity(),
+        regressions=find_regressions(cells, previous, params) if previous is not None else [],
+        recommendations=recommend(cells, modes, params, figures.skills, expected),
+    )

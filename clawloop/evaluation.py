@@ -1,0 +1,198 @@
+"""Evaluate an agent on suites of tasks: Harbor directories or JSONL pools.
+
+`load_suite` reads a suite leniently (a task that fails to load becomes an error record naming
+the task and the field; the rest still runs). `run_agent` dispatches on the agent's name — the
+one place a new agent kind plugs in. `summarize` counts passed / failed / errors / skipped
+overall, per suite and per skill; errors are never failures and pass_rate = passed / (passed +
+failed).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clawloop.errors import ClawloopError
+from clawloop.tasks.episode import SIMPLE_AGENTS, EpisodeRecord, open_sandbox
+from clawloop.tasks.model import Task
+from sandbox.base import SandboxConfig, SandboxError
+
+AGENTS = (*SIMPLE_AGENTS, "model")
+"""Agent names `clawloop eval --agent` accepts."""
+
+
+@dataclass
+class SuiteItem:
+    """One task of a suite, or the error that kept it from loading (task is None)."""
+
+    suite: str
+    name: str
+    task: Task | None
+    error: str | None = None
+
+
+@dataclass
+class Suite:
+    name: str
+    path: Path
+    items: list[SuiteItem] = field(default_factory=list)
+
+    @property
+    def tasks(self) -> list[Task]:
+        return [i.task for i in self.items if i.task is not None]
+
+
+def load_suite(path: str | Path, name: str | None = None) -> Suite:
+    """A directory of Harbor tasks, one Harbor task directory, or a JSONL pool."""
+    from clawloop.tasks.harbor import find_task_dirs, is_task_dir, load_harbor_task, task_name
+    from clawloop.tasks.pool import read_pool_lenient
+
+    path = Path(path)
+    if path.is_file():
+        suite = Suite(name or path.stem, path)
+        tasks, errors = read_pool_lenient(path)
+        suite.items += [SuiteItem(suite.name, task_name(t), t) for t in tasks]
+        for err in errors:
+            loc = err.split(": ", 1)[0]
+            suite.items.append(SuiteItem(suite.name, f"line {loc.rsplit(':', 1)[-1]}", None, err))
+        return suite
+    if not path.is_dir():
+        raise ClawloopError(f"{path}: no such suite (a task directory, a directory of tasks, or a .jsonl pool)")
+    single = is_task_dir(path)
+    suite = Suite(name or (path.resolve().parent.name if single else path.resolve().name), path)
+    dirs = find_task_dirs(path)
+    if not dirs:
+        raise ClawloopError(f"{path}: no Harbor tasks (task.toml) found")
+    for d in dirs:
+        try:
+            suite.items.append(SuiteItem(suite.name, d.name, load_harbor_task(d, source=suite.name)))
+        except ClawloopError as e:
+            suite.items.append(SuiteItem(suite.name, d.name, None, str(e)))
+    return suite
+
+
+def error_record(item: SuiteItem, agent: str) -> EpisodeRecord:
+    """The record of a task that could not be loaded."""
+    return EpisodeRecord("", item.name, item.suite, "unknown", 0, agent, "error", reason=item.error)
+
+
+def preflight(backend: str, config: SandboxConfig | None = None) -> None:
+    """Fail fast (ClawloopError) when the backend cannot run a trivial command."""
+    try:
+        with open_sandbox(backend, config) as sb:
+            r = sb.exec("true", timeout=30)
+    except (SandboxError, OSError) as e:
+        raise ClawloopError(f"--backend {backend}: cannot start a sandbox ({e})") from None
+    if r.exit_code != 0:
+        raise ClawloopError(f"--backend {backend}: a trivial command failed ({r.output.strip()[:200]})")
+
+
+def run_agent(agent: str, items: list[SuiteItem], *, backend: str = "bwrap", jobs: int = 2,
+              config: SandboxConfig | None = None, options: dict[str, Any] | None = None,
+              on_done: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
+    """Run `agent` on every loadable item; records come back in item order.
+
+    The one dispatch on the agent's name: simple agents (oracle, noop) run one sandboxed episode
+    per task on `jobs` threads; a model agent (`--agent model --model DIR`) plugs in here.
+    """
+    todo = [i for i in items if i.task is not None]
+    if agent in SIMPLE_AGENTS:
+        return _run_simple(agent, todo, backend, jobs, config, on_done)
+    if agent == "model":  # k samples per task in lockstep batches (clawloop.agent.rollout)
+        from clawloop.agent.rollout import run_model_agent
+
+        return run_model_agent(todo, backend=backend, config=config, options=options, on_done=on_done)
+    raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
+
+
+def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int,
+                config: SandboxConfig | None,
+                on_done: Callable[[EpisodeRecord], None] | None) -> list[EpisodeRecord]:
+    results: list[EpisodeRecord | None] = [None] * len(items)
+    lock = threading.Lock()
+
+    def one(k: int) -> None:
+        it = items[k]
+        assert it.task is not None
+        # --- formats hook (issue #10): ClawGym / Claw-Eval-Live episodes verify their own way
+        from clawloop.tasks.formats import run_episode_any
+
+        rec = run_episode_any(it.task, agent, backend, config, suite=it.suite, name=it.name)
+        # --- end formats hook
+        with lock:
+            results[k] = rec
+            if on_done:
+                on_done(rec)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for fut in as_completed([pool.submit(one, k) for k in range(len(items))]):
+            fut.result()
+    return [r for r in results if r is not None]
+
+
+def _counts(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
+    from clawloop.tasks.formats import score_fields  # formats hook (issue #10)
+
+    records = list(records)
+    c = {"tasks": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    for r in records:
+        c["tasks"] += 1
+        c[{"passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped"}[r.outcome]] += 1
+    scored = c["passed"] + c["failed"]
+    return {**c, "pass_rate": round(c["passed"] / scored, 4) if scored else 0.0, **score_fields(records)}
+
+
+def summarize(records: list[EpisodeRecord], agent: str, backend: str) -> dict[str, Any]:
+    """Overall, per-suite and per-skill counts; pass_rate excludes errors and skips."""
+    by: dict[str, dict[str, list[EpisodeRecord]]] = {"suites": {}, "skills": {}}
+    for r in records:
+        by["suites"].setdefault(r.suite, []).append(r)
+        by["skills"].setdefault(r.skill, []).append(r)
+    return {
+        **_counts(records), "agent": agent, "backend": backend,
+        "suites": {k: _counts(v) for k, v in by["suites"].items()},
+        "skills": {k: _counts(v) for k, v in sorted(by["skills"].items())},
+        "errors_detail": [{"suite": r.suite, "task": r.name, "reason": r.reason}
+                          for r in records if r.outcome == "error"][:50],
+        "skipped_detail": [{"suite": r.suite, "task": r.name, "reason": r.reason}
+                           for r in records if r.outcome == "skipped"][:50],
+    }
+
+
+def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", jobs: int = 2,
+             config: SandboxConfig | None = None, options: dict[str, Any] | None = None,
+             on_total: Callable[[int], None] | None = None,
+             on_done: Callable[[EpisodeRecord], None] | None = None, fmt: str = "auto",
+             format_options: dict[str, Any] | None = None) -> tuple[list[EpisodeRecord], dict[str, Any]]:
+    """Load the suites, run the agent, and summarize: (records in suite order, summary).
+
+    `fmt` and `format_options` (grader_root, skills, pass_threshold) go to
+    `clawloop.tasks.formats.load_suite_any`: auto | harbor | jsonl | clawgym | claw-eval-live.
+    """
+    if agent not in AGENTS:
+        raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
+    from clawloop.tasks.formats import load_suite_any  # formats hook (issue #10)
+
+    suites = [load_suite_any(p, fmt, **(format_options or {})) for p in paths]
+    items = [i for s in suites for i in s.items]
+    if on_total:
+        on_total(len(items))
+    failed_loads = [error_record(i, agent) for i in items if i.task is None]
+    for rec in failed_loads:
+        if on_done:
+            on_done(rec)
+    if any(i.task is not None for i in items):
+        preflight(backend, config)
+    if agent == "model":  # k samples per task: not one record per item
+        records = [*failed_loads, *run_agent(agent, items, backend=backend, jobs=jobs, config=config,
+                                             options=options, on_done=on_done)]
+        return records, summarize(records, agent, backend)
+    ran = iter(run_agent(agent, items, backend=backend, jobs=jobs, config=config, options=options,
+                         on_done=on_done))
+    loads = iter(failed_loads)
+    records = [next(ran) if i.task is not None else next(loads) for i in items]
+    return records, summarize(records, agent, backend)

@@ -1,0 +1,314 @@
+"""Dockerfile-lite: run a Harbor task's Dockerfile without Docker.
+
+The subset that maps onto a Task: COPY/ADD of local files (→ Task.files at their destination),
+WORKDIR (→ Task.workdir), ENV (→ Task.env), RUN lines of plain shell (→ Task.setup). Package
+installs (apt-get, pip, ...) are checked against the sandbox's task runtime (its python
+packages and the host's binaries): satisfied ones are dropped, an unsatisfied one (or anything
+that needs the network) sets `needs_image` with the reason, and the task runs only on docker.
+FROM is recorded; CMD, EXPOSE, USER, LABEL and friends have no effect here.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import io
+import json
+import posixpath
+import re
+import shlex
+import tarfile
+from dataclasses import dataclass, field
+
+from clawloop.errors import ClawloopError
+from clawloop.tasks.model import FileSpec
+from clawloop.tasks.shell_lite import (  # noqa: F401  (re-exported: the runtime checks live there)
+    HEREDOC,
+    Runtime,
+    Segment,
+    check_script,
+    classify,
+    default_runtime_dir,
+    detect_runtime,
+    filter_run,
+    shell_segments,
+)
+
+DEFAULT_WORKDIR = "/workspace"
+"""Task.workdir when the Dockerfile sets no WORKDIR."""
+
+_IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "USER", "LABEL", "MAINTAINER", "HEALTHCHECK",
+            "STOPSIGNAL", "SHELL", "VOLUME", "ONBUILD"}
+_ARCHIVE = re.compile(r"\.(tar|tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz)$")
+
+
+# ------------------------------------------------------------------------------- Dockerfile
+@dataclass
+class LiteResult:
+    """What a Dockerfile means for a Task."""
+
+    base_image: str | None = None
+    files: dict[str, FileSpec] = field(default_factory=dict)
+    copy_sources: dict[str, str] = field(default_factory=dict)
+    """Destination path → context-relative source, for plain COPY/ADD of context files."""
+    setup: list[str] = field(default_factory=list)
+    workdir: str = DEFAULT_WORKDIR
+    env: dict[str, str] = field(default_factory=dict)
+    needs_image: str | None = None
+    skipped: list[str] = field(default_factory=list)
+    """Install lines the runtime already satisfies, and user management."""
+    ignored: list[str] = field(default_factory=list)
+    """Instructions without effect outside Docker (CMD, EXPOSE, USER, ENV PATH, ...)."""
+
+
+def _logical_lines(text: str) -> list[tuple[int, str, str]]:
+    """(line number, KEYWORD, rest) per instruction: continuations joined, heredoc bodies kept."""
+    lines = text.splitlines()
+    out: list[tuple[int, str, str]] = []
+    i = 0
+    while i < len(lines):
+        start = i
+        line = lines[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [line]
+        while parts[-1].rstrip().endswith("\\") and i < len(lines):
+            parts[-1] = parts[-1].rstrip()[:-1]
+            nxt = lines[i]
+            i += 1
+            if nxt.lstrip().startswith("#"):
+                parts.append("\\")
+                continue
+            parts.append(nxt)
+        joined = " ".join(p.strip() if k else p.rstrip() for k, p in enumerate(parts)).rstrip("\\ ")
+        for m in HEREDOC.finditer(joined):  # heredoc bodies follow the instruction
+            word, strip = m.group(3), m.group(1) == "-"
+            body = []
+            while i < len(lines):
+                ln = lines[i]
+                i += 1
+                if (ln.lstrip("\t") if strip else ln) == word:
+                    break
+                body.append(ln)
+            joined += "\n" + "\n".join(body + [word])
+        kw, _, rest = joined.strip().partition(" ")
+        out.append((start + 1, kw.upper(), rest.strip()))
+    return out
+
+
+def _expand(value: str, variables: dict[str, str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(3)
+        val = variables.get(name, "")
+        op, arg = m.group(2) or "", ""
+        if op:
+            arg = op[2:]
+            if op.startswith(":-"):
+                return val or arg
+            if op.startswith(":+"):
+                return arg if val else ""
+        return val
+
+    def escaped(m: re.Match[str]) -> str:
+        return "$" if m.group(0) == "\\$" else sub(m)
+
+    return re.sub(r"\\\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:[-+][^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)", escaped, value)
+
+
+def _json_or_words(rest: str) -> list[str]:
+    if rest.startswith("["):
+        try:
+            val = json.loads(rest)
+            if isinstance(val, list):
+                return [str(x) for x in val]
+        except json.JSONDecodeError:
+            pass
+    return shlex.split(rest, posix=True)
+
+
+@dataclass
+class _Copied:
+    files: dict[str, tuple[FileSpec, str | None]] = field(default_factory=dict)
+    """Destination → (content, context source or None for heredocs and archive members)."""
+    dirs: list[str] = field(default_factory=list)
+    """Empty directories created at their destination."""
+    needs: str | None = None
+
+    def put(self, dest: str, src: str | None, spec: FileSpec, mode: int | None) -> None:
+        self.files[posixpath.normpath(dest)] = (spec if mode is None else spec.model_copy(update={"mode": mode}), src)
+
+    def put_dir(self, src: str, dest: str, context: dict[str, FileSpec], dirs: frozenset[str],
+                mode: int | None) -> None:
+        prefix = "" if src == "." else src + "/"
+        for k in sorted(context):
+            if k.startswith(prefix):
+                self.put(posixpath.join(dest, k[len(prefix):]), k, context[k], mode)
+        self.dirs += [posixpath.normpath(posixpath.join(dest, d[len(prefix):]))
+                      for d in sorted(dirs) if d.startswith(prefix) or (src == d)]
+
+
+def _copy(kw: str, rest: str, cur_wd: str, variables: dict[str, str], context: dict[str, FileSpec],
+          dirs: frozenset[str], where: str, at: str) -> _Copied:
+    """COPY/ADD: errors name `where`, needs_image reasons `at`."""
+    out = _Copied()
+    first, _, body = rest.partition("\n")
+    m = re.match(r"((?:--\S+\s+)*)(.*)$", first)
+    flags = {w.split("=", 1)[0]: (w.split("=", 1) + [""])[1] for w in m.group(1).split()}  # type: ignore[union-attr]
+    args = [_expand(w, variables) for w in _json_or_words(m.group(2))]  # type: ignore[union-attr]
+    if "--from" in flags:
+        out.needs = f"{at}: {kw} --from (multi-stage build)"
+        return out
+    if len(args) < 2:
+        raise ClawloopError(f"{where}: {kw} needs a source and a destination")
+    mode = int(flags["--chmod"], 8) if flags.get("--chmod", "").isdigit() else None
+    *srcs, raw = args
+    dest = posixpath.join(cur_wd, raw)
+    as_dir = raw.endswith("/") or raw in (".", "..") or raw.endswith(("/.", "/..")) or len(srcs) > 1
+    heredocs = HEREDOC.findall(first)
+    if heredocs:  # COPY <<EOF /path: the body is the file
+        lines = body.split("\n")
+        lines = lines[:-1] if lines and lines[-1] == heredocs[0][2] else lines
+        out.put(dest, None, FileSpec.of("\n".join(lines) + "\n"), mode)
+        return out
+    for src in srcs:
+        if re.match(r"^[a-z]+://", src):
+            out.needs = f"{at}: {kw} of a URL ({src})"
+            return out
+        src_n = posixpath.normpath(src.lstrip("/")) if src not in (".", "./") else "."
+        if any(ch in src_n for ch in "*?["):
+            depth = src_n.count("/") + 1
+            matches = sorted(k for k in context if k.count("/") + 1 == depth and fnmatch.fnmatch(k, src_n))
+            tops = {"/".join(k.split("/")[:depth]) for k in context if k.count("/") >= depth}
+            tops |= {"/".join(d.split("/")[:depth]) for d in dirs if d.count("/") >= depth - 1}
+            subdirs = sorted(t for t in tops if fnmatch.fnmatch(t, src_n))
+            if not matches and not subdirs:
+                raise ClawloopError(f"{where}: {kw} source {src!r} matches nothing in the build context")
+            for k in matches:
+                out.put(posixpath.join(dest, posixpath.basename(k)), k, context[k], mode)
+            for d in subdirs:
+                out.put_dir(d, dest, context, dirs, mode)
+        elif src_n in context:
+            spec = context[src_n]
+            if kw == "ADD" and _ARCHIVE.search(src_n):
+                _extract(out, spec, dest, where)
+            else:
+                out.put(posixpath.join(dest, posixpath.basename(src_n)) if as_dir else dest, src_n, spec, mode)
+        elif src_n == "." or src_n in dirs or any(k.startswith(src_n + "/") for k in [*context, *dirs]):
+            out.put_dir(src_n, dest, context, dirs, mode)
+        else:
+            raise ClawloopError(f"{where}: {kw} source {src!r} is not in the build context")
+    return out
+
+
+def _extract(out: _Copied, spec: FileSpec, dest: str, where: str) -> None:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(spec.data())) as tar:
+            for m in tar.getmembers():
+                if m.isfile() and ".." not in m.name.split("/"):
+                    data = tar.extractfile(m).read()  # type: ignore[union-attr]
+                    out.put(posixpath.join(dest, m.name), None, FileSpec.of(data, m.mode & 0o7777), None)
+    except tarfile.TarError as e:
+        raise ClawloopError(f"{where}: ADD archive cannot be read ({e})") from None
+
+
+def write_files_command(files: dict[str, FileSpec]) -> str:
+    """A setup command that writes files (for a COPY that comes after a RUN: order matters)."""
+    lines = ["set -e"]
+    for dest, spec in files.items():
+        q = shlex.quote(dest)
+        b64 = base64.encodebytes(spec.data()).decode("ascii")
+        lines.append(f"mkdir -p {shlex.quote(posixpath.dirname(dest))}\n"
+                     f"base64 -d > {q} <<'CLAWLOOP_B64'\n{b64}CLAWLOOP_B64\nchmod {spec.mode:o} {q}")
+    return "\n".join(lines)
+
+
+def parse_dockerfile(text: str, context: dict[str, FileSpec], runtime: Runtime | None = None,
+                     where: str = "Dockerfile", context_dirs: frozenset[str] = frozenset(),
+                     name: str | None = None) -> LiteResult:
+    """Interpret a Dockerfile against its build context (relative path → file; empty dirs apart).
+
+    Files COPYed before the first RUN that survives become Task.files; a COPY after such a RUN
+    becomes a setup command writing its files, so the order the Dockerfile meant is kept.
+    `where` prefixes error messages; `name` (default: `where`) the needs_image reasons, which
+    are content and so must not depend on where the task lies.
+    """
+    runtime = runtime or detect_runtime()
+    lr = LiteResult()
+    cur_wd = "/"
+    variables: dict[str, str] = {}
+    runs: list[tuple[str | None, str]] = []  # (dir the command ran in, or None: any), command
+    ran = False
+    froms = 0
+    for lineno, kw, rest in _logical_lines(text):
+        at = f"{name or where}:{lineno}"
+        try:
+            if kw == "FROM":
+                froms += 1
+                if froms == 1:
+                    lr.base_image = rest.split()[0] if rest else None
+                else:
+                    lr.needs_image = lr.needs_image or f"{at}: multi-stage build"
+            elif kw == "ARG":
+                name, eq, default = rest.partition("=")
+                variables.setdefault(name.strip(), _expand(default.strip().strip('"\''), variables) if eq else "")
+            elif kw == "ENV":
+                words = shlex.split(rest)
+                pairs = ([tuple(w.split("=", 1)) for w in words] if words and "=" in words[0]
+                         else [(words[0], rest.split(None, 1)[1] if len(words) > 1 else "")] if words else [])
+                for k, v in pairs:
+                    v = _expand(v, variables)
+                    variables[k] = v
+                    if k == "PATH":
+                        lr.ignored.append(f"ENV PATH={v}")
+                    else:
+                        lr.env[k] = v
+            elif kw == "WORKDIR":
+                cur_wd = posixpath.normpath(posixpath.join(cur_wd, _expand(rest.strip().strip('"'), variables)))
+                lr.workdir = cur_wd
+            elif kw in ("COPY", "ADD"):
+                c = _copy(kw, rest, cur_wd, variables, context, context_dirs, f"{where}:{lineno}", at)
+                lr.needs_image = lr.needs_image or c.needs
+                if ran:  # after a RUN: write the files at this point of the setup
+                    if c.files:
+                        runs.append((None, write_files_command({d: f for d, (f, _) in c.files.items()})))
+                else:
+                    for d, (f, src) in c.files.items():
+                        lr.files[d] = f
+                        if src is not None:
+                            lr.copy_sources[d] = src
+                        else:
+                            lr.copy_sources.pop(d, None)
+                if c.dirs:
+                    runs.append((None, "mkdir -p " + " ".join(shlex.quote(d) for d in c.dirs)))
+            elif kw == "RUN":
+                first, _, body = rest.partition("\n")
+                if re.match(r"^(--\S+\s+)*<<", first):  # RUN <<EOF: the body is the script
+                    lines = body.split("\n")
+                    cmd = "\n".join(lines[:-1])
+                else:
+                    words = first.split()
+                    while words and words[0].startswith("--"):  # --mount, --network
+                        words.pop(0)
+                    cmd = " ".join(words) + ("\n" + body if body else "")
+                    if cmd.startswith("["):
+                        cmd = shlex.join(_json_or_words(cmd))
+                kept, skipped, needs = filter_run(cmd, runtime, context)
+                lr.skipped += skipped
+                if needs:
+                    lr.needs_image = lr.needs_image or f"{at}: {needs}"
+                elif kept:
+                    runs.append((cur_wd, kept))
+                    ran = True
+            elif kw in _IGNORED:
+                lr.ignored.append(kw)
+            else:
+                raise ClawloopError(f"{where}:{lineno}: unknown instruction {kw!r}")
+        except ValueError as e:
+            raise ClawloopError(f"{where}:{lineno}: {kw}: {e}") from None
+    # RUN lines ran in the WORKDIR current at the time; setup runs in the final workdir.
+    for d, cmd in runs:
+        q = shlex.quote(d or "")
+        lr.setup.append(cmd if d is None or d == lr.workdir else f"cd {q} && {cmd}" if d == "/"
+                        else f"mkdir -p {q} && cd {q} && {cmd}")
+    return lr

@@ -1,0 +1,272 @@
+"""Benchmark formats: detect a suite's layout, load it as Tasks, run and verify by format.
+
+Formats: `harbor` (Harbor / Terminal-Bench 2 / SkillsBench task dirs, Terminal-Bench 1 too),
+`jsonl` (a clawloop pool), `clawgym` (ClawGym-Bench, `data_entry.json`), `claw-eval-live`
+(Claw-Eval-Live, `task.yaml` + `grader.py`); `auto` detects. Public API:
+
+    detect_format(path) -> str
+    load_suite_any(path, fmt="auto", *, name=None, grader_root=None, skills=None,
+                   pass_threshold=0.8) -> evaluation.Suite      # lenient: bad tasks become items
+    run_episode_any(task, agent, backend, config, *, suite, name) -> EpisodeRecord
+    verify_any(sb, task, messages=None) -> Verdict              # for model-agent rollouts
+    score_fields(records) -> {"mean_score", "full_score_rate"}  # where scores are fractional
+    apply_skills(task, "on"|"off") -> Task                      # SkillsBench with / without skills
+
+Every format keeps the episode protocol of `clawloop.tasks.episode`: the hidden verifier goes in
+only after the agent, /logs/verifier is fresh, and a grader that breaks is an error, never a
+failure. ClawGym and Claw-Eval-Live records carry `benchmark` and, for Claw-Eval-Live, every
+dimension score (`scores`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clawloop.errors import ClawloopError
+from clawloop.tasks import claw_eval_live as cel
+from clawloop.tasks import clawgym
+from clawloop.tasks.episode import (
+    PASS_THRESHOLD,
+    SIMPLE_AGENTS,
+    EpisodeRecord,
+    Step,
+    TaskSetupError,
+    Verdict,
+    open_sandbox,
+    prepare,
+    run_episode,
+    run_oracle,
+    verify,
+)
+from clawloop.tasks.episode import skip_reason as image_skip_reason
+from clawloop.tasks.model import FileSpec, Task
+from sandbox.base import Sandbox, SandboxConfig, SandboxError
+
+if TYPE_CHECKING:
+    from clawloop.evaluation import Suite
+
+FORMATS = ("auto", "harbor", "jsonl", "clawgym", "claw-eval-live")
+"""Values of `clawloop eval --format`."""
+SKILLS_MODES = ("on", "off")
+FRACTIONAL = ("clawgym", "claw-eval-live")
+"""Benchmarks whose scores are fractional: their summaries carry mean_score."""
+SKILLS_HOME = "/root/.claude/skills"
+"""Where SkillsBench puts skills when its Dockerfile does not say (the Claude Code location)."""
+
+
+@dataclass
+class ScoredEpisodeRecord(EpisodeRecord):
+    """An episode of a benchmark with fractional scores: its name and the grader's dimensions."""
+
+    benchmark: str | None = None
+    scores: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------------------------- detection
+def _harbor_dirs(path: Path) -> list[Path]:
+    from clawloop.tasks.harbor import find_task_dirs
+
+    return [d for d in find_task_dirs(path) if not cel.is_claw_eval_task(d)]
+
+
+def detect_format(path: str | Path) -> str:
+    """The layout of a suite path; ClawloopError for none or a mix of several."""
+    from clawloop.tasks.harbor import is_task_dir
+
+    path = Path(path)
+    if path.is_file():
+        if path.suffix in (".jsonl", ".ndjson"):
+            return "jsonl"
+        raise ClawloopError(f"{path}: not a suite (a .jsonl pool or a directory of tasks)")
+    if not path.is_dir():
+        raise ClawloopError(f"{path}: no such suite (a task directory, a directory of tasks, or a .jsonl pool)")
+    if clawgym.is_clawgym_task(path):
+        return "clawgym"
+    if cel.is_claw_eval_task(path):
+        return "claw-eval-live"
+    if is_task_dir(path):
+        return "harbor"
+    found = [fmt for fmt, dirs in (("harbor", _harbor_dirs(path)), ("clawgym", clawgym.find_clawgym_dirs(path)),
+                                   ("claw-eval-live", cel.find_claw_eval_dirs(path))) if dirs]
+    if not found:
+        raise ClawloopError(f"{path}: no known task layout (Harbor task.toml, ClawGym data_entry.json, "
+                            "Claw-Eval-Live task.yaml + grader.py)")
+    if len(found) > 1:
+        raise ClawloopError(f"{path}: mixed task layouts ({', '.join(found)}); give --format or split the suite")
+    return found[0]
+
+
+# ------------------------------------------------------------------------------------ loading
+def load_suite_any(path: str | Path, fmt: str = "auto", *, name: str | None = None,
+                   grader_root: str | Path | None = None, skills: str | None = None,
+                   pass_threshold: float = cel.PASS_THRESHOLD) -> Suite:
+    """Load a suite of any format; a task that fails to load becomes an item with its error.
+
+    `grader_root`: the Claw-Eval-Live checkout whose package grades its tasks. `skills`: "on" or
+    "off" runs Harbor (SkillsBench) tasks with or without their environment/skills (None: as
+    imported). `pass_threshold`: Claw-Eval-Live's completion threshold for "passed".
+    """
+    from clawloop.evaluation import Suite, SuiteItem, load_suite
+
+    path = Path(path)
+    if fmt not in FORMATS:
+        raise ClawloopError(f"--format: unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    if skills is not None and skills not in SKILLS_MODES:
+        raise ClawloopError(f"--skills: expected on or off, got {skills!r}")
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    if skills is not None and fmt not in ("harbor", "jsonl"):
+        raise ClawloopError(f"--skills: applies to Harbor (SkillsBench) tasks, not to {fmt}")
+    if fmt in ("harbor", "jsonl"):
+        if fmt == "jsonl" and not path.is_file():
+            raise ClawloopError(f"{path}: --format jsonl needs a .jsonl file")
+        if fmt == "harbor" and path.is_file():
+            raise ClawloopError(f"{path}: --format harbor needs a directory")
+        suite = load_suite(path, name=name)
+    else:
+        finder, loader = ((clawgym.find_clawgym_dirs, clawgym.load_clawgym_task) if fmt == "clawgym" else
+                          (cel.find_claw_eval_dirs, cel.load_claw_eval_task))
+        if not path.is_dir():
+            raise ClawloopError(f"{path}: --format {fmt} needs a directory")
+        dirs = finder(path)
+        if not dirs:
+            raise ClawloopError(f"{path}: no {fmt} tasks found")
+        single = dirs == [path]
+        suite = Suite(name or (path.resolve().parent.name if single else path.resolve().name), path)
+        opts: dict[str, Any] = {} if fmt == "clawgym" else {"grader_root": grader_root,
+                                                             "pass_threshold": pass_threshold}
+        for d in dirs:
+            try:
+                suite.items.append(SuiteItem(suite.name, d.name, loader(d, source=suite.name, **opts)))
+            except ClawloopError as e:
+                suite.items.append(SuiteItem(suite.name, d.name, None, str(e)))
+    for item in suite.items:
+        if item.task is None:
+            continue
+        if skills is not None:
+            item.task = apply_skills(item.task, skills)
+        if fmt in ("harbor", "jsonl") and cel.is_claw_eval(item.task) and grader_root is not None:
+            rec = {**item.task.metadata[cel.KEY], "grader_root": str(Path(grader_root).resolve())}
+            item.task = item.task.model_copy(update={"metadata": {**item.task.metadata, cel.KEY: rec}})
+    return suite
+
+
+# ------------------------------------------------------------------------------------- skills
+def _frontmatter(text: str) -> dict[str, str]:
+    m = re.match(r"---\s*\n(.*?)\n---", text, re.S)
+    out: dict[str, str] = {}
+    for line in (m.group(1).splitlines() if m else []):
+        k, sep, v = line.partition(":")
+        if sep and k.strip() in ("name", "description"):
+            out[k.strip()] = v.strip().strip("\"'")
+    return out
+
+
+def apply_skills(task: Task, mode: str) -> Task:
+    """SkillsBench's comparison: "off" drops the files its Dockerfile copies from environment/skills/;
+    "on" keeps them (placing them under /root/.claude/skills when the Dockerfile does not) and
+    lists each skill (name, description, SKILL.md path) at the end of the instruction, as a
+    skill-aware agent harness would show them. Tasks without skills are returned unchanged."""
+    h = task.metadata.get("harbor") if isinstance(task.metadata.get("harbor"), dict) else {}
+    copies = {dest: src for dest, src in (h.get("copy_sources") or {}).items()
+              if src == "skills" or src.startswith("skills/")}
+    loose = {k: v for k, v in (h.get("environment_files") or {}).items() if k.startswith("skills/")}
+    if not copies and not loose:
+        return task
+    files = dict(task.files)
+    if mode == "off":
+        files = {k: v for k, v in files.items() if k not in copies}
+        return task.model_copy(update={"files": files, "metadata": {**task.metadata, "skills": "off"}})
+    if not copies:
+        for rel, spec in loose.items():
+            dest = f"{SKILLS_HOME}/{rel.removeprefix('skills/')}"
+            files[dest], copies[dest] = FileSpec.model_validate(spec), rel
+    listed: dict[str, str] = {}
+    for dest, src in sorted(copies.items()):
+        if src.endswith("/SKILL.md") and src.count("/") == 2 and src not in listed:
+            fm = _frontmatter(files[dest].data().decode("utf-8", errors="replace")) if dest in files else {}
+            listed[src] = f"- {fm.get('name') or src.split('/')[1]}: {fm.get('description') or 'no description'}" \
+                          f" ({dest})"
+    instruction = task.instruction
+    if listed:
+        instruction = (instruction.rstrip("\n") + "\n\nSkills available in this environment (read a skill's "
+                       "SKILL.md before using it):\n" + "\n".join(listed.values()) + "\n")
+    return Task.model_validate({**task.model_dump(exclude={"id"}), "instruction": instruction, "files": files,
+                                "metadata": {**task.metadata, "skills": "on"}})
+
+
+# --------------------------------------------------------------------------------- running
+def benchmark_of(task: Task) -> str | None:
+    if cel.is_claw_eval(task):
+        return "claw-eval-live"
+    return "clawgym" if clawgym.is_clawgym(task) else None
+
+
+def verify_any(sb: Sandbox, task: Task, messages: list[dict[str, Any]] | None = None) -> Verdict:
+    """`episode.verify` for any format; Claw-Eval-Live grades on the host with `messages`."""
+    if cel.is_claw_eval(task):
+        return cel.verify_claw_eval(sb, task, messages)
+    v = verify(sb, task)
+    why = clawgym.reward_error(v.output) if v.outcome == "error" and clawgym.is_clawgym(task) else None
+    return dataclasses.replace(v, reason=why) if why else v
+
+
+def run_episode_any(task: Task, agent: str = "oracle", backend: str = "bwrap", config: SandboxConfig | None = None,
+                    *, suite: str | None = None, name: str | None = None) -> EpisodeRecord:
+    """`episode.run_episode` for any format (simple agents). Never raises for task trouble."""
+    bench = benchmark_of(task)
+    if bench is None:
+        return run_episode(task, agent, backend, config, suite=suite, name=name)
+    if bench == "clawgym":
+        base = run_episode(task, agent, backend, config, suite=suite, name=name)
+        rec = ScoredEpisodeRecord(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
+                                  benchmark=bench)
+        why = clawgym.reward_error(rec.verifier_output) if rec.outcome == "error" else None
+        rec.reason = why or rec.reason
+        return rec
+    fn = SIMPLE_AGENTS.get(agent)
+    if fn is None:
+        raise ClawloopError(f"--agent: unknown simple agent {agent!r} (known: {', '.join(SIMPLE_AGENTS)})")
+    rec = ScoredEpisodeRecord(task.id, name or task.id, suite or task.source, task.skill, task.level, agent,
+                              "skipped", benchmark=bench)
+    rec.reason = cel.skip_reason(task) or image_skip_reason(task, backend)
+    if rec.reason is None and fn is run_oracle and task.solution is None:
+        rec.reason = "no reference solution"
+    if rec.reason:
+        return rec
+    t0 = time.monotonic()
+    try:
+        with open_sandbox(backend, config) as sb:
+            prepare(sb, task)
+            results = fn(sb, task)
+            commands = task.solution.steps if fn is run_oracle and task.solution else ["?"] * len(results)
+            rec.steps = [Step(c, r.exit_code, r.output, r.timed_out, r.duration_s)
+                         for c, r in zip(commands, results, strict=False)]
+            v = cel.verify_claw_eval(sb, task, cel.transcript_from_steps(task, list(zip(commands, results,
+                                                                                         strict=False))))
+        rec.outcome, rec.reward, rec.reason, rec.verifier_output = v.outcome, v.reward, v.reason, v.output
+        rec.scores = v.scores
+    except (TaskSetupError, ClawloopError, SandboxError, OSError) as e:
+        rec.outcome, rec.reason = "error", str(e)
+    rec.duration_s = time.monotonic() - t0
+    return rec
+
+
+def score_fields(records: Iterable[EpisodeRecord]) -> dict[str, float]:
+    """mean_score (mean reward of scored episodes) and full_score_rate (share at 1.0), for groups
+    holding a fractional-score benchmark or a fractional reward; {} otherwise."""
+    records = list(records)
+    rewards = [r.reward for r in records if r.outcome in ("passed", "failed") and r.reward is not None]
+    fractional = any(getattr(r, "benchmark", None) in FRACTIONAL for r in records) or \
+        any(x not in (0.0, 1.0) for x in rewards)
+    if not fractional:
+        return {}
+    if not rewards:
+        return {"mean_score": 0.0, "full_score_rate": 0.0}
+    return {"mean_score": round(sum(rewards) / len(rewards), 4),
+            "full_score_rate": round(sum(1 for x in rewards if x >= PASS_THRESHOLD) / len(rewards), 4)}

@@ -1,0 +1,503 @@
+"""Harbor task directories ⇄ Task records, losslessly for everything the Task models.
+
+Harbor layout: `task.toml`, `instruction.md`, `environment/Dockerfile` (+ the files it
+COPYs), `tests/test.sh` (+ helpers), optional `solution/solve.sh` (+ helpers). Terminal-Bench 1
+directories (`task.yaml`, `Dockerfile`, `run-tests.sh`, `solution.sh`) import too.
+
+Mapping: `[metadata] skill` (else `category`) → skill; `level` (else `difficulty`
+easy/medium/hard → 1/3/5) → level; `tags` → tags; `[verifier]`/`[agent] timeout_sec` → limits;
+top-level `source` → source; the Dockerfile through Dockerfile-lite → files, workdir, env,
+setup, needs_image. Everything else of task.toml, the original Dockerfile and the environment
+files it does not COPY are kept in `metadata["harbor"]`, so an unmodified import exports back
+verbatim; fields Harbor has no place for go to `[metadata.clawloop]` of task.toml.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import os
+import re
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from clawloop.errors import ClawloopError
+from clawloop.tasks.dockerfile_lite import parse_dockerfile
+from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from clawloop.tasks.pool import describe_validation_error
+from clawloop.tasks.shell_lite import Runtime, check_script, detect_runtime
+
+HARBOR_KEY = "harbor"
+SOLVE_STEP = "bash /solution/solve.sh"
+DEFAULT_IMAGE = "ubuntu:24.04"
+GENERATED_MARK = "# clawloop: generated from the task's files, env, workdir and setup"
+_DIFFICULTY = {"trivial": 1, "easy": 1, "medium": 3, "hard": 5, "expert": 5}
+_JUNK = {"__pycache__", ".pytest_cache", ".DS_Store", ".git"}
+_DEFAULT_PROVENANCE = Provenance(routine="harbor")
+
+
+# ------------------------------------------------------------------------------ file trees
+def read_tree(root: Path) -> dict[str, FileSpec]:
+    """Every file under `root` (relative posix path → spec); modes normalized to 644/755."""
+    out: dict[str, FileSpec] = {}
+    if not root.is_dir():
+        return out
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if d not in _JUNK)
+        for name in sorted(filenames):
+            if name in _JUNK or name.endswith(".pyc"):
+                continue
+            p = Path(dirpath) / name
+            mode = 0o755 if p.stat().st_mode & 0o111 else 0o644
+            out[p.relative_to(root).as_posix()] = FileSpec.of(p.read_bytes(), mode)
+    return out
+
+
+def empty_dirs(root: Path) -> frozenset[str]:
+    """Relative paths of the directories under `root` that hold no files at any depth."""
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(root, topdown=False, followlinks=True):
+        p = Path(dirpath)
+        if p != root and not [f for f in filenames if f not in _JUNK] and \
+                all((p / d).relative_to(root).as_posix() in out for d in dirnames if d not in _JUNK):
+            out.add(p.relative_to(root).as_posix())
+    return frozenset(out)
+
+
+def write_tree(root: Path, files: dict[str, FileSpec]) -> None:
+    for rel, spec in files.items():
+        p = root / rel.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(spec.data())
+        p.chmod(spec.mode)
+
+
+# ------------------------------------------------------------------------------------ TOML
+def _toml_key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k, ensure_ascii=False)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return {"inf": "inf", "-inf": "-inf", "nan": "nan"}.get(repr(v), repr(v))
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items() if x is not None) + "}"
+    raise ClawloopError(f"task.toml: cannot write a value of type {type(v).__name__}")
+
+
+def dump_toml(data: dict[str, Any], _prefix: str = "") -> str:
+    """A small TOML writer: scalars and arrays inline, nested dicts as [tables]."""
+    lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in data.items()
+             if v is not None and not isinstance(v, dict)]
+    for k, v in data.items():
+        if isinstance(v, dict):
+            name = f"{_prefix}.{_toml_key(k)}" if _prefix else _toml_key(k)
+            body = dump_toml(v, name)
+            lines.append(f"\n[{name}]" + ("\n" + body if body.strip() else ""))
+    return "\n".join(lines).lstrip("\n") + ("\n" if lines else "")
+
+
+def _plain(v: Any) -> Any:
+    """TOML values as JSON-ready data (dates become ISO strings)."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, datetime.date | datetime.time):
+        return v.isoformat()
+    return v
+
+
+def _prune(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (_prune(v) if isinstance(v, dict) else v) for k, v in d.items()
+            if not (isinstance(v, dict) and not _prune(v))}
+
+
+# ---------------------------------------------------------------------------------- import
+def is_task_dir(path: Path) -> bool:
+    """A Harbor task (task.toml) or a Terminal-Bench 1 task (task.yaml with run-tests.sh)."""
+    return (path / "task.toml").is_file() or ((path / "task.yaml").is_file() and (path / "run-tests.sh").is_file())
+
+
+def find_task_dirs(root: str | Path) -> list[Path]:
+    """Task directories at `root` itself or up to four levels below it, sorted."""
+    root = Path(root)
+    if is_task_dir(root):
+        return [root]
+    found: list[Path] = []
+    for dirpath, dirnames, _ in os.walk(root):
+        p = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _JUNK)
+        if p != root and is_task_dir(p):
+            found.append(p)
+            dirnames[:] = []
+        elif len(p.relative_to(root).parts) >= 4:
+            dirnames[:] = []
+    return sorted(found)
+
+
+def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    v = table.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) and kind is not bool or not isinstance(v, kind):
+        raise ClawloopError(f"{where}.{key}: expected {getattr(kind, '__name__', 'number')}, got {v!r}")
+    return v
+
+
+def _table(d: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    v = d.get(key, {})
+    if not isinstance(v, dict):
+        raise ClawloopError(f"{where}: {key}: expected a table")
+    return v
+
+
+def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Runtime | None = None,
+                     require_executable: bool = True) -> Task:
+    """Read one Harbor (or Terminal-Bench 1) task directory; bad input names file and field."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ClawloopError(f"{path}: not a directory")
+    runtime = runtime or detect_runtime()
+    if not (path / "task.toml").is_file() and is_task_dir(path):
+        return _load_tb1_task(path, source=source, runtime=runtime)
+    where = f"{path}/task.toml"
+    try:
+        raw = _plain(tomllib.loads((path / "task.toml").read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise ClawloopError(f"{where}: file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ClawloopError(f"{where}: not valid TOML ({e})") from None
+    meta = _table(raw, "metadata", where)
+    cl = _table(meta, "clawloop", f"{where}: metadata")
+    skill = _get(meta, "skill", str, f"{where}: metadata") or _get(meta, "category", str, f"{where}: metadata")
+    level = _get(meta, "level", int, f"{where}: metadata")
+    if level is None:
+        diff = _get(meta, "difficulty", str, f"{where}: metadata")
+        level = _DIFFICULTY.get(diff.lower(), 3) if diff else 1
+    tags = _get(meta, "tags", list, f"{where}: metadata") or []
+    vt = _get(_table(raw, "verifier", where), "timeout_sec", (int, float), f"{where}: verifier")
+    at = _get(_table(raw, "agent", where), "timeout_sec", (int, float), f"{where}: agent")
+    env_t = _table(raw, "environment", where)
+
+    instruction = _read_text(path / "instruction.md")
+    tests = read_tree(path / "tests")
+    if "test.sh" not in tests:
+        raise ClawloopError(f"{path}/tests/test.sh: file not found")
+    if require_executable and not os.access(path / "tests" / "test.sh", os.X_OK):
+        raise ClawloopError(f"{path}/tests/test.sh: not executable (chmod +x)")
+    entry = _get(cl, "verifier_entry", str, f"{where}: metadata.clawloop") or "test.sh"
+    if entry != "test.sh" and tests["test.sh"].content == _entry_wrapper(entry):
+        del tests["test.sh"]
+    sol_files = read_tree(path / "solution")
+    solution = None
+    if sol_files:
+        steps = cl.get("solution_steps") or [SOLVE_STEP]
+        if steps != [SOLVE_STEP] and sol_files.get("solve.sh", FileSpec(content="")).content == _solve_script(steps):
+            del sol_files["solve.sh"]
+        solution = Solution(steps=steps, files=sol_files)
+
+    env_dir = path / "environment"
+    context = read_tree(env_dir)
+    harbor: dict[str, Any] = {"name": path.name, "format": "harbor"}
+    fields, lite_needs = _environment(context, harbor, str(env_dir), runtime,
+                                      dirs=empty_dirs(env_dir) if env_dir.is_dir() else frozenset())
+    if "Dockerfile" not in context and env_t.get("docker_image"):
+        harbor["from"] = env_t["docker_image"]
+        lite_needs = f"prebuilt image {env_t['docker_image']} and no Dockerfile"
+    script = tests.get(entry) or tests.get("test.sh") or FileSpec(content="")
+    test_needs = check_script(script.data().decode(errors="replace"), runtime)
+    needs = lite_needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or cl.get("needs_image")
+
+    residual = copy.deepcopy(raw)
+    for k in ("skill", "level", "tags", "clawloop"):
+        residual.get("metadata", {}).pop(k, None)
+    residual.get("verifier", {}).pop("timeout_sec", None)
+    residual.get("agent", {}).pop("timeout_sec", None)
+    residual.pop("source", None)
+    residual = _prune(residual)
+    if residual:
+        harbor["task_toml"] = residual
+    try:
+        extra = json.loads(cl["metadata_json"]) if isinstance(cl.get("metadata_json"), str) else {}
+    except ValueError as e:
+        raise ClawloopError(f"{where}: metadata.clawloop.metadata_json: not valid JSON ({e})") from None
+    metadata = extra if cl.get("origin") == "clawloop" else {**extra, HARBOR_KEY: _prune_empty(harbor)}
+
+    lim = Limits().model_dump()
+    lim.update({k: cl[k] for k in ("max_turns", "command_timeout_s") if k in cl})
+    if vt is not None:
+        lim["verifier_timeout_s"] = float(vt)
+    if at is not None:
+        lim["agent_timeout_s"] = float(at)
+    try:
+        return Task(
+            instruction=instruction, **fields, verifier=Verifier(files=tests, entry=entry),
+            solution=solution, skill=skill or "general", level=level, tags=tuple(str(t) for t in tags),
+            source=str(raw.get("source") or source or path.resolve().parent.name), needs_image=needs,
+            limits=Limits(**lim), metadata=metadata,
+            provenance=Provenance(**cl["provenance"]) if "provenance" in cl else _DEFAULT_PROVENANCE,
+        )
+    except ValidationError as e:
+        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
+
+
+def _environment(context: dict[str, FileSpec], harbor: dict[str, Any], where: str, runtime: Runtime,
+                 exclude: frozenset[str] = frozenset(), dirs: frozenset[str] = frozenset(),
+                 ) -> tuple[dict[str, Any], str | None]:
+    """Task fields from the Dockerfile in `context`; records the original in `harbor`."""
+    needs = _compose_needs(context) if ("docker-compose.yaml" in context or "docker-compose.yml" in context) \
+        else None
+    if "Dockerfile" not in context:
+        return {}, needs
+    text = context["Dockerfile"].data().decode("utf-8", errors="replace")
+    name = "environment/Dockerfile" if harbor.get("format") == "harbor" else "Dockerfile"
+    lr = parse_dockerfile(text, context, runtime, where=f"{where}/Dockerfile", context_dirs=dirs, name=name)
+    harbor["from"] = lr.base_image
+    if not text.startswith(GENERATED_MARK):
+        used = set(lr.copy_sources.values()) | {"Dockerfile"} | exclude
+        harbor.update(dockerfile=text, copy_sources=lr.copy_sources, skipped=lr.skipped, ignored=lr.ignored,
+                      environment_files={k: v.model_dump(mode="json") for k, v in context.items()
+                                         if k not in used and k.split("/")[0] not in exclude},
+                      environment_dirs=sorted(d for d in dirs if d.split("/")[0] not in exclude))
+    return {"files": lr.files, "setup": lr.setup, "workdir": lr.workdir, "env": lr.env}, lr.needs_image or needs
+
+
+def _read_text(p: Path) -> str:
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ClawloopError(f"{p}: file not found") from None
+    except UnicodeDecodeError:
+        raise ClawloopError(f"{p}: not UTF-8 text") from None
+    if not text.strip():
+        raise ClawloopError(f"{p}: empty")
+    return text
+
+
+def _prune_empty(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v not in (None, [], {}, "")}
+
+
+def _compose_needs(context: dict[str, FileSpec]) -> str | None:
+    import yaml
+
+    spec = context.get("docker-compose.yaml") or context.get("docker-compose.yml")
+    try:
+        services = (yaml.safe_load(spec.data()) or {}).get("services") or {}  # type: ignore[union-attr]
+    except yaml.YAMLError:
+        return "environment/docker-compose.yaml cannot be read"
+    return f"multi-container environment ({', '.join(services)})" if len(services) > 1 else None
+
+
+def _entry_wrapper(entry: str) -> str:
+    return f"#!/bin/bash\n# clawloop: the verifier's entry is {entry}\nexec bash /tests/{shlex.quote(entry)}\n"
+
+
+def _solve_script(steps: list[str]) -> str:
+    body = "".join(f"(\n{s}\n)\ncd \"$WD\"\n" for s in steps)
+    return f"#!/bin/bash\n# clawloop: the reference solution, one subshell per step\nWD=\"$PWD\"\n{body}"
+
+
+# ------------------------------------------------------------------------- Terminal-Bench 1
+_TB1_FILES = frozenset({"task.yaml", "run-tests.sh", "solution.sh", "solution.yaml", "tests"})
+_TB1_WRAPPER = """#!/bin/bash
+# clawloop: Terminal-Bench 1 adapter, the reward is run-tests.sh's exit status
+export TEST_DIR=/tests
+bash /tests/run-tests.sh
+status=$?
+mkdir -p /logs/verifier
+if [ "$status" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+
+def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime) -> Task:
+    import yaml
+
+    where = f"{path}/task.yaml"
+    try:
+        raw = _plain(yaml.safe_load((path / "task.yaml").read_text(encoding="utf-8")) or {})
+    except yaml.YAMLError as e:
+        raise ClawloopError(f"{where}: not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(raw, dict):
+        raise ClawloopError(f"{where}: expected a mapping")
+    instruction = raw.get("instruction")
+    if instruction is None:
+        base = [d for d in raw.get("descriptions") or [] if isinstance(d, dict) and d.get("key") == "base"]
+        instruction = base[0].get("description") if base else None
+    if not isinstance(instruction, str) or not instruction.strip():
+        raise ClawloopError(f"{where}: instruction: missing or empty")
+    tests = {f"{k}": v for k, v in read_tree(path / "tests").items()}
+    if not (path / "run-tests.sh").is_file():
+        raise ClawloopError(f"{path}/run-tests.sh: file not found")
+    run_tests = FileSpec.of((path / "run-tests.sh").read_bytes(), 0o755)
+    tests.update({"run-tests.sh": run_tests, "test.sh": FileSpec.of(_TB1_WRAPPER, 0o755)})
+    solution = None
+    if (path / "solution.sh").is_file():
+        solution = Solution(steps=[SOLVE_STEP], files={"solve.sh": FileSpec.of((path / "solution.sh").read_bytes(), 0o755)})
+    elif (path / "solution.yaml").is_file():
+        steps = yaml.safe_load((path / "solution.yaml").read_text(encoding="utf-8")) or []
+        solution = Solution(steps=[str(s["command"]) if isinstance(s, dict) else str(s) for s in steps])
+    harbor: dict[str, Any] = {"name": path.name, "format": "terminal-bench"}
+    fields, needs = _environment(read_tree(path), harbor, str(path), runtime, exclude=_TB1_FILES,
+                                 dirs=empty_dirs(path))
+    test_needs = check_script(run_tests.data().decode(errors="replace"), runtime)
+    needs = needs or (f"run-tests.sh: {test_needs}" if test_needs else None)
+    known = {"instruction", "descriptions", "category", "difficulty", "tags", "max_agent_timeout_sec",
+             "max_test_timeout_sec"}
+    if residual := {k: v for k, v in raw.items() if k not in known}:
+        harbor["task_yaml"] = residual
+    diff = raw.get("difficulty")
+    lim = {}
+    if isinstance(raw.get("max_agent_timeout_sec"), int | float):
+        lim["agent_timeout_s"] = float(raw["max_agent_timeout_sec"])
+    if isinstance(raw.get("max_test_timeout_sec"), int | float):
+        lim["verifier_timeout_s"] = float(raw["max_test_timeout_sec"])
+    try:
+        return Task(
+            instruction=instruction, **fields, verifier=Verifier(files=tests), solution=solution,
+            skill=str(raw.get("category") or "general"),
+            level=_DIFFICULTY.get(str(diff).lower(), 3) if diff else 1,
+            tags=tuple(str(t) for t in raw.get("tags") or ()), source=source or path.resolve().parent.name,
+            needs_image=needs, limits=Limits(**lim), metadata={HARBOR_KEY: _prune_empty(harbor)},
+            provenance=_DEFAULT_PROVENANCE,
+        )
+    except ValidationError as e:
+        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
+
+
+# ---------------------------------------------------------------------------------- export
+def _verbatim_ok(task: Task, h: dict[str, Any], runtime: Runtime) -> dict[str, FileSpec] | None:
+    """The original environment/ files when its Dockerfile still yields this task, else None."""
+    if not isinstance(h.get("dockerfile"), str):
+        return None
+    dirs = frozenset(h.get("environment_dirs") or ())
+    context = {"Dockerfile": FileSpec.of(h["dockerfile"])}
+    for k, v in (h.get("environment_files") or {}).items():
+        context[k] = FileSpec.model_validate(v)
+    for dest, src in (h.get("copy_sources") or {}).items():
+        spec = task.files.get(dest)
+        if spec is None or context.setdefault(src, spec).data() != spec.data():
+            return None
+    try:
+        lr = parse_dockerfile(h["dockerfile"], context, runtime, context_dirs=dirs)
+    except ClawloopError:
+        return None
+    same = (lr.files, lr.setup, lr.workdir, lr.env) == (task.files, task.setup, task.workdir, task.env)
+    return context if same else None
+
+
+def _generated_dockerfile(task: Task, image: str) -> tuple[str, dict[str, FileSpec]]:
+    lines = [GENERATED_MARK, f"FROM {image}"]
+    for k, v in task.env.items():
+        esc = v.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+        lines.append(f'ENV {k}="{esc}"')
+    lines.append(f"WORKDIR {task.workdir}")
+    context: dict[str, FileSpec] = {}
+    for n, (dest, spec) in enumerate(sorted(task.files.items())):
+        safe = re.fullmatch(r"[A-Za-z0-9._/-]+", dest) and "/." not in dest
+        src = f"files{dest}" if safe else f"files/_{n}"
+        context[src] = spec if spec.mode in (0o644, 0o755) else spec.model_copy(update={"mode": 0o644})
+        chmod = f"--chmod={spec.mode:o} " if spec.mode not in (0o644, 0o755) else ""
+        args = json.dumps([src, dest.replace("$", "\\$")], ensure_ascii=False)
+        lines.append(f"COPY {chmod}{args}")
+    for cmd in task.setup:
+        simple = "\n" not in cmd and not cmd.rstrip().endswith("\\") and "<<" not in cmd \
+            and not cmd.lstrip().startswith(("[", "-"))
+        lines.append(f"RUN {cmd}" if simple else f"RUN <<'CLAWLOOP_EOF'\n{cmd}\nCLAWLOOP_EOF")
+    return "\n".join(lines) + "\n", context
+
+
+def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | None = None) -> Path:
+    """Write `task` as a Harbor task directory at `out_dir` (created; existing files replaced)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    runtime = runtime or detect_runtime()
+    h = task.metadata.get(HARBOR_KEY) if isinstance(task.metadata.get(HARBOR_KEY), dict) else None
+    raw: dict[str, Any] = copy.deepcopy(h.get("task_toml", {})) if h else {"version": "1.0"}
+    meta = raw.setdefault("metadata", {})
+    meta.update(skill=task.skill, level=task.level)
+    if task.tags:
+        meta["tags"] = list(task.tags)
+    raw.setdefault("verifier", {})["timeout_sec"] = task.limits.verifier_timeout_s
+    raw.setdefault("agent", {})["timeout_sec"] = task.limits.agent_timeout_s
+    raw["source"] = task.source
+    cl: dict[str, Any] = {}
+    extra = {k: v for k, v in task.metadata.items() if k != HARBOR_KEY or not h}
+    if not h:
+        cl["origin"] = "clawloop"
+    if extra:
+        cl["metadata_json"] = json.dumps(extra, ensure_ascii=False, sort_keys=True)
+    if task.provenance != _DEFAULT_PROVENANCE:
+        cl["provenance"] = task.provenance.model_dump(exclude_none=True)
+    default = Limits()
+    for k in ("max_turns", "command_timeout_s"):
+        if getattr(task.limits, k) != getattr(default, k):
+            cl[k] = getattr(task.limits, k)
+
+    env_dir = out / "environment"
+    context = _verbatim_ok(task, h, runtime) if h else None
+    if context is None:
+        text, context = _generated_dockerfile(task, (h or {}).get("from") or DEFAULT_IMAGE)
+        context["Dockerfile"] = FileSpec.of(text)
+        if task.needs_image:
+            cl["needs_image"] = task.needs_image
+    else:
+        for d in (h or {}).get("environment_dirs") or ():
+            (env_dir / d).mkdir(parents=True, exist_ok=True)
+    write_tree(env_dir, context)
+
+    tests = dict(task.verifier.files)
+    if task.verifier.entry != "test.sh":
+        if "test.sh" in tests:
+            raise ClawloopError(f"task {task.id}: verifier has test.sh but its entry is {task.verifier.entry}")
+        tests["test.sh"] = FileSpec.of(_entry_wrapper(task.verifier.entry), 0o755)
+        cl["verifier_entry"] = task.verifier.entry
+    tests["test.sh"] = tests["test.sh"].model_copy(update={"mode": tests["test.sh"].mode | 0o111})
+    write_tree(out / "tests", tests)
+    if task.solution is not None:
+        sol = dict(task.solution.files)
+        if task.solution.steps != [SOLVE_STEP]:
+            if "solve.sh" in sol:
+                raise ClawloopError(f"task {task.id}: solution has solve.sh and its own steps")
+            sol["solve.sh"] = FileSpec.of(_solve_script(task.solution.steps), 0o755)
+            cl["solution_steps"] = task.solution.steps
+        write_tree(out / "solution", sol)
+    if cl:
+        meta["clawloop"] = cl
+    (out / "instruction.md").write_text(task.instruction, encoding="utf-8")
+    (out / "task.toml").write_text(dump_toml(raw), encoding="utf-8")
+    return out
+
+
+def task_name(task: Task) -> str:
+    """The task's Harbor directory name when it has one, else its id."""
+    h = task.metadata.get(HARBOR_KEY)
+    name = h.get("name") if isinstance(h, dict) else None
+    return name if isinstance(name, str) and name else task.id
+
+
+def export_tasks(tasks: list[Task], out_root: str | Path) -> list[Path]:
+    """Export each task to `out_root/<name>` (names made unique with the id)."""
+    seen: set[str] = set()
+    paths = []
+    for t in tasks:
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", task_name(t)).strip(".-") or t.id
+        if name in seen:
+            name = f"{name}-{t.id}"
+        seen.add(name)
+        paths.append(export_harbor_task(t, Path(out_root) / name))
+    return paths

@@ -1,0 +1,322 @@
+"""What a shell line needs: the task runtime, package installs, network use.
+
+Dockerfile-lite and the Harbor importer ask here whether a RUN line or a test script can run on
+the sandbox's task runtime (python3 with its packages, the host's binaries) or needs the task's
+Docker image: `classify` sorts one shell segment into keep / skip (an install the runtime already
+satisfies, user management, cleanup) / needs (an unsatisfied install, the network).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from clawloop.tasks.model import FileSpec
+
+# apt package → binaries that satisfy it; unlisted packages map to their own name.
+_APT_PROVIDES: dict[str, tuple[str, ...]] = {
+    "python3": ("python3",), "python3-pip": ("python3",), "python3-venv": ("python3",),
+    "python3-dev": ("python3",), "python-is-python3": ("python3",), "python3-full": ("python3",),
+    "build-essential": ("gcc", "make"), "coreutils": ("ls",), "procps": ("ps",),
+    "findutils": ("find",), "xz-utils": ("xz",), "bsdmainutils": ("column",),
+    "bsdextrautils": ("column",), "diffutils": ("diff",), "iproute2": ("ip",),
+    "net-tools": ("netstat",), "iputils-ping": ("ping",), "dnsutils": ("dig",),
+    "openssh-client": ("ssh",), "gnupg": ("gpg",), "netcat-openbsd": ("nc",), "netcat": ("nc",),
+    "p7zip-full": ("7z",), "moreutils": ("sponge",), "binutils": ("ld",), "nodejs": ("node",),
+    "golang-go": ("go",), "default-jdk": ("java",), "default-jre": ("java",),
+    "imagemagick": ("convert",), "r-base": ("R",), "sqlite3": ("sqlite3",), "vim": ("vim",),
+    "time": ("time",), "ripgrep": ("rg",), "fd-find": ("fdfind",), "util-linux": ("mount",),
+    "ca-certificates": (), "locales": (), "tzdata": (), "apt-utils": (),
+    "software-properties-common": (), "lsb-release": (),
+}
+_PIP_ALWAYS = {"pip", "setuptools", "wheel"}
+_NETWORK = {"curl", "wget", "npm", "npx", "yarn", "pnpm", "cargo", "gem", "conda", "mamba",
+            "micromamba", "uv", "uvx", "pipx", "poetry", "bun", "deno", "rustup", "nvm", "go"}
+_USER_MGMT = {"useradd", "adduser", "groupadd", "addgroup", "usermod", "chown", "chgrp",
+              "locale-gen", "update-locale"}
+_PKG_MANAGERS = {"apt-get", "apt", "aptitude", "apk", "yum", "dnf", "microdnf"}
+HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+
+
+# ---------------------------------------------------------------------------------- runtime
+@dataclass(frozen=True)
+class Runtime:
+    """What the sandbox offers without an image: python packages and binaries on PATH."""
+
+    python_packages: frozenset[str]
+    """Normalized distribution names installed in the task runtime."""
+    binaries: frozenset[str]
+    """Executable names in /usr/bin, /bin, /usr/sbin, /sbin and the runtime's bin/."""
+
+    def has_python(self, dist: str) -> bool:
+        return _norm(dist) in self.python_packages or _norm(dist) in _PIP_ALWAYS
+
+    def has_binary(self, name: str) -> bool:
+        return name in self.binaries
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def default_runtime_dir() -> Path | None:
+    """The task runtime venv: $CLAWLOOP_RUNTIME, else `.runtime/` of the checkout, else None."""
+    env = os.environ.get("CLAWLOOP_RUNTIME")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parents[2] / ".runtime"
+    return here if here.is_dir() else None
+
+
+@functools.lru_cache(maxsize=8)
+def detect_runtime(runtime_dir: Path | None = None) -> Runtime:
+    """Scan the runtime venv's site-packages and the host's bin directories (cached)."""
+    runtime_dir = runtime_dir or default_runtime_dir()
+    dists: set[str] = set()
+    bins: set[str] = set()
+    if runtime_dir is not None and runtime_dir.is_dir():
+        for site in runtime_dir.glob("lib/python*/site-packages"):
+            for entry in site.iterdir():
+                if entry.name.endswith((".dist-info", ".egg-info")):
+                    dists.add(_norm(entry.name.split("-")[0]))
+        if (runtime_dir / "bin").is_dir():
+            bins.update(os.listdir(runtime_dir / "bin"))
+    else:  # the packages the runtime is built from
+        req = Path(__file__).resolve().parents[2] / "sandbox" / "runtime-requirements.txt"
+        if req.exists():
+            dists.update(_norm(x.split("#")[0].strip()) for x in req.read_text().splitlines()
+                         if x.split("#")[0].strip())
+    for d in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        if os.path.isdir(d):
+            bins.update(os.listdir(d))
+    if "python3" in bins:
+        bins.add("python")
+    return Runtime(frozenset(dists), frozenset(bins))
+
+
+# ---------------------------------------------------------------------------- shell scripts
+@dataclass(frozen=True)
+class Segment:
+    """One simple command (or pipeline/group) of a script and the separator after it."""
+
+    text: str
+    sep: str
+
+
+def shell_segments(script: str) -> list[Segment]:
+    """Split a script at top-level `&&`, `||`, `;` and newlines (quotes, $(), (), heredocs kept)."""
+    out: list[Segment] = []
+    buf: list[str] = []
+    i, n = 0, len(script)
+    quote: str | None = None
+    stack: list[str] = []  # open (, { groups and ${ expansions
+    heredocs: list[tuple[str, bool]] = []
+
+    def flush(sep: str) -> None:
+        text = "".join(buf).strip()
+        buf.clear()
+        if text:
+            out.append(Segment(text, sep))
+        elif out and sep != "\n":
+            out[-1] = Segment(out[-1].text, sep)
+
+    while i < n:
+        c = script[i]
+        if quote:
+            buf.append(c)
+            if c == "\\" and quote == '"' and i + 1 < n:
+                buf.append(script[i + 1])
+                i += 1
+            elif c == quote:
+                quote = None
+            i += 1
+            continue
+        if c == "\\" and i + 1 < n:
+            buf.append(script[i:i + 2])
+            i += 2
+            continue
+        if c in "'\"`":
+            quote = c
+        elif c == "#" and (not buf or buf[-1][-1:].isspace() or buf[-1][-1:] in ";&|("):
+            while i < n and script[i] != "\n":
+                i += 1
+            continue
+        elif c in "({":
+            if c == "(" or (i + 1 < n and script[i + 1].isspace()):
+                stack.append(c)
+            elif buf and buf[-1].endswith("$"):
+                stack.append("$")
+        elif c == ")" and "(" in stack:
+            while stack.pop() != "(":
+                pass
+        elif c == "}" and stack and stack[-1] in "{$":
+            stack.pop()
+        elif not stack and c == "<" and script.startswith("<<", i) and not script.startswith("<<<", i):
+            m = HEREDOC.match(script, i)
+            if m:
+                heredocs.append((m.group(3), m.group(1) == "-"))
+        if not stack and (script.startswith("&&", i) or script.startswith("||", i)):
+            flush(script[i:i + 2])
+            i += 2
+            continue
+        if c == ";" and script.startswith(";;", i):  # a case arm ends: no split
+            buf.append(";;")
+            i += 2
+            continue
+        if not stack and c == ";":
+            flush(";")
+            i += 1
+            continue
+        if c == "\n" and heredocs:  # the bodies belong to the current segment
+            buf.append(c)
+            i += 1
+            for word, strip in heredocs:
+                while i < n:
+                    j = script.find("\n", i)
+                    j = n if j < 0 else j
+                    line = script[i:j]
+                    buf.append(script[i:j + 1])
+                    i = j + 1
+                    if (line.lstrip("\t") if strip else line) == word:
+                        break
+            heredocs = []
+            if not stack:
+                flush("\n")
+            continue
+        if c == "\n" and not stack:
+            flush("\n")
+            i += 1
+            continue
+        buf.append(c)
+        i += 1
+    flush("")
+    return out
+
+
+def _words(segment: str) -> list[str]:
+    first = segment.split("\n", 1)[0]
+    try:
+        words = shlex.split(first)
+    except ValueError:
+        words = first.split()
+    while words and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]) or words[0] in ("sudo", "exec")):
+        words = words[1:]
+    return words
+
+
+def _pkg_args(words: list[str], with_value: tuple[str, ...] = ("-o", "-t")) -> list[str]:
+    args, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w in with_value:
+            skip = True
+        elif not w.startswith("-"):
+            args.append(w)
+    return args
+
+
+def _check_pip(args: list[str], runtime: Runtime, context: dict[str, FileSpec]) -> str | None:
+    """Why the pip arguments are not satisfied by the runtime (None when they are)."""
+    reqs: list[str] = []
+    it = iter(args)
+    for a in it:
+        if a in ("-r", "--requirement"):
+            rel = next(it, "")
+            spec = context.get(posixpath.normpath(rel)) or context.get(posixpath.basename(rel))
+            if spec is None:
+                return f"pip requirements file {rel!r} is not in the build context"
+            reqs += [x.split("#")[0].strip() for x in spec.data().decode(errors="replace").splitlines()]
+        elif a in ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-c",
+                   "--constraint", "--target", "-t", "--prefix", "--python", "-p"):
+            next(it, None)
+        elif a.startswith("-"):
+            continue
+        else:
+            reqs.append(a)
+    for r in filter(None, reqs):
+        if r.startswith("-"):
+            continue
+        if r.startswith((".", "/", "git+", "http")) or "$" in r:
+            return f"pip install of {r!r} needs the image"
+        name = re.split(r"[\[<>=!~; @]", r, maxsplit=1)[0]
+        if not runtime.has_python(name):
+            return f"python package {name!r} is not in the task runtime"
+    return None
+
+
+def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None = None) -> tuple[str, str | None]:
+    """("keep" | "skip" | "needs", reason) for one shell segment."""
+    words = _words(segment)
+    if not words:
+        return "keep", None
+    cmd = posixpath.basename(words[0])
+    context = context or {}
+    if cmd in _PKG_MANAGERS:
+        sub = next((w for w in words[1:] if not w.startswith("-")), "")
+        if sub not in ("install", "add"):
+            return "skip", f"package manager: {segment[:60]}"
+        for pkg in _pkg_args(words[words.index(sub) + 1:]):
+            pkg = re.split(r"[=:]", pkg, maxsplit=1)[0]
+            if pkg.startswith("python3-") and pkg[8:] and pkg not in _APT_PROVIDES:
+                if runtime.has_python(pkg[8:]) or runtime.has_python("py" + pkg[8:]):
+                    continue
+                return "needs", f"apt package {pkg!r} is not in the task runtime"
+            needs = _APT_PROVIDES.get(pkg, (pkg,))
+            if not all(runtime.has_binary(b) for b in needs):
+                return "needs", f"package {pkg!r} is not installed on this host"
+        return "skip", f"satisfied: {segment[:60]}"
+    pip = None
+    if re.fullmatch(r"pip[0-9.]*", cmd):
+        pip = words[1:]
+    elif re.fullmatch(r"python[0-9.]*", cmd) and words[1:3] == ["-m", "pip"]:
+        pip = words[3:]
+    elif cmd == "uv" and words[1:2] == ["pip"]:
+        pip = words[2:]
+    if pip is not None:
+        sub = next((w for w in pip if not w.startswith("-")), "")
+        if sub != "install":
+            return "skip", f"pip: {segment[:60]}"
+        reason = _check_pip(pip[pip.index(sub) + 1:], runtime, context)
+        return ("needs", reason) if reason else ("skip", f"satisfied: {segment[:60]}")
+    if cmd in _NETWORK or (cmd == "git" and "clone" in words[1:3]):
+        return "needs", f"needs the network: {segment.splitlines()[0][:80]}"
+    if cmd in _USER_MGMT:
+        return "skip", f"one user in the sandbox: {segment[:60]}"
+    if cmd == "rm" and all(w.startswith(("-", "/var/lib/apt", "/var/cache", "/root/.cache", "/tmp/"))
+                           for w in words[1:]):
+        return "skip", f"cleanup: {segment[:60]}"
+    return "keep", None
+
+
+def check_script(script: str, runtime: Runtime) -> str | None:
+    """Why a script (e.g. tests/test.sh) cannot run on the task runtime, or None."""
+    for seg in shell_segments(script):
+        kind, reason = classify(seg.text, runtime)
+        if kind == "needs":
+            return reason
+    return None
+
+
+def filter_run(command: str, runtime: Runtime, context: dict[str, FileSpec]) -> tuple[str, list[str], str | None]:
+    """Drop satisfied installs from one RUN command: (kept command, skipped notes, needs)."""
+    kept: list[Segment] = []
+    skipped: list[str] = []
+    for seg in shell_segments(command):
+        kind, reason = classify(seg.text, runtime, context)
+        if kind == "needs":
+            return "", skipped, reason
+        if kind == "skip":
+            skipped.append(reason or seg.text)
+        else:
+            kept.append(seg)
+    text = ""
+    for k, seg in enumerate(kept):
+        sep = seg.sep if k < len(kept) - 1 else ""
+        text += seg.text + ({"\n": "\n", "": ""}.get(sep, f" {sep} "))
+    return text.strip(), skipped, None

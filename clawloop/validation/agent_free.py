@@ -1,0 +1,280 @@
+"""Agent-free validation: keep a task only if it is sound without asking any model.
+
+A task is kept when it parses; it is no exact duplicate of an earlier task and shares no
+instruction n-grams with the held-out suites (beyond a threshold); its reference solution
+passes while a no-op fails; a second oracle run in a fresh sandbox agrees with the first; and
+it is no near-duplicate (word-shingle Jaccard of instruction and files) of a task already kept.
+
+Sandboxes: per task, sandbox A runs the oracle from a clean start (it must pass); sandbox B
+runs the no-op verdict (it must fail: a no-op leaves the workspace as prepared, so B is reused)
+and then the oracle a second time (same verdict and reward: determinism). With `fast` each
+sandbox needs one exec: the trusted oracle is scripted together with setup and verifier
+(`episode.check_oracle`). Cheap static checks run first so no sandbox time goes to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clawloop.errors import ClawloopError
+from clawloop.tasks.episode import (
+    TaskSetupError,
+    Verdict,
+    check_oracle,
+    open_sandbox,
+    prepare,
+    run_oracle,
+    skip_reason,
+    verify,
+)
+from clawloop.tasks.model import Task
+from sandbox.base import Sandbox, SandboxConfig, SandboxError
+
+REASONS = ("parse", "duplicate", "heldout_overlap", "needs_image", "no_solution", "setup_error",
+           "noop_passes", "noop_error", "oracle_fails", "oracle_error", "nondeterministic",
+           "sandbox_error", "near_duplicate")
+"""Rejection reasons, in the order the checks run."""
+
+
+class AgentFreeParams(BaseModel):
+    """Knobs of agent-free validation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    near_duplicate_threshold: float = Field(0.9, gt=0, le=1)
+    """Word-shingle Jaccard (instruction + files) at or above which a task is a near-duplicate."""
+    shingle_words: int = Field(3, ge=1)
+    """Words per shingle for the near-duplicate check."""
+    file_chars: int = Field(2000, ge=0)
+    """Characters of each file's text that enter the near-duplicate shingles."""
+    heldout_ngram: int = Field(8, ge=1)
+    """n of the instruction word n-grams compared with the held-out suites."""
+    heldout_threshold: float = Field(0.3, gt=0, le=1)
+    """Share of a task's instruction n-grams found in held-out instructions that rejects it."""
+    determinism: bool = True
+    """Run the oracle a second time in a fresh sandbox and require the same verdict."""
+    fast: bool = True
+    """One exec per sandbox (setup, no-op verdict, oracle, verdict scripted together; the oracle
+    is trusted). False runs the episode protocol step by step (prepare, verify, run_oracle)."""
+    examples: int = Field(5, ge=0)
+    """Example ids kept per rejection reason in the report."""
+
+
+# ------------------------------------------------------------------------------ text checks
+def _norm_words(text: str) -> list[str]:
+    return [w for w in (t.rstrip(".") for t in re.findall(r"[\w./-]+", text.lower())) if w]
+
+
+def ngrams(words: list[str], n: int) -> set[tuple[str, ...]]:
+    """Word n-grams; a text shorter than n is one gram."""
+    if len(words) < n:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def exact_key(task: Task) -> str:
+    """Normalized instruction + hash of the files: equal keys are duplicates."""
+    h = hashlib.sha256(" ".join(_norm_words(task.instruction)).encode())
+    for path in sorted(task.files):
+        h.update(b"\0" + path.encode() + b"\0" + task.files[path].content.encode())
+    return h.hexdigest()[:24]
+
+
+def shingles(task: Task, params: AgentFreeParams) -> set[tuple[str, ...]]:
+    """Word shingles of the instruction plus file paths and the head of each text file."""
+    text = [task.instruction]
+    for path in sorted(task.files):
+        spec = task.files[path]
+        text.append(path + " " + (spec.content[:params.file_chars] if spec.encoding == "utf-8" else ""))
+    return ngrams(_norm_words("\n".join(text)), params.shingle_words)
+
+
+class HeldoutIndex:
+    """Instruction n-grams of the held-out tasks."""
+
+    def __init__(self, tasks: Iterable[Task], n: int = 8) -> None:
+        self.n = n
+        self.grams: dict[tuple[str, ...], str] = {}
+        for t in tasks:
+            for g in ngrams(_norm_words(t.instruction), n):
+                self.grams.setdefault(g, t.id)
+
+    def overlap(self, task: Task) -> tuple[float, str | None]:
+        """(share of the task's n-grams seen in held-out instructions, one held-out id)."""
+        grams = ngrams(_norm_words(task.instruction), self.n)
+        hits = [self.grams[g] for g in grams if g in self.grams]
+        return (len(hits) / len(grams) if grams else 0.0), (hits[0] if hits else None)
+
+
+class NearDuplicateIndex:
+    """Kept tasks' shingle sets with an inverted index, for Jaccard against new ones."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self.sets: list[tuple[str, set[tuple[str, ...]]]] = []
+        self.postings: dict[tuple[str, ...], list[int]] = {}
+
+    def match(self, sh: set[tuple[str, ...]]) -> tuple[str | None, float]:
+        shared: Counter[int] = Counter()
+        for s in sh:
+            shared.update(self.postings.get(s, ()))
+        best, best_j = None, 0.0
+        for k, c in shared.items():
+            j = c / (len(sh) + len(self.sets[k][1]) - c)
+            if j > best_j:
+                best, best_j = self.sets[k][0], j
+        return (best, best_j) if best_j >= self.threshold else (None, best_j)
+
+    def add(self, task_id: str, sh: set[tuple[str, ...]]) -> None:
+        k = len(self.sets)
+        self.sets.append((task_id, sh))
+        for s in sh:
+            self.postings.setdefault(s, []).append(k)
+
+
+# ---------------------------------------------------------------------------- sandbox checks
+def check_in_sandbox(task: Task, backend: str = "bwrap", config: SandboxConfig | None = None,
+                     determinism: bool = True, fast: bool = True) -> tuple[str | None, str]:
+    """(rejection reason or None, detail) from the no-op, oracle and determinism runs.
+
+    Sandbox A runs the oracle from a clean start; sandbox B runs the no-op verdict and then the
+    oracle again (the second run of the determinism check). Without determinism B is skipped
+    after A when A fails, and otherwise runs only the no-op verdict."""
+    why = skip_reason(task, backend)
+    if why:
+        return "needs_image", why
+    if task.solution is None:
+        return "no_solution", "no reference solution"
+    try:
+        with open_sandbox(backend, config) as sb:
+            first = check_oracle(sb, task).oracle if fast else _oracle_slow(sb, task)
+        if first.outcome != "passed":
+            return ("oracle_error" if first.outcome == "error" else "oracle_fails"), (
+                first.reason or f"reward {first.reward}: {first.output.strip()[-300:]}")
+        with open_sandbox(backend, config) as sb:
+            if fast and determinism:
+                res = check_oracle(sb, task, noop_first=True)
+                noop, second = res.noop, res.oracle
+            else:
+                prepare(sb, task)
+                noop = verify(sb, task)
+                second = _oracle_slow(sb, task, prepared=True) if determinism else None
+        assert noop is not None
+        if noop.outcome == "passed":
+            return "noop_passes", f"reward {noop.reward} with an untouched workspace"
+        if noop.outcome == "error":
+            return "noop_error", noop.reason or ""
+        if second is not None and (second.outcome, second.reward) != (first.outcome, first.reward):
+            return "nondeterministic", (f"second oracle run: {second.outcome} reward {second.reward} "
+                                        f"({second.reason or second.output.strip()[-200:]})")
+    except TaskSetupError as e:
+        return "setup_error", str(e)
+    except (SandboxError, ClawloopError, OSError) as e:
+        return "sandbox_error", str(e)
+    return None, ""
+
+
+def _oracle_slow(sb: Sandbox, task: Task, prepared: bool = False) -> Verdict:
+    if not prepared:
+        prepare(sb, task)
+    run_oracle(sb, task)
+    return verify(sb, task)
+
+
+def default_heldout() -> list[Path]:
+    """The held-out suites by default: ./benchmarks, else the checkout's benchmarks/ (all Harbor tasks)."""
+    for root in (Path("benchmarks"), Path(__file__).resolve().parents[2] / "benchmarks"):
+        if root.is_dir():
+            return [root]
+    return []
+
+
+def load_heldout(paths: Iterable[str | Path]) -> list[Task]:
+    """Tasks of held-out suites (directories searched for Harbor tasks, or pools); a task that
+    fails to load is left out; a path that does not exist is an error."""
+    from clawloop.evaluation import load_suite
+    from clawloop.tasks.harbor import find_task_dirs
+
+    tasks: list[Task] = []
+    for p in map(Path, paths):
+        if p.is_dir() and not find_task_dirs(p):
+            continue
+        tasks += load_suite(p).tasks
+    return tasks
+
+
+# ---------------------------------------------------------------------------------- the pool
+def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
+                  heldout_tasks: Iterable[Task] = (), params: AgentFreeParams | None = None, *,
+                  config: SandboxConfig | None = None, parse_errors: Iterable[str] = (),
+                  on_done: Callable[[int], None] | None = None) -> tuple[list[Task], dict[str, Any]]:
+    """Filter `tasks` (order kept); returns (kept, report).
+
+    report: {"input", "kept", "rejected": {reason: count}, "examples": {reason: [{"id", "detail"}]},
+    "backend", "jobs", "duration_s", "tasks_per_s", "params"}. Parse errors passed in count as
+    reason "parse". `on_done(n)` is called as tasks finish (progress).
+    """
+    params = params or AgentFreeParams()
+    t0 = time.monotonic()
+    rejected: dict[str, list[dict[str, str]]] = {r: [] for r in REASONS}
+    for err in parse_errors:
+        rejected["parse"].append({"id": err.split(": ", 1)[0], "detail": err})
+
+    heldout = HeldoutIndex(heldout_tasks, params.heldout_ngram)
+    seen: set[str] = set()
+    candidates: list[Task] = []
+    for t in tasks:
+        key = exact_key(t)
+        if key in seen:
+            rejected["duplicate"].append({"id": t.id, "detail": "same instruction and files as an earlier task"})
+            continue
+        seen.add(key)
+        share, hid = heldout.overlap(t)
+        if hid is not None and share >= params.heldout_threshold:
+            rejected["heldout_overlap"].append({"id": t.id, "detail": f"{share:.0%} of its {params.heldout_ngram}-grams "
+                                                f"appear in held-out instructions (e.g. task {hid})"})
+            continue
+        candidates.append(t)
+
+    def one(t: Task) -> tuple[str | None, str]:
+        out = check_in_sandbox(t, backend, config, params.determinism, params.fast)
+        if on_done:
+            on_done(1)
+        return out
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        verdicts = list(pool.map(one, candidates))
+
+    near = NearDuplicateIndex(params.near_duplicate_threshold)
+    kept: list[Task] = []
+    for t, (reason, detail) in zip(candidates, verdicts, strict=True):
+        if reason is None:
+            sh = shingles(t, params)
+            other, j = near.match(sh)
+            if other is not None:
+                reason, detail = "near_duplicate", f"Jaccard {j:.2f} with kept task {other}"
+            else:
+                near.add(t.id, sh)
+                kept.append(t)
+                continue
+        rejected[reason].append({"id": t.id, "detail": detail[:500]})
+
+    took = time.monotonic() - t0
+    n_in = len(tasks) + len(rejected["parse"])
+    return kept, {
+        "input": n_in, "kept": len(kept),
+        "rejected": {r: len(v) for r, v in rejected.items() if v},
+        "examples": {r: v[:params.examples] for r, v in rejected.items() if v},
+        "backend": backend, "jobs": jobs, "duration_s": round(took, 3),
+        "tasks_per_s": round(len(tasks) / took, 2) if took > 0 else 0.0,
+        "params": params.model_dump(),
+    }

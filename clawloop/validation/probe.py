@@ -1,0 +1,201 @@
+"""Agent-based validation: k rollouts of the current policy per task, labelled by pass count.
+
+Labels (over the *graded* rollouts g = k - errors, errors being episodes with outcome error or
+skipped, or requested samples that never ran):
+
+- too_easy: every graded rollout passed (g/g) — no learning signal left;
+- learnable: 0 < passes < g — the RL signal;
+- frontier: no graded rollout passed (0/g) — kept with its reference solution for SFT;
+- unprobed: nothing was graded (g = 0, e.g. every rollout hit an infrastructure error).
+
+The result is a side table, not a rewrite of the pool: a JSONL file of
+`{"task_id", "k", "passes", "errors", "label"}` rows, one per task in pool order, so the pool
+itself stays a plain pool (clawloop.tasks.pool.read_pool). `select_by_label` joins the two.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clawloop.errors import ClawloopError
+from clawloop.tasks.model import Task
+
+Label = Literal["too_easy", "learnable", "frontier", "unprobed"]
+LABELS: tuple[str, ...] = ("too_easy", "learnable", "frontier", "unprobed")
+
+
+class ProbeResult(BaseModel):
+    """The probe of one task."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    k: int = Field(ge=0)
+    """Rollouts requested (or seen, when no k was requested)."""
+    passes: int = Field(ge=0)
+    errors: int = Field(ge=0)
+    """Rollouts not graded: outcome error or skipped, or never run."""
+    label: Label
+
+    @property
+    def graded(self) -> int:
+        return self.k - self.errors
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passes / self.graded if self.graded else None
+
+
+def label_of(passes: int, graded: int) -> Label:
+    """The label of `passes` out of `graded` graded rollouts."""
+    if graded <= 0:
+        return "unprobed"
+    if passes >= graded:
+        return "too_easy"
+    if passes == 0:
+        return "frontier"
+    return "learnable"
+
+
+def _get(ep: Any, name: str) -> Any:
+    return ep.get(name) if isinstance(ep, Mapping) else getattr(ep, name, None)
+
+
+def label_episodes(
+    episodes: Iterable[Any],
+    k: int | None = None,
+    task_ids: Iterable[str] | None = None,
+) -> dict[str, ProbeResult]:
+    """Label tasks from episode results: mappings (EPISODE_SCHEMA rows) or objects (rollout
+    EpisodeSummary) with `task_id` and `outcome`.
+
+    With `k`, a task with fewer than k episodes counts the missing ones as errors (more than k is
+    a bad input). `task_ids` lists tasks to report even without any episode (they become
+    unprobed); results follow its order, then the order tasks first appear in `episodes`.
+    """
+    passes: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    order: dict[str, None] = dict.fromkeys(task_ids or ())
+    for ep in episodes:
+        tid = _get(ep, "task_id")
+        order.setdefault(tid, None)
+        seen[tid] += 1
+        outcome = _get(ep, "outcome")
+        if outcome == "passed":
+            passes[tid] += 1
+        elif outcome != "failed":
+            errors[tid] += 1
+    out: dict[str, ProbeResult] = {}
+    for tid in order:
+        n = seen[tid]
+        if k is not None and n > k:
+            raise ClawloopError(f"task {tid}: {n} episodes for k={k}")
+        total = k if k is not None else n
+        err = errors[tid] + (total - n)
+        out[tid] = ProbeResult(task_id=tid, k=total, passes=passes[tid], errors=err,
+                               label=label_of(passes[tid], total - err))
+    return out
+
+
+def summarize(results: Iterable[ProbeResult]) -> dict[str, int]:
+    """Tasks per label (every label present, zeros included)."""
+    counts = Counter(r.label for r in results)
+    return {label: counts.get(label, 0) for label in LABELS}
+
+
+def write_probe(path: str | Path, results: Iterable[ProbeResult]) -> int:
+    """Write the probe side table (JSONL) atomically; returns the number of rows."""
+    from clawloop.io import write_jsonl
+
+    return write_jsonl(path, (r.model_dump(mode="json") for r in results))
+
+
+def read_probe(path: str | Path) -> dict[str, ProbeResult]:
+    """Read a probe side table; a bad line raises ClawloopError with file:line and field."""
+    from clawloop.io import iter_jsonl
+    from clawloop.tasks.pool import describe_validation_error
+
+    out: dict[str, ProbeResult] = {}
+    for lineno, obj in iter_jsonl(path):
+        try:
+            r = ProbeResult.model_validate(obj)
+        except ValidationError as e:
+            raise ClawloopError(f"{path}:{lineno}: {describe_validation_error(e)}") from None
+        out[r.task_id] = r
+    return out
+
+
+def select_by_label(
+    pool: Iterable[Task], probe: Mapping[str, ProbeResult], labels: Iterable[str]
+) -> list[Task]:
+    """The tasks of `pool` whose probe label is in `labels` (a task missing from `probe` is unprobed)."""
+    wanted = set(labels)
+    unknown = wanted - set(LABELS)
+    if unknown:
+        raise ClawloopError(f"labels: {sorted(unknown)} not among {list(LABELS)}")
+    return [t for t in pool if (probe[t.id].label if t.id in probe else "unprobed") in wanted]
+
+
+def read_episode_rows(directory: str | Path) -> list[dict[str, Any]]:
+    """task_id and outcome of every episode in a rollout directory (episodes*.parquet, recursive)."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = []
+    for part in sorted(Path(directory).rglob("episodes*.parquet")):
+        try:
+            table = pq.read_table(part, columns=["task_id", "outcome"])
+        except Exception as e:  # pyarrow raises several types (missing column, not Parquet)
+            raise ClawloopError(f"{part}: cannot read task_id/outcome ({e})") from None
+        rows += table.to_pylist()
+    return rows
+
+
+def probe_tasks(
+    tasks: Sequence[Task],
+    policy: Any,
+    *,
+    k: int,
+    out_dir: str | Path | None = None,
+    batch_size: int = 32,
+    backend: str | None = None,
+    harness_config: Any = None,
+    sampling: Any = None,
+    iteration: int = -1,
+    suite: str = "probe",
+    progress: bool = False,
+    sandbox_config: Any = None,
+) -> list[ProbeResult]:
+    """Run k rollouts of `policy` per task (clawloop.agent.rollout.run_rollouts) and label each task.
+
+    Trajectories are written to `out_dir` when given (it must not hold episodes already, so one
+    directory is one probe). Results follow the order of `tasks`; duplicates are rolled out once.
+    """
+    from clawloop.agent.rollout import run_rollouts
+
+    if k < 1:
+        raise ClawloopError(f"k: must be at least 1, got {k}")
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        if out_dir.is_dir() and any(out_dir.rglob("episodes*.parquet")):
+            raise ClawloopError(f"{out_dir}: already holds episodes; probe into an empty directory")
+    unique = list({t.id: t for t in tasks}.values())
+    if sampling is None:
+        from clawloop.models.policy import SamplingParams
+
+        sampling = SamplingParams(temperature=1.0)
+    kwargs: dict[str, Any] = {}
+    if backend is not None:
+        kwargs["backend"] = backend
+    if sandbox_config is not None:
+        kwargs["sandbox_config"] = sandbox_config
+    summaries = run_rollouts(unique, policy, k=k, batch_size=batch_size, harness_config=harness_config,
+                             sampling=sampling, out_dir=out_dir, iteration=iteration, suite=suite,
+                             progress=progress, **kwargs)
+    labels = label_episodes(summaries, k=k, task_ids=[t.id for t in unique])
+    return [labels[t.id] for t in tasks]

@@ -1,0 +1,122 @@
+"""`clawloop eval`: fixtures run on bwrap; bad tasks are errors naming task and field, the rest runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clawloop.cli import app
+from clawloop.evaluation import evaluate, load_suite, summarize
+from clawloop.tasks.episode import EpisodeRecord, open_sandbox
+from clawloop.tasks.harbor import load_harbor_task
+from clawloop.tasks.pool import write_pool
+
+FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def backend() -> str:
+    try:
+        with open_sandbox("bwrap") as sb:
+            if sb.exec("true", timeout=30).exit_code == 0:
+                return "bwrap"
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"bwrap sandbox unusable here: {e}")
+    pytest.skip("bwrap sandbox unusable here")
+
+
+def _last_json(output: str) -> dict:
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def test_eval_fixtures_on_bwrap(backend: str, tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    res = runner.invoke(app, ["eval", str(FIXTURES), "--agent", "oracle", "--backend", backend,
+                              "--jobs", "2", "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    s = _last_json(res.output)
+    assert (s["tasks"], s["passed"], s["failed"], s["errors"], s["skipped"]) == (3, 2, 0, 0, 1)
+    assert s["pass_rate"] == 1.0 and s["suites"]["harbor"]["passed"] == 2
+    assert s["skills"]["text_search"]["passed"] == 1 and "data-processing" in s["skills"]
+    assert "skill" in res.output and "total" in res.output  # the table
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert {r["name"]: r["outcome"] for r in rows} == {
+        "convert-slides": "skipped", "region-totals": "passed", "word-count": "passed"}
+
+    res = runner.invoke(app, ["eval", str(FIXTURES / "word-count"), "--agent", "noop", "--json"])
+    s = _last_json(res.output)
+    assert res.exit_code == 0 and (s["tasks"], s["failed"], s["pass_rate"]) == (1, 1, 0.0)
+
+
+def _bad_suite(root: Path) -> Path:
+    suite = root / "suite"
+    for name in ("ok", "bad-toml", "no-instruction", "not-executable", "garbage-reward"):
+        shutil.copytree(FIXTURES / "word-count", suite / name)
+    (suite / "bad-toml" / "task.toml").write_text("[metadata\nskill = 1\n")
+    (suite / "no-instruction" / "instruction.md").unlink()
+    (suite / "not-executable" / "tests" / "test.sh").chmod(0o644)
+    (suite / "garbage-reward" / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier\necho 'one hundred' > /logs/verifier/reward.txt\n")
+    return suite
+
+
+def test_bad_tasks_are_errors_and_the_rest_runs(backend: str, tmp_path: Path) -> None:
+    suite = _bad_suite(tmp_path)
+    res = runner.invoke(app, ["eval", str(suite), "--agent", "oracle", "--backend", backend, "--json"])
+    assert res.exit_code == 0, res.output
+    s = _last_json(res.output)
+    assert (s["tasks"], s["passed"], s["failed"], s["errors"]) == (5, 1, 0, 4)
+    why = {e["task"]: e["reason"] for e in s["errors_detail"]}
+    assert "bad-toml/task.toml: not valid TOML" in why["bad-toml"]
+    assert "no-instruction/instruction.md: file not found" in why["no-instruction"]
+    assert "not-executable/tests/test.sh: not executable" in why["not-executable"]
+    assert "reward.txt is not a number" in why["garbage-reward"]
+
+
+def test_pool_suite_with_a_bad_line(backend: str, tmp_path: Path) -> None:
+    pool = tmp_path / "pool.jsonl"
+    write_pool(pool, [load_harbor_task(FIXTURES / "word-count")])
+    with pool.open("a") as f:
+        f.write("{not json\n")
+        f.write('{"instruction": "x"}\n')
+    suite = load_suite(pool)
+    assert [i.name for i in suite.items] == ["word-count", "line 2", "line 3"]
+    assert "pool.jsonl:2: not valid JSON" in (suite.items[1].error or "")
+    assert "pool.jsonl:3: verifier: Field required" in (suite.items[2].error or "")
+    records, summary = evaluate([pool], "oracle", backend=backend, jobs=1)
+    assert [r.outcome for r in records] == ["passed", "error", "error"]
+    assert summary["pass_rate"] == 1.0 and summary["suites"]["pool"]["errors"] == 2
+
+
+def test_summary_counts_errors_apart() -> None:
+    recs = [EpisodeRecord("a", "a", "s", "x", 1, "noop", o) for o in ("passed", "failed", "error", "skipped")]
+    s = summarize(recs, "noop", "local")
+    assert (s["tasks"], s["passed"], s["failed"], s["errors"], s["skipped"], s["pass_rate"]) == (4, 1, 1, 1, 1, 0.5)
+
+
+def test_cli_errors(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["eval", str(tmp_path / "nowhere"), "--agent", "oracle"])
+    assert res.exit_code != 0
+    res = runner.invoke(app, ["eval", str(FIXTURES), "--agent", "wizard"])
+    assert res.exit_code != 0
+
+
+def test_schema_import_export_cli(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["tasks", "schema"])
+    assert res.exit_code == 0 and "instruction" in json.loads(res.output)["properties"]
+    pool = tmp_path / "p.jsonl"
+    res = runner.invoke(app, ["tasks", "import", str(FIXTURES), "--out", str(pool)])
+    assert res.exit_code == 0 and "wrote 3 tasks" in res.output and "1 need their Docker image" in res.output
+    res = runner.invoke(app, ["tasks", "export", str(pool), "--out", str(tmp_path / "dirs")])
+    assert res.exit_code == 0
+    again = tmp_path / "p2.jsonl"
+    assert runner.invoke(app, ["tasks", "import", str(tmp_path / "dirs"), "--out", str(again),
+                               "--source", "harbor"]).exit_code == 0
+    assert again.read_text() == pool.read_text()
+    res = runner.invoke(app, ["tasks", "import", str(_bad_suite(tmp_path)), "--out", str(tmp_path / "x.jsonl")])
+    assert res.exit_code != 0 and not (tmp_path / "x.jsonl").exists()

@@ -1,0 +1,217 @@
+"""Harbor import/export and Dockerfile-lite: mapping, lossless round trips, clear errors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clawloop.errors import ClawloopError
+from clawloop.tasks.dockerfile_lite import parse_dockerfile
+from clawloop.tasks.harbor import (
+    export_harbor_task,
+    export_tasks,
+    find_task_dirs,
+    load_harbor_task,
+    task_name,
+)
+from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from clawloop.tasks.shell_lite import Runtime, check_script, shell_segments
+
+FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
+SHELL_CORE = Path(__file__).parent.parent / "benchmarks" / "shell-core"
+RT = Runtime(frozenset({"pytest", "pandas", "numpy", "pyyaml", "pip"}),
+             frozenset({"python3", "bash", "jq", "git", "curl", "gcc", "make"}))
+
+
+def test_fixture_mapping() -> None:
+    t = load_harbor_task(FIXTURES / "region-totals")
+    assert (t.skill, t.level, t.tags) == ("data-processing", 3, ("csv", "pandas"))
+    assert t.limits.verifier_timeout_s == 120 and t.limits.agent_timeout_s == 600
+    assert t.workdir == "/home/user" and set(t.files) == {"/home/user/data/sales.csv"}
+    assert t.setup == [] and t.needs_image is None  # python3-pip, pytest, pandas: in the runtime
+    assert t.solution is not None and t.solution.steps == ["bash /solution/solve.sh"]
+    assert set(t.verifier.files) == {"test.sh", "test_outputs.py"} and t.verifier.files["test.sh"].mode == 0o755
+    h = t.metadata["harbor"]
+    assert h["from"] == "ubuntu:24.04" and h["name"] == "region-totals"
+    assert h["task_toml"]["metadata"]["author_name"] == "clawloop fixtures"
+    assert t.source == "harbor" and t.provenance.routine == "harbor"
+
+    w = load_harbor_task(FIXTURES / "word-count")
+    assert (w.skill, w.level, w.source) == ("text_search", 2, "fixtures")
+    assert w.env == {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"} and w.workdir == "/app"
+    assert "/app/docs/sub dir/b.txt" in w.files
+    assert w.setup == ['mkdir -p /app/out && echo "not a text file" > /app/docs/skip.md']
+    assert w.metadata["harbor"]["task_toml"]["verifier"]["env"] == {"EXPECTED_FILES": "3"}
+    assert w.metadata["harbor"]["task_toml"]["metadata"]["reviewed"] is True
+    assert set(w.solution.files) == {"solve.sh", "count.sh"}  # type: ignore[union-attr]
+
+    c = load_harbor_task(FIXTURES / "convert-slides")
+    assert c.needs_image and "libreoffice-impress" in c.needs_image and c.level == 5
+
+
+def _roundtrip(t: Task, tmp: Path) -> Task:
+    out = export_harbor_task(t, tmp / task_name(t))
+    back = load_harbor_task(out, source=t.source)
+    assert back.to_json() == t.to_json()
+    return back
+
+
+@pytest.mark.parametrize("name", ["region-totals", "word-count", "convert-slides"])
+def test_fixture_roundtrip_is_lossless_and_verbatim(name: str, tmp_path: Path) -> None:
+    t = load_harbor_task(FIXTURES / name)
+    _roundtrip(t, tmp_path)
+    src = (FIXTURES / name / "environment" / "Dockerfile").read_text()
+    assert (tmp_path / name / "environment" / "Dockerfile").read_text() == src
+
+
+@pytest.mark.skipif(not SHELL_CORE.is_dir(), reason="benchmarks/shell-core not present")
+def test_shell_core_roundtrip(tmp_path: Path) -> None:
+    tasks = [load_harbor_task(d) for d in find_task_dirs(SHELL_CORE)]
+    assert len(tasks) >= 30
+    for p, t in zip(export_tasks(tasks, tmp_path), tasks, strict=True):
+        assert load_harbor_task(p, source=t.source) == t
+
+
+def test_synthetic_task_roundtrip(tmp_path: Path) -> None:
+    t = Task(
+        instruction="Rename every file in `/workspace/in box` to lower case.\n",
+        files={"/workspace/in box/A File.TXT": FileSpec.of("x\n"),
+               "/workspace/bin.dat": FileSpec.of(bytes(range(256))),
+               "/workspace/secret": FileSpec.of("k", 0o600),
+               "/srv/$weird*[name].txt": FileSpec.of("w")},
+        setup=["git init -q repo", "cat > notes <<'EOF'\nline $HOME\nEOF", "echo a \\\n  b > c"],
+        env={"GREETING": 'say "hi" $USER \\o/', "EMPTY": ""},
+        verifier=Verifier(files={"check.sh": FileSpec.of("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")},
+                          entry="check.sh"),
+        solution=Solution(steps=["cd 'in box' && for f in *; do mv \"$f\" \"${f,,}\"; done", "ls"],
+                          files={"helper.py": FileSpec.of("print(1)\n")}),
+        skill="files", level=4, tags=("rename",), source="procedural",
+        limits=Limits(max_turns=7, command_timeout_s=5, agent_timeout_s=99, verifier_timeout_s=11),
+        provenance=Provenance(routine="procedural", generator="rename@1", seed=3, iteration=2),
+        metadata={"knobs": {"distractors": 2, "none": None}, "harbor_like": [1, "a"]},
+    )
+    back = _roundtrip(t, tmp_path)
+    assert back.id == t.id
+    need = t.model_copy(update={"needs_image": "needs gpu"})
+    _roundtrip(need, tmp_path / "n")
+
+
+def test_modified_harbor_task_regenerates_its_dockerfile(tmp_path: Path) -> None:
+    t = load_harbor_task(FIXTURES / "word-count")
+    t2 = t.model_copy(update={"files": {**t.files, "/app/docs/new.txt": FileSpec.of("new words\n")}})
+    out = export_harbor_task(t2, tmp_path / "x")
+    assert (out / "environment" / "Dockerfile").read_text().startswith("# clawloop: generated")
+    back = load_harbor_task(out)
+    assert (back.files, back.setup, back.env, back.workdir) == (t2.files, t2.setup, t2.env, t2.workdir)
+
+
+# ------------------------------------------------------------------------------ Dockerfile-lite
+def _lite(text: str, ctx: dict[str, str] | None = None, dirs: frozenset[str] = frozenset()):  # noqa: ANN202
+    return parse_dockerfile(text, {k: FileSpec.of(v) for k, v in (ctx or {}).items()}, RT, "Dockerfile", dirs)
+
+
+def test_lite_copy_run_order_env_workdir() -> None:
+    lr = _lite(
+        "# syntax=docker/dockerfile:1\nFROM python:3.12-slim AS base\nARG NAME=data\n"
+        "ENV A=1 B=\"two words\" \\\n    PATH=/opt/x:$PATH\nENV LEGACY value with spaces\n"
+        "WORKDIR /srv\nWORKDIR app\nCOPY ${NAME}/ ./in/\nCOPY --chmod=600 key /root/.key\n"
+        "RUN apt-get update && apt-get install -y jq && mkdir -p out\n"
+        "COPY late.txt /srv/app/late.txt\nCOPY <<EOF /srv/app/h.txt\nhello\nEOF\nRUN <<EOF\necho hi\nEOF\n"
+        "EXPOSE 80\nCMD [\"bash\"]\n",
+        {"data/x.csv": "1\n", "data/sub/y": "2", "key": "k", "late.txt": "late"}, frozenset({"data/empty"}))
+    assert lr.base_image == "python:3.12-slim" and lr.workdir == "/srv/app"
+    assert lr.env == {"A": "1", "B": "two words", "LEGACY": "value with spaces"}
+    assert set(lr.files) == {"/srv/app/in/x.csv", "/srv/app/in/sub/y", "/root/.key"}
+    assert lr.files["/root/.key"].mode == 0o600
+    assert lr.setup[0] == "mkdir -p /srv/app/in/empty" and lr.setup[1] == "mkdir -p out"
+    assert "base64 -d > /srv/app/late.txt" in lr.setup[2] and "h.txt" in lr.setup[3]
+    assert lr.setup[4] == "echo hi" and lr.needs_image is None
+    assert any("apt-get install" in s for s in lr.skipped) and "CMD" in lr.ignored
+
+
+@pytest.mark.parametrize("line, why", [
+    ("RUN apt-get install -y ffmpeg", "ffmpeg"),
+    ("RUN pip install torch==2.0", "torch"),
+    ("RUN curl -fsSL https://x.sh | sh", "network"),
+    ("RUN git clone https://github.com/a/b", "network"),
+    ("COPY --from=builder /a /b", "multi-stage"),
+    ("FROM alpine", "multi-stage"),
+    ("ADD https://example.com/f.tgz /f", "URL"),
+])
+def test_lite_needs_image(line: str, why: str) -> None:
+    assert why in (_lite(f"FROM ubuntu\n{line}\n").needs_image or "")
+
+
+def test_lite_pip_requirements_and_satisfied_lines() -> None:
+    lr = _lite("FROM ubuntu\nCOPY req.txt .\nRUN python3 -m pip install -r req.txt && useradd -m bob\n",
+               {"req.txt": "pandas>=2\n# comment\nPyYAML\n"})
+    assert lr.needs_image is None and lr.setup == []
+    assert "torch" in (_lite("FROM u\nCOPY r .\nRUN pip install -r r\n", {"r": "torch\n"}).needs_image or "")
+
+
+@pytest.mark.parametrize("text, where", [
+    ("FROM u\nFROBNICATE x\n", "Dockerfile:2: unknown instruction"),
+    ("FROM u\nCOPY missing.txt /a\n", "Dockerfile:2: COPY source 'missing.txt'"),
+    ("FROM u\nENV A=\"unclosed\n", "Dockerfile:2: ENV"),
+])
+def test_lite_errors_name_the_line(text: str, where: str) -> None:
+    with pytest.raises(ClawloopError, match=where):
+        _lite(text)
+
+
+def test_shell_segments_and_script_check() -> None:
+    segs = shell_segments("a && b 'c && d' || e; f $(g && h)\ncat <<EOF > x\ni && j\nEOF\n# k && l\nm")
+    assert [s.text for s in segs] == ["a", "b 'c && d'", "e", "f $(g && h)", "cat <<EOF > x\ni && j\nEOF", "m"]
+    assert check_script("apt-get install -y curl\ncurl -LsSf https://astral.sh/uv/install.sh | sh\n", RT)
+    assert check_script("pytest /tests/test_outputs.py\necho 1 > /logs/verifier/reward.txt\n", RT) is None
+
+
+# ------------------------------------------------------------------------------ bad input
+def _copy_fixture(tmp: Path, name: str = "word-count") -> Path:
+    dst = tmp / name
+    shutil.copytree(FIXTURES / name, dst)
+    return dst
+
+
+def test_bad_task_toml(tmp_path: Path) -> None:
+    d = _copy_fixture(tmp_path)
+    (d / "task.toml").write_text("version = 1.0\n[metadata\n")
+    with pytest.raises(ClawloopError, match=r"word-count/task\.toml: not valid TOML"):
+        load_harbor_task(d)
+    (d / "task.toml").write_text('[metadata]\nlevel = "high"\n')
+    with pytest.raises(ClawloopError, match=r"task\.toml: metadata\.level: expected int"):
+        load_harbor_task(d)
+    (d / "task.toml").write_text("[metadata]\nlevel = 42\n")
+    with pytest.raises(ClawloopError, match=r"word-count: level: "):
+        load_harbor_task(d)
+
+
+def test_missing_instruction_and_non_executable_test(tmp_path: Path) -> None:
+    d = _copy_fixture(tmp_path)
+    (d / "tests" / "test.sh").chmod(0o644)
+    with pytest.raises(ClawloopError, match=r"word-count/tests/test\.sh: not executable"):
+        load_harbor_task(d)
+    (d / "instruction.md").unlink()
+    with pytest.raises(ClawloopError, match=r"word-count/instruction\.md: file not found"):
+        load_harbor_task(d)
+
+
+def test_terminal_bench_1_import(tmp_path: Path) -> None:
+    d = tmp_path / "tb1-task"
+    (d / "tests").mkdir(parents=True)
+    (d / "task.yaml").write_text("instruction: |\n  Create hello.txt in /app.\ndifficulty: hard\n"
+                                 "category: files\ntags: [basic]\nmax_test_timeout_sec: 33\nparser_name: pytest\n")
+    (d / "Dockerfile").write_text("FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest\nWORKDIR /app\n")
+    (d / "run-tests.sh").write_text("#!/bin/bash\ntest -f /app/hello.txt\n")
+    (d / "solution.sh").write_text("#!/bin/bash\ntouch /app/hello.txt\n")
+    (d / "tests" / "test_outputs.py").write_text("def test(): pass\n")
+    t = load_harbor_task(d)
+    assert (t.skill, t.level, t.tags, t.workdir) == ("files", 5, ("basic",), "/app")
+    assert t.limits.verifier_timeout_s == 33 and t.instruction.startswith("Create hello.txt")
+    assert {"test.sh", "run-tests.sh", "test_outputs.py"} == set(t.verifier.files)
+    assert t.metadata["harbor"]["format"] == "terminal-bench"
+    assert t.metadata["harbor"]["task_yaml"] == {"parser_name": "pytest"}
+    back = load_harbor_task(export_harbor_task(t, tmp_path / "out"), source=t.source)
+    assert (back.id, back.skill, back.level) == (t.id, t.skill, t.level)
