@@ -137,6 +137,12 @@ class SuiteParams(_Section):
     format: Literal["auto", "harbor", "jsonl", "clawgym", "claw-eval-live"] = "auto"
     heldout: bool = True
     """Held-out suites gate promotion; others are reported only."""
+    max_tasks: int | None = Field(None, ge=1)
+    """Evaluate a fixed subset of this many tasks (by id; for quick runs). None = all."""
+
+    def subset(self, tasks: list[Any]) -> list[Any]:
+        """The suite's tasks to evaluate: all, or the same `max_tasks` every iteration."""
+        return tasks if self.max_tasks is None else sorted(tasks, key=lambda t: t.id)[: self.max_tasks]
 
 
 class EvalParams(_Section):

@@ -1,1 +1,86 @@
-"""Isolated workspaces for running untrusted shell commands. Knows nothing of clawloop."""
+"""Isolated workspaces for running untrusted shell commands. Knows nothing of clawloop.
+
+    import sandbox
+    with sandbox.open(backend="bwrap", memory_mb=1024) as sb:
+        sb.write_file("/workspace/a.txt", "hi\n")
+        r = sb.exec("wc -l a.txt", timeout=10)
+
+Backends: `bwrap` (default; bubblewrap namespaces), `docker` (docker SDK, needs a daemon and the
+`clawloop-sandbox` image), `local` (plain subprocess in a temp dir: NOT isolated, for trusted
+tasks and debugging).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError, truncate_output
+
+BACKENDS = ("bwrap", "docker", "local")
+"""Names accepted by `open(backend=...)`."""
+ISOLATED_BACKENDS = ("bwrap", "docker")
+
+__all__ = ["BACKENDS", "ISOLATED_BACKENDS", "ExecResult", "Sandbox", "SandboxConfig", "SandboxError",
+           "create", "open", "truncate_output", "unavailable_reason"]
+
+
+def create(backend: str = "bwrap", config: SandboxConfig | None = None, **config_fields: Any) -> Sandbox:
+    """Create a sandbox; the caller must `close()` it. Prefer `open` (a context manager)."""
+    if config is not None and config_fields:
+        raise SandboxError("pass either config or config fields, not both")
+    if config is None:
+        try:
+            config = SandboxConfig(**config_fields)
+        except Exception as e:  # pydantic's message is multi-line: keep the first error only
+            errors = getattr(e, "errors", None)
+            if callable(errors) and errors():
+                first = errors()[0]
+                loc = ".".join(str(x) for x in first.get("loc", ()))
+                raise SandboxError(f"bad sandbox config: {loc}: {first.get('msg')}") from None
+            raise SandboxError(f"bad sandbox config: {e}") from None
+    if backend == "bwrap":
+        from sandbox.bwrap import BwrapSandbox
+
+        return BwrapSandbox(config)
+    if backend == "docker":
+        from sandbox.docker import DockerSandbox
+
+        return DockerSandbox(config)
+    if backend == "local":
+        from sandbox.local import LocalSandbox
+
+        return LocalSandbox(config)
+    raise SandboxError(f"unknown sandbox backend {backend!r} (choose from {', '.join(BACKENDS)})")
+
+
+def unavailable_reason(backend: str) -> str | None:
+    """None when `backend` can run here, else a one-line reason (for test skips and doctor)."""
+    if backend == "local":
+        return None
+    if backend == "bwrap":
+        from sandbox.bwrap import find_bwrap
+
+        try:
+            find_bwrap()
+        except SandboxError as e:
+            return str(e)
+        return None
+    if backend == "docker":
+        from sandbox.docker import unavailable_reason as docker_reason
+
+        why = docker_reason()
+        return f"docker backend unavailable: {why}" if why else None
+    return f"unknown sandbox backend {backend!r}"
+
+
+@contextmanager
+def open(backend: str = "bwrap", config: SandboxConfig | None = None,  # noqa: A001
+         **config_fields: Any) -> Iterator[Sandbox]:
+    """Open a sandbox for a `with` block; it is closed (processes killed, files deleted) on exit."""
+    sb = create(backend, config, **config_fields)
+    try:
+        yield sb
+    finally:
+        sb.close()

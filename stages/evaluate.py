@@ -34,7 +34,7 @@ def main(params: Params) -> None:
     from clawloop.tasks.pool import read_pool
 
     t0 = time.perf_counter()
-    suites = [(s.name, load_suite_any(s.path, s.format, name=s.name).tasks, s.heldout)
+    suites = [(s.name, s.subset(load_suite_any(s.path, s.format, name=s.name).tasks), s.heldout)
               for s in params.eval.suites]
     if args.pool and params.eval.pool_sample:
         pool = sorted(read_pool(args.pool), key=lambda t: t.id)[: params.eval.pool_sample]

@@ -36,7 +36,7 @@ def main(params: Params) -> None:
     result: dict = {"init": tr.init, "pass_at_1": {}, "tasks": {}}
     if not tr.enabled:
         print("[transfer] disabled (transfer.enabled: false)")
-    heldout = [(s.name, load_suite_any(s.path, s.format, name=s.name).tasks)
+    heldout = [(s.name, s.subset(load_suite_any(s.path, s.format, name=s.name).tasks))
                for s in params.eval.suites if s.heldout]
     harness, sampling = loop.rollout_settings(params)
     train_params = TrainParams.from_mapping(tr.train, where="params.yaml: transfer.train")

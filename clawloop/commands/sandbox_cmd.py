@@ -1,0 +1,92 @@
+"""`clawloop sandbox run|doctor|build-image|reap`: the sandbox package from the command line."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+
+from clawloop.commands import sandbox_app
+from clawloop.errors import ClawloopError
+
+
+@sandbox_app.command(
+    "run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def run(
+    command: list[str] = typer.Argument(..., help="The command; one argument is a shell string, "
+                                        "several are quoted and joined. Put it after `--`."),
+    backend: str = typer.Option("bwrap", "--backend", "-b", help="bwrap | docker | local"),
+    workspace: Path | None = typer.Option(
+        None, "--workspace", "-w", help="Host dir copied into the sandbox's /workspace first "
+        "(changes are not copied back)."),
+    timeout: float = typer.Option(60.0, "--timeout", "-t", help="Seconds; exit 124 when exceeded."),
+    memory_mb: int = typer.Option(2048, "--memory-mb", help="Memory limit per command, MiB."),
+) -> None:
+    """Run a command in a fresh sandbox; print its output and exit with its exit code."""
+    import sandbox
+    from clawloop.runtime import runtime_dir
+
+    if backend not in sandbox.BACKENDS:
+        raise ClawloopError(f"unknown backend {backend!r} (choose from {', '.join(sandbox.BACKENDS)})")
+    if workspace is not None and not workspace.is_dir():
+        raise ClawloopError(f"--workspace {workspace}: no such directory")
+    if timeout <= 0:
+        raise ClawloopError(f"--timeout {timeout}: must be positive")
+    cmd = command[0] if len(command) == 1 else shlex.join(command)
+    with sandbox.open(backend, seed_dir=workspace, runtime_dir=runtime_dir(),
+                      memory_mb=memory_mb) as sb:
+        result = sb.exec(cmd, timeout=timeout)
+    sys.stdout.write(result.output)
+    sys.stdout.flush()
+    if result.timed_out:
+        print(f"[timed out after {timeout:g} s]", file=sys.stderr)
+    raise typer.Exit(result.exit_code)
+
+
+@sandbox_app.command("doctor")
+def doctor() -> None:
+    """Check each backend here: does it work, and if not, why. Exit 1 if no isolated one works."""
+    import sandbox
+    from clawloop.runtime import runtime_dir
+    from sandbox.doctor import check_backend
+
+    rt = runtime_dir()
+    print(f"task runtime: {rt or 'none (run scripts/setup.sh)'}")
+    ok = False
+    for name in sandbox.BACKENDS:
+        st = check_backend(name, rt)
+        ok |= st.works and st.isolated
+        print(f"{name:<7} {'works' if st.works else 'FAILS':<6} {st.detail}")
+    raise typer.Exit(0 if ok else 1)
+
+
+@sandbox_app.command("build-image")
+def build_image(
+    tag: str = typer.Option("clawloop-sandbox:latest", help="Image name."),
+    method: str = typer.Option("auto", help="auto | dockerfile | debootstrap"),
+) -> None:
+    """Build the docker backend's image: sandbox/Dockerfile with a registry, else debootstrap."""
+    from clawloop.runtime import runtime_dir
+    from sandbox.image import build_image as build
+
+    how = build(tag, runtime_dir=runtime_dir(), method=method,
+                log=lambda m: print(f"[build-image] {m}", file=sys.stderr))
+    print(f"built {tag} ({how})")
+
+
+@sandbox_app.command("reap")
+def reap(all_: bool = typer.Option(False, "--all", help="Remove every clawloop container.")) -> None:
+    """Remove state dirs and containers left behind by crashed runs."""
+    import sandbox
+    from sandbox._paths import reap_state_dirs
+
+    print(f"removed {reap_state_dirs()} state dir(s)")
+    why = sandbox.unavailable_reason("docker")
+    if why is None or "not found" in why:  # no image does not mean no containers
+        from sandbox.docker import reap as do_reap
+
+        print(f"removed {do_reap(everything=all_)} container(s)")
+    else:
+        print(f"docker: {why}")

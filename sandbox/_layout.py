@@ -1,0 +1,183 @@
+"""What every isolated sandbox looks like inside: environment, limits, /etc, writable dirs."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from sandbox._paths import state_prefix
+from sandbox.base import SandboxConfig, SandboxError
+
+RUNTIME_MOUNT = "/opt/clawloop-runtime"
+"""Where the task runtime (a python venv) appears inside a sandbox, read-only."""
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+WRITABLE_TOPS = ("root", "home", "tmp", "var", "logs", "srv", "opt")
+"""Top-level directories that are private and writable in every sandbox (besides the workspace).
+Others (/app, /data, /mnt...) appear on demand when `write_file` or `mount` creates them.
+Each is one bind mount per command: keep the list short."""
+
+RESERVED_TOPS = frozenset({"usr", "etc", "proc", "dev", "sys", "bin", "sbin", "lib", "lib32", "lib64",
+                           "libx32", "boot"})
+"""Top-level names that belong to the read-only system view."""
+
+HOSTNAME = "sandbox"
+
+_PASSWD = """root:x:0:0:root:/root:/bin/bash
+user:x:1000:1000:user:/home/user:/bin/bash
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+"""
+_GROUP = "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n"
+_HOSTS = f"127.0.0.1\tlocalhost {HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+# Files only: no resolv.conf and no `dns` source, so name lookups fail fast instead of timing out.
+_NSSWITCH = "".join(f"{db}:\tfiles\n" for db in
+                    ("passwd", "group", "shadow", "hosts", "networks", "protocols", "services"))
+
+# Host /etc entries copied into the sandbox's /etc; everything else (shadow, ssh keys,
+# resolv.conf, credentials of host tools) stays invisible.
+_ETC_COPY = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ssl/openssl.cnf",
+    "ca-certificates.conf", "bash.bashrc", "profile", "inputrc", "mime.types", "magic",
+    "magic.mime", "protocols", "services", "os-release", "debian_version", "lsb-release",
+    "login.defs", "gai.conf", "host.conf", "gitconfig",
+)
+# Directories mostly of symlinks (alternatives: awk -> mawk...); copied with `_copy_tree`.
+_ETC_TREES = ("alternatives", "ssl/certs", "terminfo", "perl", "ca-certificates")
+
+
+def base_env(config: SandboxConfig, runtime: bool, home: str = "/root") -> dict[str, str]:
+    """The complete environment of a sandboxed command: nothing is inherited from the host."""
+    path = f"{RUNTIME_MOUNT}/bin:{SYSTEM_PATH}" if runtime else SYSTEM_PATH
+    env = {"PATH": path, "HOME": home, "LANG": "C.UTF-8", "TERM": "dumb", "USER": "root",
+           "LOGNAME": "root", "HOSTNAME": HOSTNAME}
+    env.update(config.env)
+    return env
+
+
+def ulimit_prefix(config: SandboxConfig) -> str:
+    """Shell line setting the per-command rlimits (hard limits too, so they cannot be raised).
+
+    Set inside the sandbox, after the user namespace exists: set on bwrap itself, RLIMIT_NPROC
+    would also cap the namespace's parent and so all sandboxes of the host uid together.
+    bash units: -v and -f in KiB, -t in seconds. The CPU hard limit is one second above the soft
+    one so that a command first gets a catchable SIGXCPU (exit 152), then SIGKILL.
+    """
+    cpu = config.cpu_seconds
+    return (f"ulimit -v {config.memory_mb * 1024} -f {config.max_file_size_mb * 1024} "
+            f"-u {config.max_processes} && ulimit -S -t {cpu} && ulimit -H -t {cpu + 1} || exit 125\n")
+
+
+LONG_COMMAND = 64 * 1024
+"""Commands longer than this (bytes) go through a file: one exec argument is limited to 128 KiB."""
+
+
+def shell_script(config: SandboxConfig, command: str, command_file: str | None = None) -> str:
+    """The `bash -c` script: rlimits, then the command itself or `. FILE` for a long one."""
+    return ulimit_prefix(config) + (f". {command_file}" if command_file else command)
+
+
+def check_workspace(workspace: str) -> str:
+    """Normalise the configured workspace path; refuse the root and system directories."""
+    from sandbox._paths import sandbox_path
+
+    ws = sandbox_path(workspace)
+    top = ws.strip("/").split("/")[0]
+    if ws == "/" or top in RESERVED_TOPS or ws == RUNTIME_MOUNT or ws.startswith(RUNTIME_MOUNT + "/"):
+        raise SandboxError(f"workspace {workspace!r} must not be / or inside a system directory")
+    return ws
+
+
+def venv_origin(runtime_dir: Path) -> str | None:
+    """The absolute path a venv was created at (its scripts' shebangs point there), if known."""
+    for name in ("pip", "pip3", "pytest"):
+        script = runtime_dir / "bin" / name
+        try:
+            with open(script, "rb") as f:
+                first = f.readline(4096)
+        except OSError:
+            continue
+        if first.startswith(b"#!/"):
+            interp = first[2:].strip().split()[0].decode(errors="replace")
+            return os.path.dirname(os.path.dirname(interp))
+    return None
+
+
+def check_runtime(runtime_dir: Path | None) -> Path | None:
+    if runtime_dir is None:
+        return None
+    rt = Path(runtime_dir).resolve()
+    if not (rt / "bin").is_dir():
+        raise SandboxError(f"runtime_dir {runtime_dir}: not a python venv (no bin/)")
+    return rt
+
+
+@functools.cache
+def etc_template() -> Path:
+    """A minimal /etc built once per process, shared read-only by sandboxes."""
+    d = Path(tempfile.mkdtemp(prefix=state_prefix("etc")))
+    os.chmod(d, 0o755)
+    atexit.register(shutil.rmtree, d, True)
+    for name, text in (("passwd", _PASSWD), ("group", _GROUP), ("hosts", _HOSTS),
+                       ("hostname", HOSTNAME + "\n"), ("nsswitch.conf", _NSSWITCH)):
+        (d / name).write_text(text)
+        os.chmod(d / name, 0o644)
+    pythons = sorted(n for n in os.listdir("/etc") if n.startswith("python3"))
+    for name in dict.fromkeys((*_ETC_COPY, *_ETC_TREES, *pythons)):
+        src = Path("/etc") / name
+        dst = d / name
+        try:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir() and not src.is_symlink():
+                _copy_tree(src, dst)
+            elif src.is_symlink() or (src.is_file() and src.stat().st_mode & 0o004):
+                _copy_entry(src, dst)
+        except OSError:
+            continue  # a missing or unreadable entry only makes the sandbox's /etc smaller
+    for sub in d.rglob("*"):
+        if sub.is_dir() and not sub.is_symlink():
+            os.chmod(sub, 0o755)
+    return d
+
+
+def _copy_entry(src: Path, dst: Path) -> None:
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+    else:
+        shutil.copyfile(src, dst)
+        os.chmod(dst, 0o644)
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    """Copy symlinks as symlinks and world-readable files only (no metadata: it is slow)."""
+    dst.mkdir(exist_ok=True)
+    with os.scandir(src) as it:
+        for e in it:
+            s, t = Path(e.path), dst / e.name
+            if e.is_symlink():
+                os.symlink(os.readlink(s), t)
+            elif e.is_dir():
+                if e.stat().st_mode & 0o005 == 0o005:
+                    _copy_tree(s, t)
+            elif e.is_file() and e.stat().st_mode & 0o004:
+                _copy_entry(s, t)
+
+
+def reachable_by(path: Path, uid: int) -> bool:
+    """Can `uid` (not root) traverse to `path` and read it? Checks owner and other bits only."""
+    p = Path(path).resolve()
+    chain = [*reversed(p.parents), p]
+    for i, d in enumerate(chain):
+        try:
+            st = d.stat()
+        except OSError:
+            return False
+        need = 0o5 if i == len(chain) - 1 else 0o1
+        owner_ok = st.st_uid == uid and (st.st_mode >> 6) & need == need
+        if not owner_ok and st.st_mode & need != need:
+            return False
+    return True

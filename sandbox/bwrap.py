@@ -1,0 +1,383 @@
+"""The default backend: one bubblewrap process per command.
+
+Inside: a read-only root built from binds (host /usr, a minimal /etc, the task runtime),
+private writable top-level dirs (/workspace, /root, /home, /tmp, /logs, ...) kept in a
+per-sandbox host state dir so files persist between commands, fresh /proc and /dev, no
+network but the sandbox's own loopback, a pid namespace (the whole tree dies with the
+command), no host environment, and per-command rlimits.
+
+The process limit: RLIMIT_NPROC is not enforced for processes whose real uid is host root, even
+inside a user namespace (the kernel exempts INIT_USER). So when clawloop runs as root, bwrap
+itself is started as an unprivileged host uid (`CLAWLOOP_SANDBOX_UID`, default 65534 "nobody")
+and maps it to uid 0 inside; the limit is then enforced, and counted per sandbox because each
+command gets its own user namespace. The sandbox's state dir is owned by that uid. If
+unprivileged user namespaces are unavailable, bwrap runs as root and `process_limit_enforced` is
+False (`clawloop sandbox doctor` says so).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox._layout import (
+    LONG_COMMAND,
+    RESERVED_TOPS,
+    RUNTIME_MOUNT,
+    WRITABLE_TOPS,
+    base_env,
+    check_runtime,
+    check_workspace,
+    etc_template,
+    reachable_by,
+    shell_script,
+    venv_origin,
+)
+from sandbox._paths import FileView, Mount, copy_back, rmtree_force, sandbox_path, state_prefix
+from sandbox._proc import run_captured
+from sandbox.base import ExecResult, SandboxConfig, SandboxError
+
+_SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+_SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64",
+             "lib32": "usr/lib32", "libx32": "usr/libx32"}
+
+
+def find_bwrap() -> str:
+    """Path of the bwrap binary (`CLAWLOOP_BWRAP` overrides the PATH lookup)."""
+    explicit = os.environ.get("CLAWLOOP_BWRAP")
+    found = explicit if explicit and os.access(explicit, os.X_OK) else None
+    if not explicit:
+        found = shutil.which("bwrap")
+    if not found:
+        raise SandboxError(
+            f"bubblewrap not found ({explicit or 'bwrap on PATH'}): install it "
+            "(apt-get install bubblewrap) or use --backend docker|local")
+    return found
+
+
+@functools.cache
+def bwrap_version(bwrap: str) -> tuple[int, ...]:
+    """(major, minor, patch) of the bwrap binary; (0,) when unknown."""
+    try:
+        out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout
+        return tuple(int(x) for x in out.split()[-1].split("."))
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return (0,)
+
+
+@dataclass(frozen=True)
+class HostIdentity:
+    """Which host uid bwrap runs as, and what that means for the process limit."""
+
+    run_as: tuple[int, int] | None
+    """(uid, gid) bwrap is started as; None: the calling user."""
+    process_limit_enforced: bool
+    note: str
+
+
+@functools.cache
+def host_identity(bwrap: str) -> HostIdentity:
+    """Decide (once per process) how to run bwrap so that RLIMIT_NPROC is enforced."""
+    if os.geteuid() != 0:
+        return HostIdentity(None, True, f"bwrap runs as uid {os.geteuid()}")
+    uid = int(os.environ.get("CLAWLOOP_SANDBOX_UID", "65534"))
+    gid = int(os.environ.get("CLAWLOOP_SANDBOX_GID", str(uid)))
+    probe = [bwrap, "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0",
+             "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "true"]
+    try:
+        r = subprocess.run(probe, env={}, user=uid, group=gid, extra_groups=[],
+                           capture_output=True, timeout=20)
+        ok, why = r.returncode == 0, r.stderr.decode(errors="replace").strip()
+    except (OSError, subprocess.SubprocessError) as e:
+        ok, why = False, str(e)
+    if ok:
+        return HostIdentity((uid, gid), True, f"running as root: bwrap drops to host uid {uid}")
+    return HostIdentity(None, False, "running as root and bwrap cannot run as an unprivileged uid "
+                        f"({why or 'no user namespaces'}): the process limit is NOT enforced")
+
+
+class BwrapSandbox:
+    """A sandbox whose commands each run in a fresh bubblewrap container over shared files."""
+
+    backend = "bwrap"
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        self._bwrap = find_bwrap()
+        self._ident = host_identity(self._bwrap)
+        # No user namespaces inside (less kernel attack surface); the option is new in 0.8.
+        self._no_nested_userns = ["--disable-userns"] if bwrap_version(self._bwrap) >= (0, 8) else []
+        self.process_limit_enforced = self._ident.process_limit_enforced
+        self._workspace = check_workspace(config.workspace)
+        self._runtime = check_runtime(config.runtime_dir)
+        self._etc = etc_template()
+        self._lock = threading.Lock()
+        self._closed = False
+        owner = self._ident.run_as
+        base = Path(os.environ.get("CLAWLOOP_SANDBOX_TMP") or tempfile.gettempdir())
+        if owner and not reachable_by(base, owner[0]):
+            raise SandboxError(f"{base}: not traversable by the sandbox uid {owner[0]}; "
+                               "set CLAWLOOP_SANDBOX_TMP to a world-accessible dir such as /tmp")
+        self.state_dir = Path(tempfile.mkdtemp(prefix=state_prefix("bwrap"), dir=base))
+        # Deleted at close, garbage collection or interpreter exit, whichever comes first.
+        self._finalizer = weakref.finalize(self, rmtree_force, self.state_dir)
+        try:
+            self._setup(owner)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def _setup(self, owner: tuple[int, int] | None) -> None:
+        os.chmod(self.state_dir, 0o711)  # the sandbox uid must reach root/, nothing else
+        self.root = self.state_dir / "root"
+        self.root.mkdir()
+        self._view = FileView(self.root, owner)
+        self._view.root_writable = False
+        self._chown(self.root)
+        for top, target in _SYMLINKS.items():
+            if os.path.isdir("/" + target):
+                os.symlink(target, self.root / top)
+                self._chown(self.root / top, follow=False)
+        for name in ("usr", "etc", "proc", "dev"):
+            self._mkdir(self.root / name)
+        self._view.add(Mount("/usr", Path("/usr"), False, system=True))
+        self._view.add(Mount("/etc", self._etc, False, system=True))
+        self._view.add(Mount("/proc", None, False, system=True))
+        self._view.add(Mount("/dev", None, False, system=True))
+        self._view.add(Mount("/sys", None, False, system=True))
+        self._tops: set[str] = set()
+        self._user_mounts: set[str] = set()
+        self._copy_back: dict[str, tuple[Path, Path]] = {}
+        if self._runtime:
+            if owner and not reachable_by(self._runtime, owner[0]):
+                raise SandboxError(f"runtime {self._runtime}: not readable by the sandbox uid "
+                                   f"{owner[0]} (a parent directory is private)")
+            self._view.add(Mount(RUNTIME_MOUNT, self._runtime, False, system=True))
+            self._stub(RUNTIME_MOUNT)
+            origin = venv_origin(self._runtime)
+            # Console scripts (pytest, pip) have the venv's build path in their shebang: a
+            # symlink from there (in the read-only root) makes them work, at no mount's cost.
+            if (origin and origin != RUNTIME_MOUNT and origin.startswith("/")
+                    and origin.strip("/").split("/")[0] not in RESERVED_TOPS | set(WRITABLE_TOPS)):
+                link = self.root / sandbox_path(origin).lstrip("/")
+                if link.parent != self.root:
+                    self._stub(str(link.parent.relative_to(self.root)))
+                    os.symlink(RUNTIME_MOUNT, link)
+        for top in WRITABLE_TOPS:
+            self._add_top(top)
+        os.chmod(self.root / "tmp", 0o1777)
+        self._mkdir(self.root / "home" / "user")
+        self._mkdir(self.root / "var" / "tmp")
+        os.chmod(self.root / "var" / "tmp", 0o1777)
+        self._add_top(self._workspace.strip("/").split("/")[0])
+        _, ws_host, ws_mount = self._view.resolve(self._workspace)
+        self._view.makedirs(self._workspace, ws_mount)
+        if self.config.seed_dir is not None:
+            self._seed(Path(self.config.seed_dir), ws_host)
+
+    def _chown(self, p: Path, follow: bool = True) -> None:
+        if self._ident.run_as:
+            os.chown(p, *self._ident.run_as, follow_symlinks=follow)
+
+    def _mkdir(self, p: Path) -> None:
+        p.mkdir(parents=True, exist_ok=True)
+        self._chown(p)
+
+    def _stub(self, target: str) -> None:
+        """Create the mount point of `target` in the state dir (the root is read-only inside)."""
+        cur = self.root
+        for part in target.strip("/").split("/"):
+            cur = cur / part
+            if not cur.is_dir() or cur.is_symlink():
+                if cur.is_symlink() or cur.exists():
+                    raise SandboxError(f"mount point {target}: {cur.name} is not a directory")
+                self._mkdir(cur)
+
+    def _add_top(self, top: str) -> None:
+        target = "/" + top
+        if target not in self._view.mounts:
+            self._mkdir(self.root / top)
+            self._view.add(Mount(target, self.root / top, True))
+            self._tops.add(top)
+
+    def _seed(self, seed: Path, dest: Path | None) -> None:
+        if not seed.is_dir():
+            raise SandboxError(f"seed_dir {seed}: not a directory")
+        assert dest is not None
+        shutil.copytree(seed, dest, symlinks=True, dirs_exist_ok=True)
+        if self._ident.run_as:
+            for dirpath, dirnames, filenames in os.walk(dest):
+                for n in [*dirnames, *filenames]:
+                    os.chown(os.path.join(dirpath, n), *self._ident.run_as, follow_symlinks=False)
+
+    # -- Sandbox protocol -----------------------------------------------------------------
+
+    def _argv(self, command: str, cwd: str, env: dict[str, str]) -> list[str]:
+        cmd_file = None
+        if len(command.encode()) > LONG_COMMAND:
+            host_file = self.state_dir / "command.sh"
+            host_file.write_text(command)
+            os.chmod(host_file, 0o644)
+            cmd_file = "/dev/.clawloop-command"
+        a = [self._bwrap, "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0",
+             *self._no_nested_userns, "--die-with-parent", "--new-session", "--hostname", "sandbox",
+             "--bind", str(self.root), "/", "--proc", "/proc", "--dev", "/dev"]
+        # Parents before children: /opt before the runtime in /opt, /logs before /logs/verifier.
+        for m in sorted(self._view.mounts.values(), key=lambda m: m.target.count("/")):
+            if m.host is not None:
+                a += ["--bind" if m.writable else "--ro-bind", str(m.host), m.target]
+        if cmd_file:
+            a += ["--ro-bind", str(self.state_dir / "command.sh"), cmd_file]
+        a += ["--remount-ro", "/", "--chdir", cwd, "--clearenv"]
+        for k, v in env.items():
+            a += ["--setenv", k, v]
+        return [*a, "bash", "-c", shell_script(self.config, command, cmd_file)]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError("sandbox is closed")
+
+    def exec(self, command: str, timeout: float = 60.0, *, cwd: str | None = None,
+             env: dict[str, str] | None = None) -> ExecResult:
+        """Run `command` with `bash -c`; at `timeout` kill bwrap, and with it the pid namespace."""
+        with self._lock:
+            self._check_open()
+            full_env = base_env(self.config, self._runtime is not None)
+            full_env.update(env or {})
+            argv = self._argv(command, sandbox_path(cwd or self._workspace), full_env)
+            kw: dict[str, object] = {}
+            if self._ident.run_as:
+                uid, gid = (str(x) for x in self._ident.run_as)
+                if _SETPRIV:
+                    # An exec of setpriv is cheaper than Popen(user=...), which cannot use vfork
+                    # and so copies the page tables of this (possibly large) process.
+                    argv = [_SETPRIV, "--reuid", uid, "--regid", gid, "--clear-groups", *argv]
+                else:
+                    kw = {"user": int(uid), "group": int(gid), "extra_groups": []}
+            # bwrap itself gets an empty environment: under --unshare-pid its init process keeps
+            # bwrap's environment, which the sandbox can read in /proc/1/environ.
+            result = run_captured(argv, timeout=timeout, output_limit=self.config.output_limit,
+                                  env={}, cwd="/", **kw)
+            for mirror, host in self._copy_back.values():
+                copy_back(mirror, host)
+            return result
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Create or replace a file; a new top-level dir (e.g. /app) becomes writable too."""
+        with self._lock:
+            self._check_open()
+            spath, _, mount = self._view.resolve(path)
+            parts = spath.strip("/").split("/")
+            if mount is None and len(parts) >= 2 and parts[0] not in RESERVED_TOPS:
+                self._add_top(parts[0])
+            self._view.write(path, data, mode)
+
+    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        """Read a file of the sandbox's own dirs; symlinks resolve as inside, never to the host."""
+        with self._lock:
+            self._check_open()
+            return self._view.read(path, max_bytes)
+
+    def mount(self, host_path: Path, target: str, *, writable: bool = False) -> None:
+        """Bind a host directory at `target` for the following commands (replacing one there).
+
+        When bwrap runs as a dropped uid (clawloop as root), a writable mount is chowned to that
+        uid so the sandbox can write it. A source that uid cannot reach or read (e.g. inside a
+        0700 mkdtemp dir) is shown as a copy; a writable copy is copied back to the host,
+        regular files only, after every command.
+        """
+        with self._lock:
+            self._check_open()
+            host = Path(host_path).resolve()
+            if not host.is_dir():
+                raise SandboxError(f"mount source {host_path}: not a directory")
+            t = sandbox_path(target)
+            resolved, _, inside = self._view.resolve(t)
+            if resolved != t:
+                raise SandboxError(f"mount target {target}: resolves to {resolved} (a symlink)")
+            top = t.strip("/").split("/")[0]
+            if t == "/" or top in RESERVED_TOPS or (inside is not None and inside.system):
+                raise SandboxError(f"mount target {target}: inside the read-only system view")
+            owner = self._ident.run_as
+            if owner and not (reachable_by(host, owner[0]) and (writable or _tree_readable(host))):
+                # The sandbox uid cannot reach it (e.g. under a 0700 mkdtemp dir): show a copy,
+                # and copy a writable one back to the host after every command.
+                mirror = Path(tempfile.mkdtemp(dir=self.state_dir, prefix="mnt-"))
+                shutil.copytree(host, mirror, symlinks=True, dirs_exist_ok=True)
+                _give(mirror, owner if writable else None)
+                if writable:
+                    self._copy_back[t] = (mirror, host)
+                host = mirror
+            elif owner and writable:
+                _give(host, owner)
+            if inside is None and t.count("/") == 1:
+                self._stub(t)  # a new top-level mount point such as /tests
+            else:
+                if inside is None:
+                    self._add_top(top)
+                    inside = self._view.mounts["/" + top]
+                if inside.writable:
+                    self._view.makedirs(t, inside)
+                elif not (self._view.locate(t)[1] or Path("/nonexistent")).is_dir():
+                    raise SandboxError(f"mount target {target}: inside read-only mount {inside.target}")
+            self._view.add(Mount(t, host, writable))
+            self._user_mounts.add(t)
+
+    def unmount(self, target: str) -> None:
+        """Remove a mount added with `mount` (unknown targets are ignored)."""
+        with self._lock:
+            t = sandbox_path(target)
+            if t in self._user_mounts:
+                self._user_mounts.discard(t)
+                self._view.remove(t)
+                self._copy_back.pop(t, None)
+                top = t.strip("/")
+                if top in self._tops:  # a mount over a private top-level dir: show it again
+                    self._view.add(Mount(t, self.root / top, True))
+
+    def close(self) -> None:
+        """Delete the state dir (no process outlives its command, so nothing is running)."""
+        self._closed = True
+        self._finalizer()
+
+    def __enter__(self) -> BwrapSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _give(root: Path, owner: tuple[int, int] | None) -> None:
+    """chown a tree to the sandbox uid (writable mounts), or make it world-readable."""
+    for dirpath, _, filenames in os.walk(root):
+        paths = [dirpath, *(os.path.join(dirpath, n) for n in filenames)]
+        for p in paths:
+            if os.path.islink(p):
+                continue
+            if owner:
+                os.chown(p, *owner)
+            else:
+                os.chmod(p, os.stat(p).st_mode | (0o555 if p == dirpath else 0o444))
+
+
+def _tree_readable(path: Path) -> bool:
+    """Can others read every file and list every dir of the tree?"""
+    for dirpath, dirnames, filenames in os.walk(path):
+        for n in dirnames:
+            if os.stat(os.path.join(dirpath, n)).st_mode & 0o005 != 0o005:
+                return False
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            if not os.path.islink(p) and not os.stat(p).st_mode & 0o004:
+                return False
+    return True

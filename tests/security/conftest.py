@@ -1,0 +1,38 @@
+"""Fixtures for the attack tests: one sandbox per isolated backend, with tight limits.
+
+`local` is not isolated and is excluded. Docker cases skip (with the reason, visible in
+`pytest -ra`) when the SDK, the daemon or the image is missing: scripts/docker-setup.sh.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+import pytest
+
+import sandbox
+from clawloop.runtime import runtime_dir
+
+LIMITS = {"memory_mb": 512, "max_processes": 64, "max_file_size_mb": 8, "cpu_seconds": 1}
+
+
+@functools.cache
+def unavailable(backend: str) -> str | None:
+    """Why `backend` cannot run here (None: it can); computed once per test run."""
+    return sandbox.unavailable_reason(backend)
+
+
+@pytest.fixture(scope="module", params=sandbox.ISOLATED_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    why = unavailable(request.param)
+    if why:
+        pytest.skip(why)
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def sb(backend: str) -> Iterator[sandbox.Sandbox]:
+    """A sandbox shared by the tests of a module (each test cleans up what it leaves)."""
+    with sandbox.open(backend, runtime_dir=runtime_dir(), **LIMITS) as box:
+        yield box

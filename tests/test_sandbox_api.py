@@ -1,0 +1,207 @@
+"""The sandbox API, the same for the isolated backends (docker skips when unavailable).
+
+`local` cannot pass most of these (commands see the host's real /workspace, /tests...): it has
+its own tests at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import sandbox
+from clawloop.runtime import runtime_dir
+from sandbox import SandboxError
+
+unavailable = functools.cache(sandbox.unavailable_reason)
+
+
+@pytest.fixture(scope="module", params=sandbox.ISOLATED_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    why = unavailable(request.param)
+    if why:
+        pytest.skip(why)
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def sb(backend: str) -> Iterator[sandbox.Sandbox]:
+    with sandbox.open(backend, runtime_dir=runtime_dir(), output_limit=1000) as box:
+        yield box
+
+
+def test_unknown_backend_is_one_line_error() -> None:
+    with pytest.raises(SandboxError, match="unknown sandbox backend 'nope'") as e, sandbox.open("nope"):
+        pass
+    assert "\n" not in str(e.value)
+
+
+def test_bad_config_is_sandbox_error() -> None:
+    with pytest.raises(SandboxError, match="memory_mb"):
+        sandbox.create("local", memory_mb=0)
+    with pytest.raises(SandboxError, match="workspace"):
+        sandbox.create("local", workspace="/usr/ws")
+
+
+def test_exit_codes_and_output(sb: sandbox.Sandbox) -> None:
+    r = sb.exec("echo out; echo err >&2; exit 3")
+    assert r.exit_code == 3 and not r.timed_out
+    assert "out\n" in r.output and "err\n" in r.output
+    assert sb.exec("kill -9 $$").exit_code == 137
+    assert sb.exec("pwd").output.strip().endswith("/workspace")
+
+
+def test_long_command_goes_through_a_file(sb: sandbox.Sandbox) -> None:
+    r = sb.exec("x=" + "a" * 200_000 + "\necho ${#x}; exit 5")  # > 128 KiB: too long for argv
+    assert (r.exit_code, r.output) == (5, "200000\n")
+
+
+def test_env_and_cwd(sb: sandbox.Sandbox) -> None:
+    sb.exec("mkdir -p /workspace/sub")
+    r = sb.exec('echo "$FOO|$LANG|$TERM"; pwd', env={"FOO": "bar"}, cwd="/workspace/sub")
+    assert "bar|C.UTF-8|dumb" in r.output
+    assert r.output.strip().endswith("/workspace/sub")
+
+
+def test_files_persist_between_commands(sb: sandbox.Sandbox) -> None:
+    sb.write_file("/workspace/dir/a.txt", "hello\n", mode=0o600)
+    sb.write_file("/home/user/.cfg", b"\x00\x01")
+    r = sb.exec("cat /workspace/dir/a.txt; stat -c %a /workspace/dir/a.txt; wc -c < /home/user/.cfg")
+    assert r.output.split() == ["hello", "600", "2"]
+    sb.exec("echo made > /workspace/dir/b.txt; echo t > /tmp/t; mkdir -p /root/x")
+    assert sb.read_file("/workspace/dir/b.txt") == b"made\n"
+    assert sb.read_file("/workspace/dir/b.txt", max_bytes=2) == b"ma"
+    assert sb.exec("cat /tmp/t").output == "t\n"
+    with pytest.raises(FileNotFoundError):
+        sb.read_file("/workspace/missing")
+    with pytest.raises(SandboxError):
+        sb.read_file("/workspace/dir")  # a directory
+    sb.exec("rm -rf /workspace/dir")
+
+
+def test_system_dirs_refuse_writes(sb: sandbox.Sandbox) -> None:
+    for path in ("/usr/bin/x", "/etc/passwd"):
+        with pytest.raises(SandboxError):
+            sb.write_file(path, "x")
+
+
+def test_timeout_and_truncation(sb: sandbox.Sandbox) -> None:
+    r = sb.exec("echo started; sleep 20", timeout=1)
+    assert (r.exit_code, r.timed_out) == (124, True)
+    assert r.duration_s < 6
+    r = sb.exec("seq 1 100000")
+    assert r.truncated and len(r.output) < 1100
+    assert r.output.startswith("1\n2\n") and r.output.endswith("99999\n100000\n")
+
+
+def test_mount_for_the_verifier(sb: sandbox.Sandbox, tmp_path: Path) -> None:
+    tests, reward = tmp_path / "tests", tmp_path / "reward"
+    tests.mkdir()
+    reward.mkdir()
+    (tests / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    sb.mount(tests, "/tests")
+    sb.mount(reward, "/logs/verifier", writable=True)
+    r = sb.exec("bash /tests/test.sh && cat /logs/verifier/reward.txt && touch /tests/new")
+    assert r.output.startswith("1\n"), r.output
+    assert r.exit_code != 0  # /tests is read-only
+    assert (reward / "reward.txt").read_text() == "1\n"
+    assert sb.read_file("/logs/verifier/reward.txt") == b"1\n"
+    sb.unmount("/tests")
+    sb.unmount("/logs/verifier")
+    assert "test.sh" not in sb.exec("ls /tests 2>&1").output
+
+
+def test_runtime_on_path(sb: sandbox.Sandbox) -> None:
+    if runtime_dir() is None:
+        pytest.skip("no task runtime: scripts/setup.sh builds .runtime")
+    r = sb.exec("pytest --version && python3 -c 'import yaml; print(\"yaml ok\")'")
+    assert r.exit_code == 0 and "yaml ok" in r.output, r.output
+
+
+@pytest.mark.parametrize("any_backend", sandbox.BACKENDS)
+def test_seed_dir_and_close(any_backend: str, tmp_path: Path) -> None:
+    backend = any_backend
+    if unavailable(backend):
+        pytest.skip(unavailable(backend))
+    (tmp_path / "seed.txt").write_text("seeded")
+    box = sandbox.create(backend, seed_dir=tmp_path)
+    assert isinstance(box, sandbox.Sandbox)
+    try:
+        assert box.exec("cat seed.txt").output == "seeded"
+        box.exec("mkdir -p ro/deep && touch ro/deep/f && chmod 000 ro/deep && chmod 500 ro")
+        state = getattr(box, "state_dir", None)
+    finally:
+        box.close()
+    box.close()  # idempotent
+    if state is not None:
+        assert not Path(state).exists()
+    with pytest.raises(SandboxError):
+        box.exec("true")
+
+
+# -- bwrap specifics -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bw() -> Iterator[sandbox.Sandbox]:
+    why = unavailable("bwrap")
+    if why:
+        pytest.skip(why)
+    with sandbox.open("bwrap") as box:
+        yield box
+
+
+def test_bwrap_layout(bw: sandbox.Sandbox) -> None:
+    r = bw.exec("id -u; hostname; test -e /etc/resolv.conf || echo no-resolv; ls /; touch /x 2>&1")
+    lines = r.output.splitlines()
+    assert lines[:3] == ["0", "sandbox", "no-resolv"]
+    assert "Read-only file system" in r.output
+    assert bw.process_limit_enforced  # type: ignore[attr-defined]
+
+
+def test_bwrap_new_top_level_dir_becomes_writable(bw: sandbox.Sandbox) -> None:
+    bw.write_file("/app/main.py", "print('hi')\n")
+    assert bw.exec("python3 /app/main.py && echo more > /app/x && cat /app/x").output == "hi\nmore\n"
+    with pytest.raises(SandboxError):
+        bw.write_file("/toplevel-file", "x")
+
+
+def test_bwrap_mount_target_symlink_refused(bw: sandbox.Sandbox, tmp_path: Path) -> None:
+    bw.exec("mkdir -p /logs/real && ln -sfn /logs/real /logs/link")
+    with pytest.raises(SandboxError, match="symlink"):
+        bw.mount(tmp_path, "/logs/link/verifier", writable=True)
+    with pytest.raises(SandboxError):
+        bw.mount(tmp_path, "/usr/share/x")
+
+
+def test_read_file_resolves_symlinks_inside(bw: sandbox.Sandbox) -> None:
+    bw.exec("mkdir -p /srv/data && echo inside > /srv/data/f && ln -sf /srv/data/f /workspace/abs "
+            "&& ln -sf ../srv/data/f /workspace/rel")
+    assert bw.read_file("/workspace/abs") == b"inside\n"
+    assert bw.read_file("/workspace/rel") == b"inside\n"
+    with pytest.raises(SandboxError):
+        bw.read_file("/etc/passwd")
+
+
+# -- local specifics -------------------------------------------------------------------------
+
+
+def test_local_maps_paths_and_kills_its_group() -> None:
+    with sandbox.open("local") as box:
+        box.write_file("/workspace/a.txt", "x")
+        r = box.exec('cat a.txt; echo "$HOME"; test -d "$SANDBOX_ROOT/workspace" && echo mapped')
+        assert r.output.startswith("x") and "mapped" in r.output
+        token = "424242.5"
+        box.exec(f"sleep {token} &")
+        cmdlines = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError):
+                cmdlines.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+        assert not any(token.encode() in c for c in cmdlines)
+    assert not Path(tempfile.gettempdir(), "workspace", "a.txt").exists()
