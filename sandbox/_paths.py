@@ -260,12 +260,26 @@ def state_prefix(kind: str) -> str:
     return f"clawloop-{kind}-{os.getpid()}-"
 
 
+def tmp_root() -> Path:
+    """Where sandbox state and host-side temp dirs go: $CLAWLOOP_SANDBOX_TMP, else /dev/shm, else
+    the system temp dir. On ext4 here a bwrap open+close took ~107 ms in /tmp and ~5 ms in /dev/shm
+    (directory creation and removal dominate)."""
+    import tempfile
+
+    env = os.environ.get("CLAWLOOP_SANDBOX_TMP")
+    if env:
+        return Path(env)
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        return Path("/dev/shm")
+    return Path(tempfile.gettempdir())
+
+
 def reap_state_dirs(tmp: Path | None = None) -> int:
     """Delete sandbox state dirs whose owning process is gone (killed, or exited via os._exit)."""
     import tempfile
 
     n = 0
-    for base in {Path(tmp or tempfile.gettempdir()), Path(os.environ.get("CLAWLOOP_SANDBOX_TMP") or "/tmp")}:
+    for base in {Path(tmp or tempfile.gettempdir()), tmp_root()}:
         if not base.is_dir():
             continue
         for entry in base.iterdir():

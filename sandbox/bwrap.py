@@ -40,7 +40,7 @@ from sandbox._layout import (
     shell_script,
     venv_origin,
 )
-from sandbox._paths import FileView, Mount, copy_back, rmtree_force, sandbox_path, state_prefix
+from sandbox._paths import FileView, Mount, copy_back, rmtree_force, sandbox_path, state_prefix, tmp_root
 from sandbox._proc import run_captured
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 
@@ -122,7 +122,7 @@ class BwrapSandbox:
         self._lock = threading.Lock()
         self._closed = False
         owner = self._ident.run_as
-        base = Path(os.environ.get("CLAWLOOP_SANDBOX_TMP") or tempfile.gettempdir())
+        base = tmp_root()
         if owner and not reachable_by(base, owner[0]):
             raise SandboxError(f"{base}: not traversable by the sandbox uid {owner[0]}; "
                                "set CLAWLOOP_SANDBOX_TMP to a world-accessible dir such as /tmp")

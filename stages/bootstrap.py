@@ -1,6 +1,6 @@
 """Stage `bootstrap`: the policy iteration 1 starts from.
 
-    python stages/bootstrap.py --out runs/iter-0/policy
+    python -m stages.bootstrap --out runs/iter-0/policy
 
 With `model.checkpoint` set, the real checkpoint is handed over (hard links, no copy of the
 weights where the filesystem allows); otherwise a tiny Qwen3-architecture model and its

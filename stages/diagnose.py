@@ -1,6 +1,6 @@
 """Stage `diagnose@N`: DuckDB over the iteration's rollouts → the capability report.
 
-    python stages/diagnose.py --iteration 1 --eval runs/iter-1/eval \
+    python -m stages.diagnose --iteration 1 --eval runs/iter-1/eval \
         --pool runs/iter-1/validated/valid.jsonl \
         --previous runs/iter-0/diagnosis/diagnosis.json --out runs/iter-1/diagnosis
 

@@ -1,6 +1,6 @@
 """Stage `evaluate@N`: roll out the new checkpoint on the held-out suites, gate its promotion.
 
-    python stages/evaluate.py --iteration 1 --policy runs/iter-1/checkpoint \
+    python -m stages.evaluate --iteration 1 --policy runs/iter-1/checkpoint \
         --previous runs/iter-0 --pool runs/iter-1/validated/valid.jsonl --out runs/iter-1/eval
 
 Rolls out every suite of `eval.suites` (held-out) and a sample of the validated pool (held-in,

@@ -1,6 +1,6 @@
 """Stage `report`: the loop at a glance (report.html, report.md, plots, DVC plot tables).
 
-    python stages/report.py --runs runs --out runs/report
+    python -m stages.report --runs runs --out runs/report
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """Stage `synthesize@N`: iteration N's task pool, steered by the previous capability report.
 
-    python stages/synthesize.py --iteration 1 --report runs/iter-0/diagnosis/diagnosis.json \
+    python -m stages.synthesize --iteration 1 --report runs/iter-0/diagnosis/diagnosis.json \
         --policy runs/iter-0/policy --out runs/iter-1/pool
 
 The budget (`synthesis.tasks_per_iteration`) is split over the routines by their shares:

@@ -1,6 +1,6 @@
 """Stage `train@N`: SFT and/or GRPO of the current policy on iteration N's validated tasks.
 
-    python stages/train.py --iteration 1 --validated runs/iter-1/validated \
+    python -m stages.train --iteration 1 --validated runs/iter-1/validated \
         --policy runs/iter-0/policy --self-rollouts runs/iter-0/eval --out runs/iter-1/checkpoint
 
 SFT learns from reference trajectories (the tasks' solutions executed in the sandbox) and the

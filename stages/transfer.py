@@ -1,6 +1,6 @@
 """Stage `transfer`: do the refined tasks carry the gain to a fresh model?
 
-    python stages/transfer.py --first runs/iter-1/validated --final runs/iter-3/validated \
+    python -m stages.transfer --first runs/iter-1/validated --final runs/iter-3/validated \
         --out runs/transfer
 
 A fresh from-scratch model (`transfer.init`) is trained with the same budget on iteration 1's

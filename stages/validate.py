@@ -1,6 +1,6 @@
 """Stage `validate@N`: keep only sound tasks, then label them with the current policy.
 
-    python stages/validate.py --iteration 1 --pool runs/iter-1/pool/pool.jsonl \
+    python -m stages.validate --iteration 1 --pool runs/iter-1/pool/pool.jsonl \
         --policy runs/iter-0/policy --out runs/iter-1/validated
 
 Agent-free: the reference solution passes, a no-op fails, the verifier agrees with itself, no

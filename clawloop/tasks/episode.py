@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import shlex
 import shutil
 import tempfile
@@ -145,12 +144,11 @@ def prepare(sb: Sandbox, task: Task) -> None:
         raise TaskSetupError(f"task {task.id}: setup failed ({why}) {last[0][:200]}".rstrip(), r.output)
 
 
-def tmp_base() -> str | None:
-    """Where host-side temp dirs go: $CLAWLOOP_SANDBOX_TMP, else /dev/shm (fast), else the default."""
-    env = os.environ.get("CLAWLOOP_SANDBOX_TMP")
-    if env:
-        return env
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+def tmp_base() -> str:
+    """Where host-side temp dirs go: the sandbox's own temp root (fast /dev/shm where it exists)."""
+    from sandbox._paths import tmp_root
+
+    return str(tmp_root())
 
 
 def _write_dir(files: dict[str, FileSpec], prefix: str) -> Path:

@@ -1,0 +1,35 @@
+"""`clawloop check` and `clawloop report`: the loop's artifacts, checked and shown."""
+
+from pathlib import Path
+
+import typer
+
+from clawloop.commands import app
+
+
+@app.command()
+def check(runs: Path = typer.Argument(Path("runs"), help="the pipeline's output directory")) -> None:
+    """Validate every artifact under RUNS against its schema; exit 1 on any violation."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from clawloop.check import check_runs
+
+    findings = check_runs(runs)
+    table = Table("artifact", "kind", "status")
+    for f in findings:
+        table.add_row(str(f.path), f.kind, "[green]ok[/]" if f.error is None else f"[red]{f.error}[/]")
+    Console().print(table)
+    bad = [f for f in findings if f.error is not None]
+    print(f"{len(findings) - len(bad)} artifacts valid, {len(bad)} invalid")
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(runs: Path = typer.Argument(Path("runs"), help="the pipeline's output directory"),
+           out: Path = typer.Option(Path("runs/report"), help="where report.html/.md and plots go")) -> None:
+    """Write report.html and report.md with plots of the whole loop."""
+    from clawloop.loop_report import write_report
+
+    print(write_report(runs, out))
