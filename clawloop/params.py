@@ -253,6 +253,10 @@ def _describe(e: ValidationError, prefix: str = "") -> str:
     err = e.errors()[0]
     key = ".".join([prefix, *map(str, err["loc"])] if prefix else map(str, err["loc"])) or "(root)"
     msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+    if err["type"] == "value_error":
+        # Our validators say "sub.key: what is wrong": join the sub-key onto the location.
+        msg = msg.removeprefix("Value error, ")
+        return f"{key}.{msg}" if key != "(root)" else msg
     return f"{key}: {msg}"
 
 

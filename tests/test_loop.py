@@ -1,0 +1,62 @@
+"""Loop bookkeeping: the held-out gate, policy hand-over, suite metrics, check and report."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from clawloop import loop
+from clawloop.errors import ClawloopError
+
+
+def _metrics(best: float, policy_from: int = 1) -> loop.IterationMetrics:
+    return loop.IterationMetrics(iteration=1, suites={}, heldout_pass_rate=best, promoted=True,
+                                 best_heldout_pass_rate=best, policy_from=policy_from,
+                                 episodes_per_s=1.0, wall_s=1.0)
+
+
+def test_gate_promotes_within_tolerance_and_keeps_best() -> None:
+    assert loop.gate(0.3, None, 0.02) == (True, 0.3)
+    assert loop.gate(0.49, _metrics(0.5), 0.02) == (True, 0.5)     # small drop: promoted, best stays
+    assert loop.gate(0.6, _metrics(0.5), 0.02) == (True, 0.6)
+    assert loop.gate(0.4, _metrics(0.5), 0.02) == (False, 0.5)     # fell too far: not promoted
+    assert loop.gate(0.4, _metrics(0.5), 0.02, enabled=False) == (True, 0.5)
+
+
+@dataclass
+class _Ep:
+    task_id: str
+    outcome: str
+    reward: float | None
+
+
+def test_suite_metrics_pass_at_1_and_k() -> None:
+    eps = [_Ep("a", "passed", 1.0), _Ep("a", "failed", 0.0), _Ep("b", "failed", 0.0),
+           _Ep("b", "failed", 0.0), _Ep("c", "error", None), _Ep("c", "error", None)]
+    m = loop.suite_metrics(eps, heldout=True)
+    assert m.tasks == 3 and m.episodes == 6 and m.errors == 2 and m.passed == 1
+    assert m.pass_at_1 == pytest.approx(0.25)      # errors are not failures: c is not graded
+    assert m.pass_at_k == pytest.approx(0.5)
+    assert loop.heldout_rate({"x": m, "y": m.model_copy(update={"heldout": False, "pass_at_1": 1.0})}) \
+        == pytest.approx(0.25)
+
+
+def test_hand_over_replaces_atomically(tmp_path: Path) -> None:
+    src = tmp_path / "ckpt"
+    src.mkdir()
+    (src / "config.json").write_text("{}")
+    dst = tmp_path / "policy"
+    dst.mkdir()
+    (dst / "stale.bin").write_text("old")
+    loop.hand_over(src, dst)
+    assert sorted(p.name for p in dst.iterdir()) == ["config.json"]
+    with pytest.raises(ClawloopError, match="not found"):
+        loop.hand_over(tmp_path / "missing", dst)
+    assert (dst / "config.json").exists()       # a failed hand-over leaves the old policy
+
+
+def test_read_metrics_names_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.json"
+    path.write_text('{"iteration": 1}')
+    with pytest.raises(ClawloopError, match="metrics.json: suites"):
+        loop.read_metrics(path)

@@ -1,0 +1,59 @@
+"""params.yaml validation: every profile parses; a wrong type or unknown key names the key."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clawloop.errors import ClawloopError
+from clawloop.params import load_params
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("path", ["params.yaml", "profiles/smoke.yaml"])
+def test_profiles_parse(path: str) -> None:
+    p = load_params(ROOT / path)
+    assert p.loop.last == max(p.loop.iterations)
+
+
+def _write(tmp_path: Path, edit) -> Path:
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    edit(raw)
+    out = tmp_path / "params.yaml"
+    out.write_text(yaml.safe_dump(raw))
+    return out
+
+
+@pytest.mark.parametrize(("edit", "needle"), [
+    (lambda r: r["rollout"].update(batch="many"), "rollout.batch"),
+    (lambda r: r["synthesis"].update(tasks_per_iteration=-3), "synthesis.tasks_per_iteration"),
+    (lambda r: r["eval"].update(sampels=2), "eval.sampels: unknown key"),
+    (lambda r: r.update(trian={}), "trian: unknown key"),
+    (lambda r: r["train"]["sft"].update(learning_rat=1.0), "train: sft.learning_rat"),
+    (lambda r: r["synthesis"]["curriculum"].update(raise_threshold=2), "synthesis.curriculum.raise_threshold"),
+    (lambda r: r["diagnosis"]["options"].update(bogus=1), "diagnosis.options.bogus: unknown key"),
+    (lambda r: r["loop"].update(last=7), "loop.last"),
+    (lambda r: r["loop"]["iterations"]["2"].update(prev=5), "loop.iterations.2.prev"),
+    (lambda r: r["synthesis"]["routines"].update(teacher=1.0), "routine"),
+])
+def test_bad_params_name_the_key(tmp_path: Path, edit, needle: str) -> None:
+    with pytest.raises(ClawloopError) as e:
+        load_params(_write(tmp_path, edit))
+    assert needle in str(e.value)
+    assert str(tmp_path / "params.yaml") in str(e.value)
+
+
+def test_integer_iteration_ids_are_refused(tmp_path: Path) -> None:
+    text = (ROOT / "params.yaml").read_text().replace('"1": {prev', '1: {prev')
+    (tmp_path / "params.yaml").write_text(text)
+    with pytest.raises(ClawloopError, match="quote the iteration ids"):
+        load_params(tmp_path / "params.yaml")
+
+
+def test_missing_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ClawloopError, match="file not found"):
+        load_params(tmp_path / "nope.yaml")
+    (tmp_path / "bad.yaml").write_text("model: [unclosed\n")
+    with pytest.raises(ClawloopError, match="not valid YAML"):
+        load_params(tmp_path / "bad.yaml")

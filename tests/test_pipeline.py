@@ -1,0 +1,99 @@
+"""The loop end to end: the smoke profile through `dvc repro`, in a scratch copy of the repo.
+
+This is what CI runs as the pipeline check: every stage runs for real (tiny model, bwrap
+sandboxes, TRL training), `clawloop check` validates every artifact, a second `dvc repro` does
+nothing, and editing one generator dirties only the stages downstream of it.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+pytestmark = pytest.mark.slow
+
+
+def _run(args: list[str], cwd: Path, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "CLAWLOOP_RUNTIME": str(ROOT / ".runtime")}
+    p = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} exited {p.returncode}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    return p
+
+
+@pytest.fixture(scope="module")
+def smoke_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A scratch copy of the repo (tracked and untracked-not-ignored files) with the smoke
+    profile as params.yaml, after one full `dvc repro`."""
+    if not (ROOT / ".runtime" / "bin").is_dir():
+        pytest.skip("no task runtime: run scripts/setup.sh")
+    repo = tmp_path_factory.mktemp("smoke") / "repo"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, repo / rel)
+    shutil.copy2(ROOT / "profiles" / "smoke.yaml", repo / "params.yaml")
+    git = ["git", "-c", "user.name=ci", "-c", "user.email=ci@localhost"]
+    _run(["git", "init", "-q"], repo)
+    _run([*git, "add", "-A"], repo)
+    _run([*git, "commit", "-qm", "smoke"], repo)
+    _run(["dvc", "repro"], repo)
+    return repo
+
+
+def test_smoke_loop_writes_valid_artifacts(smoke_repo: Path) -> None:
+    p = _run([str(BIN / "clawloop"), "check", "runs"], smoke_repo)
+    assert "0 invalid" in p.stdout
+    for i in (0, 1, 2):
+        assert (smoke_repo / f"runs/iter-{i}/metrics.json").is_file()
+    assert (smoke_repo / "runs/report/report.html").is_file()
+    assert (smoke_repo / "runs/transfer/transfer.json").is_file()
+    shows = _run(["dvc", "metrics", "show"], smoke_repo).stdout
+    assert "heldout_pass_rate" in shows
+
+
+def test_second_repro_does_nothing(smoke_repo: Path) -> None:
+    p = _run(["dvc", "status"], smoke_repo)
+    assert "up to date" in p.stdout, p.stdout
+    p = _run(["dvc", "repro"], smoke_repo)
+    assert "Running stage" not in p.stdout
+
+
+def test_editing_a_generator_dirties_only_downstream(smoke_repo: Path) -> None:
+    gen = smoke_repo / "clawloop" / "synthesis" / "skills" / "files.py"
+    original = gen.read_text()
+    try:
+        gen.write_text(original + "\n# an edit\n")
+        status = _run(["dvc", "status"], smoke_repo).stdout
+    finally:
+        gen.write_text(original)
+    changed = {line.rstrip(":") for line in status.splitlines() if line and not line.startswith(("\t", " "))}
+    assert "synthesize@1" in changed and "synthesize@2" in changed
+    assert not changed & {"bootstrap", "evaluate-base", "diagnose-base"}, changed
+
+
+def test_bad_params_fail_before_work_and_keep_artifacts(smoke_repo: Path) -> None:
+    params = smoke_repo / "params.yaml"
+    original = params.read_text()
+    metrics = smoke_repo / "runs/iter-1/metrics.json"
+    before = metrics.read_bytes()
+    try:
+        params.write_text(original.replace("  batch: 24", "  batch: lots"))
+        p = _run([sys.executable, "-m", "stages.evaluate", "--iteration", "1", "--policy",
+                  "runs/iter-1/checkpoint", "--previous", "runs/iter-0", "--out", "runs/iter-1/eval"],
+                 smoke_repo, check=False)
+    finally:
+        params.write_text(original)
+    assert p.returncode == 2
+    assert "rollout.batch" in p.stderr and "Traceback" not in p.stderr
+    assert metrics.read_bytes() == before
+    assert (smoke_repo / "runs/iter-1/eval").is_dir()
