@@ -1,0 +1,70 @@
+"""`clawloop tasks synth`: write a synthesized task pool and its manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from clawloop.commands import tasks_app
+
+ROUTINES = ("procedural", "hindsight", "proposer")
+
+
+def manifest_path(out: Path) -> Path:
+    """`pool.jsonl` -> `pool.jsonl.manifest.json` (beside the pool)."""
+    return out.with_name(out.name + ".manifest.json")
+
+
+@tasks_app.command()
+def synth(
+    n: int = typer.Option(..., "--n", help="Number of tasks to synthesize (the budget)."),
+    out: Path = typer.Option(..., "--out", help="Pool to write (JSONL); the manifest goes to <out>.manifest.json."),
+    seed: int = typer.Option(0, "--seed", help="Seed: the same seed gives a byte-identical pool."),
+    report: Path | None = typer.Option(None, "--report", help="diagnosis.json of the previous iteration."),
+    skills: str | None = typer.Option(None, "--skills", help="Comma-separated skill families (default: all)."),
+    iteration: int = typer.Option(0, "--iteration", help="Iteration number recorded in provenance."),
+    routine: str = typer.Option("procedural", "--routine", help="procedural | hindsight | proposer."),
+    conditioning: bool = typer.Option(True, "--conditioning/--no-conditioning",
+                                      help="Steer by the report (off: uniform plan, the ablation)."),
+    # --- routine B hook (clawloop/synthesis/routine_b.py) ---
+    model: str | None = typer.Option(None, "--model", help="Loop model for hindsight|proposer: DIR, "
+                                     "vllm:DIR or openai:MODEL@URL."),
+    backend: str = typer.Option("bwrap", "--backend", help="Sandbox backend of hindsight exploration."),
+    # --- end routine B hook ---
+) -> None:
+    """Synthesize N tasks with a curriculum steered by the last capability report."""
+    from clawloop.errors import ClawloopError
+    from clawloop.io import write_json
+    from clawloop.synthesis.curriculum import CurriculumParams, load_report, plan
+    from clawloop.synthesis.procedural import manifest, synthesize
+    from clawloop.tasks.pool import write_pool
+
+    # every input is checked before anything is written
+    if routine not in ROUTINES:
+        raise ClawloopError(f"--routine: unknown routine {routine!r} (choose from {', '.join(ROUTINES)})")
+    if n < 0:
+        raise ClawloopError(f"--n: must be >= 0, got {n}")
+    # --- routine B hook (clawloop/synthesis/routine_b.py) ---
+    if routine != "procedural":
+        from clawloop.synthesis.routine_b import synth_command
+
+        info = synth_command(routine, model=model, n=n, out=out, seed=seed, report=report, iteration=iteration,
+                             backend=backend, skills=skills.split(",") if skills is not None else None,
+                             conditioning=conditioning, manifest=manifest_path(out))
+        rej = ", ".join(f"{k} {v}" for k, v in info["stats"]["rejected"].items()) or "none"
+        typer.echo(f"wrote {info['tasks']} tasks to {out} ({routine}: {info['stats']['attempts']} attempts; "
+                   f"rejected: {rej})")
+        return
+    # --- end routine B hook ---
+    rep = load_report(report) if report is not None else None
+    params = CurriculumParams(conditioning=conditioning)
+    the_plan = plan(rep, n, params, skills=skills.split(",") if skills is not None else None)
+    tasks = synthesize(the_plan, seed, iteration)
+    write_pool(out, tasks)
+    info = manifest(the_plan, tasks, seed=seed, iteration=iteration,
+                    report=str(report) if report else None, params=params.model_dump())
+    write_json(manifest_path(out), info)
+    div = info["diversity"]
+    typer.echo(f"wrote {len(tasks)} tasks to {out} ({div['skills']} skills, "
+               f"{div['unique_instructions']} unique instructions, mean level {div['mean_level']:.2f})")

@@ -1,0 +1,281 @@
+"""The curriculum: turn the last capability report into per-(skill, level) quotas and knobs.
+
+Per skill the report's cells decide a target level (zone of proximal development):
+raise one level where the Wilson interval's low end clears `raise_threshold` at the highest
+level assessed, step back where the high end of some level is below `lower_floor`, hold
+otherwise. The budget goes to skills in proportion to weakness (1 - pass rate at the deciding
+cell) on top of a floor share, so no skill ever drops to zero. Failure modes seen on a skill
+switch on generator knobs for part of its tasks (quoting trouble -> names with spaces, ...).
+Without a report (iteration 1) the budget is spread evenly over skills and `start_levels`;
+`conditioning=False` ignores the report (the ablation) and spreads it over `uniform_levels`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from clawloop.diagnosis.schema import FAILURE_MODES, CapabilityReport, CellStats
+from clawloop.errors import ClawloopError
+from clawloop.io import read_json
+from clawloop.synthesis.knobs import NO_KNOBS, Knobs
+from clawloop.synthesis.skills import LEVELS, families, family
+
+Action = Literal["start", "raise", "hold", "lower", "uniform"]
+
+
+def _default_failure_knobs() -> dict[str, dict[str, Any]]:
+    return {
+        "unknown_command": {"names_with_spaces": True},  # `./my script.sh` unquoted exits 127
+        "error_ignored": {"loud_broken_start": True},
+        "wrong_result": {"distractors": 2},
+        "premature_submit": {"more_steps": True},
+    }
+
+
+class CurriculumParams(BaseModel):
+    """Thresholds of the curriculum (params.yaml `synthesis.curriculum.*`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    raise_threshold: float = Field(0.7, ge=0, le=1)
+    """Raise a skill one level when the Wilson low end at its highest assessed level reaches this."""
+    lower_floor: float = Field(0.2, ge=0, le=1)
+    """Step a skill back when the Wilson high end of one of its levels is below this."""
+    min_episodes: int = Field(4, ge=1)
+    """Cells with fewer episodes are ignored (too little evidence to move a level)."""
+    floor_share: float = Field(0.03, ge=0, le=1)
+    """Budget share every skill gets whatever its weakness (capped at 1 / number of skills)."""
+    unknown_weakness: float = Field(1.0, ge=0, le=1)
+    """Weakness assumed for a skill the report has no cells for (1 = treat as weakest)."""
+    review_share: float = Field(0.25, ge=0, le=1)
+    """Share of a skill's quota spent one level below its target, so earlier levels are kept."""
+    start_levels: list[int] = Field(default_factory=lambda: [1, 2])
+    """Levels of a skill without data (iteration 1), budget spread evenly over them."""
+    uniform_levels: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
+    """Levels the unconditioned plan (conditioning=False, the ablation) spreads over evenly."""
+    max_level: int = Field(5, ge=1, le=5)
+    """Highest level a skill may be raised to."""
+    mode_threshold: float = Field(0.15, ge=0, le=1)
+    """A failure mode turns on its knobs for a skill when at least this share of the skill's
+    failed episodes show it."""
+    mode_min_count: int = Field(2, ge=1)
+    """... and at least this many episodes show it (one odd episode moves nothing)."""
+    failure_knobs: dict[str, dict[str, Any]] = Field(default_factory=_default_failure_knobs)
+    """Failure mode -> Knobs fields it switches on (see clawloop.synthesis.knobs.Knobs)."""
+    knob_fraction: float = Field(0.5, ge=0, le=1)
+    """Share of a knobbed skill's tasks that get the knobs (the rest stay plain)."""
+    conditioning: bool = True
+    """Steer by the report; False gives the uniform plan (params.yaml `synthesis.conditioning`)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> CurriculumParams:
+        for name in ("start_levels", "uniform_levels"):
+            levels = getattr(self, name)
+            if not levels or any(lv not in LEVELS for lv in levels):
+                raise ValueError(f"{name}: levels must be a non-empty list within 1-5")
+        for mode, updates in self.failure_knobs.items():
+            if mode not in FAILURE_MODES:
+                raise ValueError(f"failure_knobs: unknown failure mode {mode!r}")
+            try:
+                Knobs(**updates)
+            except ValidationError as e:
+                raise ValueError(f"failure_knobs.{mode}: {e.errors()[0]['msg']}") from None
+        return self
+
+
+@dataclass(frozen=True)
+class SkillDecision:
+    """What the curriculum decided for one skill, and why."""
+
+    skill: str
+    action: Action
+    target_level: int
+    weakness: float
+    share: float
+    reason: str
+    assessed_level: int | None = None
+
+
+@dataclass(frozen=True)
+class Plan(Mapping[tuple[str, int], int]):
+    """Quotas per (skill, level) (the plan reads as that mapping) plus knobs per skill."""
+
+    quotas: dict[tuple[str, int], int]
+    knobs: dict[str, Knobs] = field(default_factory=dict)
+    knob_fraction: float = 0.5
+    decisions: dict[str, SkillDecision] = field(default_factory=dict)
+
+    def __getitem__(self, key: tuple[str, int]) -> int:
+        return self.quotas[key]
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return iter(self.quotas)
+
+    def __len__(self) -> int:
+        return len(self.quotas)
+
+    @property
+    def total(self) -> int:
+        return sum(self.quotas.values())
+
+    def skill_total(self, skill: str) -> int:
+        return sum(n for (s, _), n in self.quotas.items() if s == skill)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form for the pool manifest."""
+        return {
+            "total": self.total,
+            "quotas": [{"skill": s, "level": lv, "n": n} for (s, lv), n in self.quotas.items()],
+            "knobs": {s: k.model_dump() for s, k in self.knobs.items() if k != NO_KNOBS},
+            "knob_fraction": self.knob_fraction,
+            "decisions": {s: d.__dict__ for s, d in self.decisions.items()},
+        }
+
+
+# ------------------------------------------------------------------------------ inputs
+def load_report(path: str | Path) -> CapabilityReport:
+    """Read diagnosis.json; a file that does not match the schema is a one-line ClawloopError."""
+    obj = read_json(path)
+    try:
+        return CapabilityReport.model_validate(obj)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        raise ClawloopError(f"{path}: {loc}: {err['msg']}") from None
+
+
+def resolve_skills(skills: Sequence[str] | None) -> list[str]:
+    """The skills to plan for, canonical order; unknown names raise ClawloopError."""
+    known = list(families())
+    if skills is None:
+        return known
+    chosen = [s.strip() for s in skills if s.strip()]
+    for s in chosen:
+        family(s)  # raises with the list of known skills
+    if not chosen:
+        raise ClawloopError("skills: empty list")
+    return [s for s in known if s in chosen]
+
+
+# ------------------------------------------------------------------------------ the plan
+def largest_remainder(total: int, weights: Mapping[Any, float]) -> dict[Any, int]:
+    """Split an integer `total` in proportion to `weights` (ties go to earlier keys)."""
+    keys = list(weights)
+    wsum = sum(max(0.0, w) for w in weights.values())
+    if total <= 0 or not keys:
+        return dict.fromkeys(keys, 0)
+    if wsum <= 0:
+        weights = dict.fromkeys(keys, 1.0)
+        wsum = float(len(keys))
+    exact = {k: total * max(0.0, weights[k]) / wsum for k in keys}
+    out = {k: int(exact[k]) for k in keys}
+    left = total - sum(out.values())
+    order = sorted(keys, key=lambda k: (-(exact[k] - out[k]), keys.index(k)))
+    for k in order[:left]:
+        out[k] += 1
+    return out
+
+
+def _decide(skill: str, cells: list[CellStats], p: CurriculumParams) -> SkillDecision:
+    """Target level and weakness of one skill from its cells (enough episodes only)."""
+    if not cells:
+        return SkillDecision(skill, "start", min(p.start_levels), p.unknown_weakness, 0.0,
+                             "no evidence yet: start levels")
+    by_level = {c.level: c for c in cells}
+    top = max(by_level)
+    failing = sorted(lv for lv, c in by_level.items() if c.ci_high < p.lower_floor)
+    if failing:
+        worst = failing[0]
+        cell = by_level[worst]
+        target = max(1, worst - 1)
+        action: Action = "lower" if target < top else "hold"
+        reason = (f"L{worst} pass rate {cell.pass_rate:.2f} (high end {cell.ci_high:.2f} < "
+                  f"{p.lower_floor}): step back to L{target}")
+    else:
+        cell = by_level[top]
+        if cell.ci_low >= p.raise_threshold and top < p.max_level:
+            target, action = top + 1, "raise"
+            reason = f"L{top} pass rate {cell.pass_rate:.2f} (low end {cell.ci_low:.2f} >= {p.raise_threshold}): raise"
+        else:
+            target, action = min(top, p.max_level), "hold"
+            reason = f"L{top} pass rate {cell.pass_rate:.2f} [{cell.ci_low:.2f}, {cell.ci_high:.2f}]: hold"
+    weakness = 1.0 - cell.pass_rate
+    return SkillDecision(skill, action, target, weakness, 0.0, reason, assessed_level=cell.level)
+
+
+def _level_weights(d: SkillDecision, p: CurriculumParams) -> dict[int, float]:
+    if d.action == "uniform":
+        return {lv: 1.0 for lv in p.uniform_levels}
+    if d.action == "start":
+        return {lv: 1.0 for lv in sorted(set(p.start_levels))}
+    if d.target_level <= 1 or p.review_share <= 0:
+        return {d.target_level: 1.0}
+    return {d.target_level: 1.0 - p.review_share, d.target_level - 1: p.review_share}
+
+
+def _knobs_for(skill: str, report: CapabilityReport, cells: list[CellStats], p: CurriculumParams) -> Knobs:
+    """Knobs switched on by the failure modes this skill shows often enough."""
+    failed = sum(c.episodes - c.passes for c in cells)
+    knobs = NO_KNOBS
+    for m in report.failure_modes:
+        updates = p.failure_knobs.get(m.mode)
+        if not updates:
+            continue
+        if m.by_skill:
+            count = m.by_skill.get(skill, 0)
+            hit = count >= p.mode_min_count and failed > 0 and count / failed >= p.mode_threshold
+        else:  # no per-skill counts: the global share decides for every skill
+            hit = m.count >= p.mode_min_count and m.share >= p.mode_threshold
+        if hit:
+            knobs = knobs.merged(Knobs(**updates))
+    return knobs
+
+
+def plan(report: CapabilityReport | None, budget: int, params: CurriculumParams | None = None,
+         skills: Sequence[str] | None = None) -> Plan:
+    """Quotas per (skill, level) summing to `budget`, and knobs per skill (see module doc)."""
+    p = params or CurriculumParams()
+    if budget < 0:
+        raise ClawloopError(f"budget: must be >= 0, got {budget}")
+    names = resolve_skills(skills)
+    decisions: dict[str, SkillDecision] = {}
+    knobs: dict[str, Knobs] = {}
+    for s in names:
+        if not p.conditioning:
+            decisions[s] = SkillDecision(s, "uniform", max(p.uniform_levels), 1.0, 0.0,
+                                         "conditioning off: uniform over skills and levels")
+            continue
+        cells = [c for c in (report.cells if report else []) if c.skill == s and c.episodes >= p.min_episodes]
+        decisions[s] = _decide(s, cells, p)
+        if report is not None:
+            knobs[s] = _knobs_for(s, report, [c for c in report.cells if c.skill == s], p)
+
+    # shares: a floor for everyone, the rest by weakness
+    n = len(names)
+    floor = min(p.floor_share, 1.0 / n)
+    weak = {s: decisions[s].weakness for s in names}
+    wsum = sum(weak.values())
+    shares = {s: floor + (1.0 - n * floor) * (weak[s] / wsum if wsum > 0 else 1.0 / n) for s in names}
+    per_skill = largest_remainder(budget, shares)
+    if budget >= n:  # coverage never drops to zero: take from the largest quota
+        for s in names:
+            if per_skill[s] == 0:
+                donor = max(names, key=lambda k: per_skill[k])
+                per_skill[donor] -= 1
+                per_skill[s] = 1
+
+    quotas: dict[tuple[str, int], int] = {}
+    for s in names:
+        d = decisions[s]
+        decisions[s] = SkillDecision(d.skill, d.action, d.target_level, round(d.weakness, 4),
+                                     round(shares[s], 4), d.reason, d.assessed_level)
+        for lv, k in sorted(largest_remainder(per_skill[s], _level_weights(d, p)).items()):
+            if k:
+                quotas[(s, lv)] = k
+    return Plan(quotas=quotas, knobs={s: k for s, k in knobs.items() if k != NO_KNOBS},
+                knob_fraction=p.knob_fraction, decisions=decisions)

@@ -1,0 +1,1 @@
+"""Word lists and phrasing templates of the procedural generators (package data, no code)."""

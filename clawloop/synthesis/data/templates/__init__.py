@@ -1,0 +1,1 @@
+"""Phrasing templates, one JSON file per skill family (package data)."""

@@ -1,0 +1,93 @@
+"""Routine A: procedural synthesis. A Plan in, a deterministic list of tasks out.
+
+Each task gets its own rng seeded from (seed, iteration, skill, level, index, attempt) by
+sha256, so a pool does not depend on the order in which it is built and the same seed gives a
+byte-identical pool. A draw whose instruction (or id) is already in the pool is redrawn with
+the next attempt number; running out of attempts means a generator lacks diversity (a bug).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from clawloop.diagnosis.schema import Diversity
+from clawloop.synthesis.curriculum import Plan
+from clawloop.synthesis.knobs import NO_KNOBS
+from clawloop.synthesis.skills import check_level, families, family
+from clawloop.tasks.model import Provenance, Task
+
+MAX_ATTEMPTS = 50
+
+
+def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, attempt: int) -> int:
+    """The seed of one draw (56 bits, so it survives any JSON reader and signed 64-bit columns)."""
+    key = f"{seed}/{iteration}/{skill}/{level}/{index}/{attempt}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:7], "big")
+
+
+def synthesize(plan: Plan, seed: int, iteration: int = 0) -> list[Task]:
+    """Tasks for every (skill, level) quota of `plan`, in skill then level order."""
+    order = list(families())
+    keys = sorted(plan.quotas, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
+    seen: set[str] = set()
+    out: list[Task] = []
+    for skill, level in keys:
+        fam = family(skill)
+        check_level(level)
+        knobs = plan.knobs.get(skill, NO_KNOBS)
+        for i in range(plan.quotas[(skill, level)]):
+            for attempt in range(MAX_ATTEMPTS):
+                s = task_seed(seed, iteration, skill, level, i, attempt)
+                rng = random.Random(s)
+                # only a share of a skill's tasks carry its knobs, so the pool keeps plain tasks too
+                use = knobs if knobs != NO_KNOBS and rng.random() < plan.knob_fraction else NO_KNOBS
+                task = fam.generate(level, rng, use)
+                key = " ".join(task.instruction.split())
+                if key not in seen:
+                    seen.add(key)
+                    break
+            else:
+                raise RuntimeError(f"{fam.generator_id} level {level}: {MAX_ATTEMPTS} draws gave no new "
+                                   "instruction (generator lacks diversity)")
+            out.append(task.model_copy(update={"provenance": Provenance(
+                routine="procedural", generator=fam.generator_id, iteration=iteration, seed=s)}))
+    return out
+
+
+def diversity(tasks: Iterable[Task]) -> Diversity:
+    """The report's diversity figures for a pool (shared schema, so trends compare)."""
+    tasks = list(tasks)
+    by_skill = Counter(t.skill for t in tasks)
+    n = len(tasks)
+    entropy = -sum((c / n) * math.log2(c / n) for c in by_skill.values()) if n else 0.0
+    return Diversity(
+        tasks=n,
+        unique_instructions=len({" ".join(t.instruction.split()) for t in tasks}),
+        skills=len(by_skill),
+        skill_entropy=round(entropy, 4),
+        mean_level=round(sum(t.level for t in tasks) / n, 4) if n else 0.0,
+    )
+
+
+def manifest(plan: Plan, tasks: list[Task], *, seed: int, iteration: int,
+             report: str | None = None, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the pool's `<out>.manifest.json` records: plan, diversity and generator versions."""
+    levels = Counter(t.level for t in tasks)
+    knobbed = Counter(tag for t in tasks for tag in t.tags if tag.startswith("knob:"))
+    return {
+        "routine": "procedural",
+        "seed": seed,
+        "iteration": iteration,
+        "report": report,
+        "tasks": len(tasks),
+        "plan": plan.to_json(),
+        "diversity": {**diversity(tasks).model_dump(), "levels": {str(k): levels[k] for k in sorted(levels)},
+                      "knob_tags": dict(sorted(knobbed.items()))},
+        "generators": {name: fam.generator_id for name, fam in families().items()},
+        "curriculum_params": params,
+    }

@@ -1,0 +1,188 @@
+"""find_bulk: find files by name, type, size and age, and act on many files at once."""
+
+from __future__ import annotations
+
+import random
+
+from clawloop.synthesis import words
+from clawloop.synthesis.builder import TaskBuilder, lines_text, q, show
+from clawloop.synthesis.knobs import Knobs
+from clawloop.tasks.model import Task
+
+NAME = "find_bulk"
+VERSION = 1
+LEVELS = {
+    1: "one find: list files by extension, count files, delete by pattern",
+    2: "empty files, case-insensitive names, subdirectories only",
+    3: "by size or age (old files dated at setup), distractors, awkward names",
+    4: "bulk rename with a loop that survives spaces; or collect files from a tree into one folder",
+    5: "retention job over a tree: gzip old logs, drop temp files, report what is left",
+}
+
+_SUB = ("2023", "2024", "old", "new", "misc", "raw", "final", "drafts", "q1", "q2")
+
+
+def _tree(b: TaskBuilder, root: str, exts: list[str], n: int, awkward: bool = False,
+          content: str | None = None) -> list[str]:
+    """`n` files spread over `root` and two subfolders; returns their relative paths."""
+    subs = [root, *(f"{root}/{s}" for s in b.rng.sample(_SUB, 2))]
+    subs.append(f"{subs[1]}/{b.rng.choice(_SUB)}")
+    out = []
+    for i in range(n):
+        rel = b.name(b.rng.choice(exts), awkward=awkward and i % 3 == 0, folder=b.rng.choice(subs))
+        b.file(rel, content if content is not None else f"{words.sentence(b.rng)}\n")
+        out.append(rel)
+    return out
+
+
+def _level1(b: TaskBuilder) -> None:
+    rng = b.rng
+    root = b.dirname(awkward=b.awkward())
+    intent = rng.choice(["list", "count", "delete"])
+    ext = rng.choice(["log", "md", "jpg", "py", "tmp"])
+    hits = _tree(b, root, [ext], rng.randrange(2, 6))
+    others = _tree(b, root, [e for e in ("txt", "csv", f"{ext}.bak") if e != ext], b.distractor_count(2))
+    if intent == "list":
+        out = b.output(b.name("txt"))
+        b.say("list", ext=ext, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -name '*.{ext}' | sort > {q(out)}")
+        b.primary(out, lines_text(sorted(hits)), "text")
+    elif intent == "count":
+        out = b.output(b.name("txt"))
+        b.say("count", root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f | wc -l > {q(out)}")
+        b.primary(out, str(len(hits) + len(others)), "strip")
+    else:
+        b.say("delete", ext=ext, root=show(root))
+        b.step(f"find {q(root)} -name '*.{ext}' -delete")
+        for h in hits:
+            b.expect_absent(h)
+        for o in others:
+            b.unchanged(o)
+
+
+def _level2(b: TaskBuilder) -> None:
+    rng = b.rng
+    root = b.dirname(awkward=b.awkward(2, 0.3))
+    intent = rng.choice(["empty", "iname", "dirs"])
+    if intent == "empty":
+        empty = _tree(b, root, ["txt", "log", "dat"], rng.randrange(2, 5), content="")
+        full = _tree(b, root, ["txt", "log", "dat"], b.distractor_count(3))
+        b.say("empty", root=show(root))
+        b.step(f"find {q(root)} -type f -empty")
+        b.step(f"find {q(root)} -type f -empty -delete")
+        for e in empty:
+            b.expect_absent(e)
+        for f in full:
+            b.unchanged(f)
+    elif intent == "iname":
+        ext = rng.choice(["jpg", "png", "pdf"])
+        hits = _tree(b, root, [ext, ext.upper(), ext.capitalize()], rng.randrange(3, 7))
+        _tree(b, root, ["txt", f"{ext}.part"], b.distractor_count(2))
+        out = b.output(b.name("txt"))
+        b.say("iname", ext=ext, upper=ext.upper(), root=show(root), out=show(out))
+        b.step(f"find {q(root)} -iname '*.{ext}' | sort > {q(out)}")
+        b.primary(out, lines_text(sorted(hits)), "text")
+    else:
+        files = _tree(b, root, ["txt", "md"], rng.randrange(4, 8))
+        dirs = sorted({p.rsplit("/", 1)[0] for p in files} - {root})
+        parents = {d.rsplit("/", 1)[0] for d in dirs}
+        dirs = sorted(set(dirs) | (parents - {root}))
+        out = b.output(b.name("txt"))
+        b.say("dirs", root=show(root), out=show(out))
+        b.step(f"find {q(root)} -mindepth 1 -type d | sort > {q(out)}")
+        b.primary(out, lines_text(dirs), "text")
+
+
+def _level3(b: TaskBuilder) -> None:
+    rng = b.rng
+    awk = b.awkward(p=0.5)
+    root = b.dirname(awkward=awk)
+    out = b.output(b.name("txt"))
+    if rng.random() < 0.5:
+        # sizes stay far from the threshold so block rounding never matters
+        big = _tree(b, root, ["bin", "dat", "log"], rng.randrange(2, 4), awkward=awk, content="")
+        small = _tree(b, root, ["bin", "dat", "log"], b.distractor_count(3), awkward=awk, content="")
+        for rel in big:
+            b.file(rel, "x" * rng.randrange(24_000, 60_000))
+        for rel in small:
+            b.file(rel, "y" * rng.randrange(10, 8_000))
+        b.say("size", root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -size +16k | sort > {q(out)}")
+        b.primary(out, lines_text(sorted(big)), "text")
+    else:
+        days = rng.choice([7, 14, 30])
+        old = _tree(b, root, ["log", "txt"], rng.randrange(2, 5), awkward=awk)
+        new = _tree(b, root, ["log", "txt"], b.distractor_count(3), awkward=awk)
+        for rel in old:
+            b.run_setup(f"touch -d '2021-0{rng.randrange(1, 9)}-1{rng.randrange(0, 9)} 12:00' {q(rel)}")
+        b.say("age", days=days, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -mtime +{days} | sort > {q(out)}")
+        b.primary(out, lines_text(sorted(old)), "text")
+        for rel in new:
+            b.unchanged(rel)
+
+
+def _level4(b: TaskBuilder) -> None:
+    rng = b.rng
+    awk = b.awkward(p=0.6)
+    root = b.dirname(awkward=b.awkward(p=0.3))
+    if rng.random() < 0.5:
+        old_ext, new_ext = rng.choice([("jpeg", "jpg"), ("htm", "html"), ("yml", "yaml"), ("markdown", "md")])
+        expected: dict[str, str] = {}
+        for i in range(rng.randrange(3, 6)):
+            rel = b.name(old_ext, awkward=awk and i % 2 == 0, folder=root)
+            text = f"{words.sentence(rng)}\n"
+            b.file(rel, text)
+            expected[rel.split("/", 1)[1].rsplit(".", 1)[0] + f".{new_ext}"] = text
+        for _ in range(b.distractor_count(1)):
+            rel = b.file(b.name(f"{old_ext}.txt", folder=root), "keep\n")
+            expected[rel.split("/", 1)[1]] = "keep\n"
+        b.say("rename_ext", root=show(root), old=old_ext, new=new_ext)
+        b.step(f"ls {q(root)}")
+        b.step(f'for f in {q(root)}/*.{old_ext}; do mv "$f" "${{f%.{old_ext}}}.{new_ext}"; done')
+        b.expect_tree(root, expected)
+    else:
+        ext = rng.choice(["csv", "pdf", "png"])
+        hits = _tree(b, root, [ext], rng.randrange(3, 6), awkward=awk)
+        others = _tree(b, root, ["txt", f"{ext}.old"], b.distractor_count(2))
+        dest = b.dirname()
+        b.say("collect", ext=ext, root=show(root), dest=show(dest))
+        b.step(f"mkdir {q(dest)}")
+        b.step(f"find {q(root)} -name '*.{ext}' -exec cp {{}} {q(dest)}/ \\;")
+        b.expect_tree(dest, {h.rsplit("/", 1)[1]: b.files[f"/workspace/{h}"].content for h in hits})
+        for rel in hits + others:
+            b.unchanged(rel)
+
+
+def _level5(b: TaskBuilder) -> None:
+    rng = b.rng
+    root = b.dirname(awkward=b.awkward(p=0.3))
+    days = rng.choice([7, 10, 30])
+    old = _tree(b, root, ["log"], rng.randrange(2, 5), awkward=b.awkward(p=0.5))
+    recent = _tree(b, root, ["log"], rng.randrange(1, 4))
+    tmp = _tree(b, root, ["tmp"], rng.randrange(1, 4) + b.knobs.distractors, awkward=True)
+    for rel in old:
+        b.run_setup(f"touch -d '2020-1{rng.randrange(0, 3)}-0{rng.randrange(1, 9)} 08:30' {q(rel)}")
+    out = b.output(b.name("txt", stem="remaining_logs"))
+    b.say("retention", root=show(root), days=days, out=show(out))
+    b.step(f"find {q(root)} -name '*.log' -mtime +{days} -exec gzip {{}} +")
+    b.step(f"find {q(root)} -name '*.tmp' -delete")
+    b.step(f"find {q(root)} -name '*.log' | wc -l > {q(out)}")
+    for rel in old:
+        b.expect_gz(rel + ".gz", b.files[f"/workspace/{rel}"].content)
+        b.expect_absent(rel)
+    for rel in recent:
+        b.unchanged(rel)
+    for rel in tmp:
+        b.expect_absent(rel)
+    b.primary(out, str(len(recent)), "strip")
+
+
+_LEVELS = {1: _level1, 2: _level2, 3: _level3, 4: _level4, 5: _level5}
+
+
+def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
+    b = TaskBuilder(NAME, VERSION, level, rng, knobs)
+    _LEVELS[level](b)
+    return b.build()
