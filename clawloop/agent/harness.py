@@ -1,0 +1,384 @@
+"""The agent harness: prompt, tool-call parsing and the turn logic of one episode.
+
+The conversation uses the HF chat format, so any chat template with tool support renders it:
+
+    {"role": "system", "content": system_prompt(task)}
+    {"role": "user", "content": task.instruction}
+    {"role": "assistant", "content": "", "tool_calls": [{"type": "function",
+        "function": {"name": "bash", "arguments": {"command": "ls"}}}]}
+    {"role": "tool", "name": "bash", "content": "a.txt\\n[exit code 0]"}
+    ...
+    {"role": "assistant", "content": "", "tool_calls": [... "submit" ...]}
+
+The model writes calls in the Qwen3 style, `<tool_call>\\n{"name": "bash", "arguments":
+{"command": "..."}}\\n</tool_call>` (what TRL's multi-turn GRPO parses). A reply without a valid
+call gets a short hint (a user turn) and counts as a format error; `max_format_errors` in a row end
+the episode. `EpisodeState` holds the turn logic without any I/O, so the lockstep rollout and the
+training code drive it the same way; `run_episode` is the sequential one-episode loop.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clawloop.tasks.model import Task
+from sandbox.base import ExecResult, truncate_output
+
+if TYPE_CHECKING:
+    from clawloop.models.policy import Generation, Policy, SamplingParams
+    from sandbox.base import Sandbox
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+BASH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": "Run a shell command; returns its output and exit code.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "The bash command to run."}},
+            "required": ["command"],
+        },
+    },
+}
+SUBMIT_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "submit",
+        "description": "Finish the episode once the task is done.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+TOOLS: list[dict[str, Any]] = [BASH_TOOL, SUBMIT_TOOL]
+"""JSON schemas of the tools, for `apply_chat_template(tools=TOOLS)`."""
+
+
+class HarnessConfig(BaseModel):
+    """How episodes run; the task's own limits apply where a field is None."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    submit_tool: bool = True
+    """End with a `submit` tool call; when False a reply without a tool call ends the episode."""
+    max_turns: int | None = Field(None, gt=0)
+    """Most assistant turns (None: task.limits.max_turns)."""
+    command_timeout_s: float | None = Field(None, gt=0)
+    """Timeout of one command (None: task.limits.command_timeout_s)."""
+    episode_timeout_s: float | None = Field(None, gt=0)
+    """Wall-clock budget of the agent phase, generation included (None: task.limits.agent_timeout_s)."""
+    max_format_errors: int = Field(3, gt=0)
+    """Consecutive replies without a valid tool call that end the episode."""
+    observation_chars: int = Field(2000, gt=0)
+    """Most characters of command output shown to the model (head + tail kept)."""
+    max_reply_chars: int = Field(16_384, gt=0)
+    """Longer replies are a format error and are stored cut to this length."""
+    system_template: str = "system.j2"
+    """Jinja template of the system prompt, in clawloop/agent/templates or an absolute path."""
+
+
+@lru_cache(maxsize=16)
+def _template(name: str) -> Any:
+    import jinja2
+
+    path = Path(name) if Path(name).is_absolute() else TEMPLATES / name
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
+                             autoescape=False)
+    return env.from_string(path.read_text(encoding="utf-8"))
+
+
+def render(name: str, **variables: Any) -> str:
+    """Render a prompt template of clawloop/agent/templates (or an absolute path)."""
+    return _template(name).render(**variables)
+
+
+def tools_for(config: HarnessConfig | None = None) -> list[dict[str, Any]]:
+    """The tools offered under `config`: bash, plus submit unless disabled."""
+    return TOOLS if (config is None or config.submit_tool) else [BASH_TOOL]
+
+
+def _limits(task: Task, config: HarnessConfig) -> tuple[int, float, float]:
+    return (config.max_turns or task.limits.max_turns,
+            config.command_timeout_s or task.limits.command_timeout_s,
+            config.episode_timeout_s or task.limits.agent_timeout_s)
+
+
+def system_prompt(task: Task, config: HarnessConfig | None = None) -> str:
+    """The system turn for `task` (from the system template)."""
+    config = config or HarnessConfig()
+    max_turns, cmd_timeout, _ = _limits(task, config)
+    return render(config.system_template, workdir=task.workdir, submit_tool=config.submit_tool,
+                  max_turns=max_turns, command_timeout_s=cmd_timeout, task=task)
+
+
+def initial_messages(task: Task, config: HarnessConfig | None = None) -> list[dict[str, Any]]:
+    """System prompt and the task instruction as the user turn."""
+    return [{"role": "system", "content": system_prompt(task, config)},
+            {"role": "user", "content": task.instruction}]
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    """A valid tool call found in a reply."""
+
+    name: str
+    """"bash" or "submit"."""
+    arguments: dict[str, Any]
+    content: str = ""
+    """Text of the reply before the call (thoughts), stripped."""
+
+    @property
+    def command(self) -> str | None:
+        return self.arguments.get("command") if self.name == "bash" else None
+
+
+@dataclass(frozen=True)
+class FormatError:
+    """A reply without a valid tool call."""
+
+    kind: str
+    """no_tool_call | bad_json | unknown_tool | bad_arguments | too_long."""
+    reason: str
+    """One line for the model's hint."""
+    tool: str | None = None
+    """The tool name when one could be read."""
+    content: str = ""
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str | bytes) -> str:
+    """Valid UTF-8 text from whatever a backend produced (bad bytes and lone surrogates → U+FFFD)."""
+    if isinstance(text, bytes | bytearray):
+        return bytes(text).decode("utf-8", errors="replace")
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+
+
+def parse_reply(text: str | bytes, *, max_chars: int = 16_384,
+                tools: tuple[str, ...] = ("bash", "submit")) -> ParsedCall | FormatError:
+    """Find the first `<tool_call>` JSON in a reply and check it against the tools."""
+    text = clean_text(text)
+    if len(text) > max_chars:
+        return FormatError("too_long", f"the reply is longer than {max_chars} characters")
+    start = text.find("<tool_call>")
+    if start == -1:
+        return FormatError("no_tool_call", "no tool call found", content=text.strip())
+    content = text[:start].strip()
+    body = text[start + len("<tool_call>"):]
+    end = body.find("</tool_call>")
+    body = (body if end == -1 else body[:end]).strip()
+    try:
+        obj, _ = json.JSONDecoder(strict=False).raw_decode(body)
+    except (ValueError, RecursionError):
+        return FormatError("bad_json", "the tool call is not valid JSON", content=content)
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return FormatError("bad_json", 'the tool call needs "name" and "arguments"', content=content)
+    name = clean_text(obj["name"])
+    if name not in tools:
+        return FormatError("unknown_tool", f"unknown tool {name[:40]!r}; use {' or '.join(tools)}",
+                           tool=name[:200], content=content)
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args, strict=False) if args.strip() else {}
+        except (ValueError, RecursionError):
+            return FormatError("bad_json", "the arguments are not a JSON object", tool=name, content=content)
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return FormatError("bad_arguments", "the arguments must be a JSON object", tool=name, content=content)
+    if name == "bash":
+        cmd = args.get("command")
+        if not isinstance(cmd, str) or not cmd.strip():
+            return FormatError("bad_arguments", 'bash needs a non-empty "command" string', tool=name,
+                               content=content)
+        if "\x00" in cmd:
+            return FormatError("bad_arguments", "the command contains a NUL byte", tool=name, content=content)
+        args = {"command": clean_text(cmd)}  # JSON escapes can smuggle in lone surrogates
+    else:
+        args = {}
+    return ParsedCall(name, args, content)
+
+
+def format_observation(result: ExecResult, *, limit: int = 2000, timeout_s: float | None = None) -> str:
+    """The tool turn for a command result: output (head + tail) and exit code."""
+    output, _ = truncate_output(result.output.encode("utf-8", errors="replace"), limit)
+    return render("observation.j2", output=output, exit_code=result.exit_code, timed_out=result.timed_out,
+                  timeout_s=timeout_s if timeout_s is not None else result.duration_s)
+
+
+def assistant_message(command: str | None, content: str = "") -> dict[str, Any]:
+    """An assistant turn calling bash with `command`, or submit when `command` is None."""
+    name, args = ("submit", {}) if command is None else ("bash", {"command": command})
+    return {"role": "assistant", "content": content,
+            "tool_calls": [{"type": "function", "function": {"name": name, "arguments": args}}]}
+
+
+def tool_message(content: str, name: str = "bash") -> dict[str, Any]:
+    """A tool turn carrying an observation."""
+    return {"role": "tool", "name": name, "content": content}
+
+
+def hint_message(error: FormatError, config: HarnessConfig | None = None) -> dict[str, Any]:
+    """The user turn sent back after a format error."""
+    config = config or HarnessConfig()
+    return {"role": "user", "content": render("format_hint.j2", reason=error.reason,
+                                              submit_tool=config.submit_tool)}
+
+
+@dataclass
+class StepRecord:
+    """One assistant turn: a row of steps.parquet (see clawloop/trajectory.py)."""
+
+    step: int
+    content: str
+    tool: str | None = None
+    command: str | None = None
+    format_error: bool = False
+    exit_code: int | None = None
+    output: str | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    tokens: int = 0
+    error_kind: str | None = None
+    """Format error kind (not stored in Parquet; for callers)."""
+
+
+@dataclass
+class EpisodeState:
+    """The agent side of one episode, driven by replies and command results (no I/O here)."""
+
+    task: Task
+    config: HarnessConfig = field(default_factory=HarnessConfig)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    termination: str | None = None
+    """One of trajectory.TERMINATIONS once ended."""
+    error: str | None = None
+    """Why the episode broke, when termination is "error"."""
+    n_format_errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    pending: str | None = None
+    """The command waiting to run, after a bash call."""
+    _streak: int = 0
+    _start: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        if not self.messages:
+            self.messages = initial_messages(self.task, self.config)
+        self.max_turns, self.command_timeout_s, self.episode_timeout_s = _limits(self.task, self.config)
+
+    @property
+    def done(self) -> bool:
+        return self.termination is not None
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return tools_for(self.config)
+
+    def time_left(self) -> float:
+        return self.episode_timeout_s - (time.monotonic() - self._start)
+
+    def end(self, termination: str, error: str | None = None) -> None:
+        if self.termination is None:
+            self.termination, self.error, self.pending = termination, error, None
+
+    def check_time(self) -> bool:
+        """End the episode with "timeout" when its wall-clock budget is spent; True while alive."""
+        if not self.done and self.time_left() <= 0:
+            self.end("timeout")
+        return not self.done
+
+    def command_timeout(self) -> float:
+        """Timeout for the pending command: the per-command limit within the episode budget."""
+        return max(0.1, min(self.command_timeout_s, self.time_left()))
+
+    def on_generation(self, gen: Generation) -> str | None:
+        """Record a reply; return the command to run, or None (episode ended or hint sent)."""
+        if self.done:
+            return None
+        self.prompt_tokens += gen.prompt_tokens
+        self.completion_tokens += gen.completion_tokens
+        if gen.finish_reason == "context":
+            self.end("max_turns")
+            return None
+        text = clean_text(gen.text)
+        limit = self.config.max_reply_chars
+        stored = text if len(text) <= limit else text[:limit]
+        rec = StepRecord(step=len(self.steps), content=stored, tokens=gen.completion_tokens)
+        self.steps.append(rec)
+        names = tuple(t["function"]["name"] for t in self.tools)
+        parsed = parse_reply(text, max_chars=limit, tools=names)
+        if isinstance(parsed, FormatError) and parsed.kind == "no_tool_call" and not self.config.submit_tool:
+            self.messages.append({"role": "assistant", "content": stored})
+            self.end("no_tool_call")
+            return None
+        if isinstance(parsed, FormatError):
+            rec.format_error, rec.tool, rec.error_kind = True, parsed.tool, parsed.kind
+            self.n_format_errors += 1
+            self._streak += 1
+            self.messages.append({"role": "assistant", "content": stored})
+            if self._streak >= self.config.max_format_errors:
+                self.end("format_errors")
+            elif len(self.steps) >= self.max_turns:
+                self.end("max_turns")
+            else:
+                self.messages.append(hint_message(parsed, self.config))
+            return None
+        self._streak = 0
+        rec.tool = parsed.name
+        self.messages.append(assistant_message(parsed.command, parsed.content))
+        if parsed.name == "submit":
+            self.end("submit")
+            return None
+        rec.command = parsed.command
+        if not self.check_time():
+            return None
+        self.pending = parsed.command
+        return parsed.command
+
+    def on_result(self, result: ExecResult) -> None:
+        """Record the result of the pending command and hand it to the model."""
+        if self.pending is None:
+            return
+        rec = self.steps[-1]
+        timeout = self.command_timeout()
+        obs = format_observation(result, limit=self.config.observation_chars, timeout_s=timeout)
+        rec.exit_code, rec.output, rec.timed_out, rec.duration_s = (
+            result.exit_code, obs, result.timed_out, result.duration_s)
+        self.messages.append(tool_message(obs))
+        self.pending = None
+        if len(self.steps) >= self.max_turns:
+            self.end("max_turns")
+        else:
+            self.check_time()
+
+
+def run_episode(sb: Sandbox, task: Task, policy: Policy, *, config: HarnessConfig | None = None,
+                sampling: SamplingParams | None = None) -> EpisodeState:
+    """Run the agent phase of one episode in a prepared sandbox, one turn after another."""
+    from clawloop.models.policy import SamplingParams
+
+    state = EpisodeState(task, config or HarnessConfig())
+    sampling = sampling or SamplingParams()
+    while state.check_time():
+        gen = policy.generate([state.messages], sampling, tools=state.tools)[0]
+        cmd = state.on_generation(gen)
+        if cmd is not None:
+            state.on_result(sb.exec(cmd, timeout=state.command_timeout(), cwd=task.workdir,
+                                    env=dict(task.env) or None))
+    return state

@@ -1,0 +1,410 @@
+"""Rollouts: many episodes in lockstep, trajectories to Parquet.
+
+At each step every live episode's conversation goes into one batched `policy.generate`; the
+commands of the replies then run in parallel sandboxes (a thread pool). Episodes leave the batch
+as they end and waiting ones take their places, so the batch stays full. Each episode:
+sandbox open → episode.prepare → turns → episode.verify → close. Breakage of setup, sandbox or
+verifier is outcome "error" (never "failed"); a task that needs its Docker image on another
+backend is "skipped". Finished episodes are written in parts (`episodes-00000.parquet`,
+`steps-00000.parquet`, ...) following clawloop/trajectory.py, so a crash loses at most one part.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clawloop.agent.harness import EpisodeState, HarnessConfig, StepRecord, tools_for
+from clawloop.errors import ClawloopError
+from clawloop.tasks.model import Task
+
+MAX_POLICY_FAILURES = 3
+"""Consecutive failed generate calls after which the rollout stops with the policy's error."""
+
+
+@dataclass
+class EpisodeSummary:
+    """What one episode came to (the episodes.parquet row, plus the conversation)."""
+
+    episode_id: str
+    task_id: str
+    sample: int
+    outcome: str
+    """passed | failed | error | skipped."""
+    reward: float | None
+    termination: str
+    n_turns: int
+    n_format_errors: int
+    prompt_tokens: int
+    completion_tokens: int
+    duration_s: float
+    error: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+
+class TrajectoryWriter:
+    """Writes finished episodes to numbered Parquet parts in `out_dir` (never overwrites a part)."""
+
+    def __init__(self, out_dir: str | Path) -> None:
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        taken = [int(p.stem.split("-")[-1]) for p in self.out_dir.glob("episodes-*.parquet")
+                 if p.stem.split("-")[-1].isdigit()]
+        self.part = max(taken) + 1 if taken else 0
+        self.episodes: list[dict[str, Any]] = []
+        self.steps: list[dict[str, Any]] = []
+        self.parts: list[Path] = []
+
+    def add(self, episode: dict[str, Any], steps: list[dict[str, Any]]) -> None:
+        self.episodes.append(episode)
+        self.steps.extend(steps)
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def flush(self) -> None:
+        """Write the buffered episodes as one part: steps first, so an episodes part is complete."""
+        if not self.episodes:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from clawloop.io import atomic_path
+        from clawloop.trajectory import EPISODE_SCHEMA, STEP_SCHEMA
+
+        name = f"{self.part:05d}.parquet"
+        for prefix, rows, schema in (("steps", self.steps, STEP_SCHEMA),
+                                     ("episodes", self.episodes, EPISODE_SCHEMA)):
+            with atomic_path(self.out_dir / f"{prefix}-{name}") as tmp:
+                pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+        self.parts.append(self.out_dir / f"episodes-{name}")
+        self.part += 1
+        self.episodes, self.steps = [], []
+
+
+@dataclass
+class _Slot:
+    task: Task
+    sample: int
+    episode_id: str
+    t0: float = field(default_factory=time.monotonic)
+    sb: Any = None
+    state: EpisodeState | None = None
+    outcome: str | None = None
+    reward: float | None = None
+    error: str | None = None
+
+
+def _short(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:500]
+
+
+def run_tag(policy_id: str, iteration: int, suite: str, seed: int | None) -> str:
+    """The run part of episode ids: the same run settings give the same ids."""
+    return hashlib.sha256(f"{policy_id}|{iteration}|{suite}|{seed}".encode()).hexdigest()[:8]
+
+
+def run_rollouts(
+    tasks: Sequence[Task],
+    policy: Any,
+    *,
+    k: int = 1,
+    batch_size: int = 32,
+    backend: str = "bwrap",
+    harness_config: HarnessConfig | None = None,
+    sampling: Any = None,
+    out_dir: str | Path | None = None,
+    iteration: int = -1,
+    suite: str = "",
+    progress: bool = True,
+    sandbox_config: Any = None,
+    workers: int | None = None,
+    flush_every: int | None = None,
+    on_episode: Callable[[EpisodeSummary], None] | None = None,
+) -> list[EpisodeSummary]:
+    """Run k episodes of `policy` per task, `batch_size` at a time in lockstep.
+
+    Trajectories go to `out_dir` (when given) in parts of `flush_every` (default `batch_size`)
+    episodes. `sandbox_config` is a sandbox.base.SandboxConfig (or its dict) for every sandbox
+    (default: episode.default_config(), the task runtime mounted);
+    `workers` threads run commands, setups and verifiers; `on_episode` is called as each episode
+    ends. Returns one summary per episode, in task order then sample order.
+    """
+    from clawloop.models.policy import SamplingParams
+
+    if k < 1 or batch_size < 1:
+        raise ClawloopError(f"k and batch_size must be at least 1 (got k={k}, batch_size={batch_size})")
+    config = harness_config or HarnessConfig()
+    sampling = sampling or SamplingParams()
+    tools = tools_for(config)
+    policy_id = str(getattr(policy, "policy_id", type(policy).__name__))
+    tag = run_tag(policy_id, iteration, suite, sampling.seed)
+    writer = TrajectoryWriter(out_dir) if out_dir is not None else None
+    flush_every = flush_every or batch_size
+    queue = deque(_Slot(t, s, f"{t.id}-{s}-{tag}") for t in tasks for s in range(k))
+    order = {slot.episode_id: i for i, slot in enumerate(queue)}
+    results: dict[str, EpisodeSummary] = {}
+    live: list[_Slot] = []
+    failures = 0
+    bar = _Progress(len(queue), enabled=progress)
+
+    def start(slot: _Slot) -> None:
+        slot.t0 = time.monotonic()
+        if slot.task.needs_image and backend != "docker":
+            slot.outcome, slot.error = "skipped", f"needs its Docker image: {slot.task.needs_image}"[:500]
+            return
+        try:
+            slot.sb = _open(slot.task, backend, sandbox_config)
+            _prepare(slot.sb, slot.task)
+        except Exception as e:  # setup breakage is an error of the episode, not of the rollout
+            slot.outcome, slot.error = "error", f"setup: {_short(e)}"
+            return
+        slot.state = EpisodeState(slot.task, config)
+
+    def execute(slot: _Slot) -> None:
+        st = slot.state
+        assert st is not None and st.pending is not None
+        try:
+            res = slot.sb.exec(st.pending, timeout=st.command_timeout(), cwd=slot.task.workdir,
+                               env=dict(slot.task.env) or None)
+        except Exception as e:
+            st.end("error", f"sandbox: {_short(e)}")
+            return
+        st.on_result(res)
+
+    def finish(slot: _Slot) -> None:
+        st = slot.state
+        try:
+            if slot.outcome is None and st is not None and st.termination == "error":
+                slot.outcome, slot.error = "error", st.error
+            elif slot.outcome is None:
+                verdict = _verify(slot.sb, slot.task)
+                slot.outcome = verdict.outcome
+                slot.reward = getattr(verdict, "reward", None)
+                if slot.outcome not in ("passed", "failed"):
+                    slot.error = getattr(verdict, "reason", None) or slot.error
+                    slot.reward = None
+        except Exception as e:
+            slot.outcome, slot.error, slot.reward = "error", f"verifier: {_short(e)}", None
+        finally:
+            if slot.sb is not None:
+                with contextlib.suppress(Exception):
+                    slot.sb.close()
+
+    n_workers = workers or min(32, max(4, batch_size))
+    starting: dict[Future[None], _Slot] = {}
+    finishing: dict[Future[None], _Slot] = {}
+
+    def record(s: _Slot) -> None:
+        summary, row, steps = _records(s, policy_id, iteration, suite)
+        results[s.episode_id] = summary
+        if writer is not None:
+            writer.add(row, steps)
+        bar.advance(summary.outcome)
+        if on_episode is not None:
+            on_episode(summary)
+        if writer is not None and len(writer) >= flush_every:
+            writer.flush()
+
+    def harvest(block: bool) -> None:
+        """Move started slots into the batch and record finished ones (optionally waiting)."""
+        if block and (starting or finishing):
+            wait([*starting, *finishing], return_when=FIRST_COMPLETED)
+        for fut in [f for f in starting if f.done()]:
+            fut.result()
+            live.append(starting.pop(fut))
+        for fut in [f for f in finishing if f.done()]:
+            fut.result()
+            record(finishing.pop(fut))
+
+    # Setup and verification run on `life` threads, overlapping generation; commands run on `cmds`.
+    with ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-life") as life, \
+            ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-cmd") as cmds:
+        try:
+            first = True
+            while queue or live or starting or finishing:
+                while queue and len(live) + len(starting) < batch_size:
+                    slot = queue.popleft()
+                    starting[life.submit(start, slot)] = slot
+                    if first:  # backends probe the host on first use: let one sandbox do it alone
+                        wait(list(starting))
+                        first = False
+                harvest(block=False)
+                ready = [s for s in live if s.state is not None and s.outcome is None and s.state.check_time()]
+                if len(ready) < len(starting):  # most of the batch is still being set up: wait for it
+                    wait(list(starting))
+                    harvest(block=False)
+                    ready = [s for s in live if s.state is not None and s.outcome is None
+                             and s.state.check_time()]
+                if ready:
+                    try:
+                        gens = policy.generate([s.state.messages for s in ready], sampling, tools=tools)
+                        if len(gens) != len(ready):
+                            raise ClawloopError(f"policy returned {len(gens)} replies for {len(ready)}")
+                        failures = 0
+                    except Exception as e:
+                        failures += 1
+                        if failures >= MAX_POLICY_FAILURES:
+                            raise
+                        for s in ready:
+                            s.state.end("error", f"policy: {_short(e)}")
+                        gens = []
+                    runs = [s for s, g in zip(ready, gens, strict=False) if s.state.on_generation(g) is not None]
+                    list(cmds.map(execute, runs))
+                for s in [s for s in live if s.outcome is not None or s.state is None or s.state.done]:
+                    live.remove(s)
+                    finishing[life.submit(finish, s)] = s
+                if not ready:
+                    harvest(block=True)
+        except BaseException:
+            for fut in starting:
+                fut.cancel()
+            wait([f for f in starting if not f.cancelled()])
+            live.extend(s for f, s in starting.items() if not f.cancelled())
+            for s in live:
+                if s.sb is not None:
+                    try:
+                        s.sb.close()
+                    except Exception:
+                        traceback.print_exc()
+            raise
+        finally:
+            if writer is not None:
+                writer.flush()
+            bar.close()
+    return sorted(results.values(), key=lambda r: order[r.episode_id])
+
+
+def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any = None,
+                    options: dict[str, Any] | None = None,
+                    on_done: Callable[[Any], None] | None = None) -> list[Any]:
+    """`clawloop eval --agent model`: rollouts of a policy over suite items, as EpisodeRecords.
+
+    options: model (policy spec, required), samples (k, default 1), batch (default 32),
+    temperature (default 0), max_new_tokens, max_turns, out_dir (trajectory directory).
+    """
+    from clawloop.models.policy import SamplingParams, load_policy
+    from clawloop.tasks.episode import EpisodeRecord, Step
+
+    opts = dict(options or {})
+    if not opts.get("model"):
+        raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
+    policy = load_policy(opts["model"])
+    sampling = SamplingParams(temperature=float(opts.get("temperature") or 0.0),
+                              max_new_tokens=int(opts.get("max_new_tokens") or 256),
+                              seed=opts.get("seed"))
+    harness = HarnessConfig(max_turns=opts.get("max_turns"))
+
+    def record(r: EpisodeSummary, it: Any) -> Any:
+        steps = [Step(x.command, x.exit_code if x.exit_code is not None else -1, x.output or "", x.timed_out,
+                      x.duration_s) for x in r.steps if x.command is not None]
+        return EpisodeRecord(r.task_id, it.name, it.suite, it.task.skill, it.task.level, "model", r.outcome,
+                             r.reward, r.error, r.duration_s, "", steps)
+
+    groups: dict[str, list[Any]] = {}
+    for it in items:
+        groups.setdefault(it.suite, []).append(it)
+    records = []
+    for suite, group in groups.items():
+        by_id = {it.task.id: it for it in group}
+        res = run_rollouts(
+            [it.task for it in group], policy, k=int(opts.get("samples") or 1),
+            batch_size=int(opts.get("batch") or 32), backend=backend, harness_config=harness,
+            sampling=sampling, out_dir=opts.get("out_dir"), suite=suite, progress=False,
+            sandbox_config=config,
+            on_episode=None if on_done is None else (lambda r, b=by_id: on_done(record(r, b[r.task_id]))))
+        records += [record(r, by_id[r.task_id]) for r in res]
+    return records
+
+
+def _records(s: _Slot, policy_id: str, iteration: int, suite: str,
+             ) -> tuple[EpisodeSummary, dict[str, Any], list[dict[str, Any]]]:
+    st = s.state
+    termination = st.termination if st is not None and st.termination else "error"
+    outcome = s.outcome or "error"
+    messages = st.messages if st is not None else []
+    summary = EpisodeSummary(
+        episode_id=s.episode_id, task_id=s.task.id, sample=s.sample, outcome=outcome,
+        reward=s.reward if outcome in ("passed", "failed") else None, termination=termination,
+        n_turns=len(st.steps) if st else 0, n_format_errors=st.n_format_errors if st else 0,
+        prompt_tokens=st.prompt_tokens if st else 0, completion_tokens=st.completion_tokens if st else 0,
+        duration_s=round(time.monotonic() - s.t0, 4), error=s.error if outcome in ("error", "skipped") else None,
+        messages=messages, steps=list(st.steps) if st else [])
+    row = {
+        "episode_id": s.episode_id, "task_id": s.task.id, "suite": suite, "skill": s.task.skill,
+        "level": s.task.level, "sample": s.sample, "policy_id": policy_id, "iteration": iteration,
+        "reward": summary.reward, "passed": summary.passed, "outcome": outcome, "termination": termination,
+        "error": summary.error, "n_turns": summary.n_turns, "n_format_errors": summary.n_format_errors,
+        "prompt_tokens": summary.prompt_tokens, "completion_tokens": summary.completion_tokens,
+        "duration_s": summary.duration_s, "messages": json.dumps(messages, ensure_ascii=False),
+    }
+    steps = [{
+        "episode_id": s.episode_id, "step": r.step, "role": "assistant", "content": r.content,
+        "tool": r.tool, "command": r.command, "format_error": r.format_error, "exit_code": r.exit_code,
+        "output": r.output, "timed_out": r.timed_out, "duration_s": r.duration_s, "tokens": r.tokens,
+    } for r in (st.steps if st else [])]
+    return summary, row, steps
+
+
+def _open(task: Task, backend: str, sandbox_config: Any) -> Any:
+    import sandbox
+    from sandbox.base import SandboxConfig
+
+    if sandbox_config is None:
+        from clawloop.tasks.episode import default_config
+
+        sandbox_config = default_config()
+    if not isinstance(sandbox_config, SandboxConfig):
+        sandbox_config = SandboxConfig.model_validate(sandbox_config)
+    return sandbox.create(backend, sandbox_config)
+
+
+def _prepare(sb: Any, task: Task) -> None:
+    from clawloop.tasks import episode
+
+    episode.prepare(sb, task)
+
+
+def _verify(sb: Any, task: Task) -> Any:
+    from clawloop.tasks import episode
+
+    return episode.verify(sb, task)
+
+
+class _Progress:
+    """A rich progress bar (or nothing)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.counts: dict[str, int] = {}
+        self.p = None
+        if enabled and total:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.p = Progress(TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(),
+                              TextColumn("{task.description}"), TimeElapsedColumn(), transient=False)
+            self.p.start()
+            self.task = self.p.add_task("", total=total)
+
+    def advance(self, outcome: str) -> None:
+        self.counts[outcome] = self.counts.get(outcome, 0) + 1
+        if self.p is not None:
+            desc = " ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+            self.p.update(self.task, advance=1, description=desc)
+
+    def close(self) -> None:
+        if self.p is not None:
+            self.p.stop()

@@ -1,0 +1,50 @@
+"""`clawloop model init|info`: build the from-scratch policy, show what a model directory holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from clawloop.commands import model_app
+
+
+@model_app.command()
+def init(
+    out: Path = typer.Option(..., "--out", help="Directory to write the model and tokenizer into."),
+    size: str = typer.Option("tiny", "--size", help="tiny (~3.5M parameters) or small (~24M)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the tokenizer corpus and the weights."),
+    tokenizer: str = typer.Option("split", "--tokenizer", help="Tokenizer scheme: split or bytelevel."),
+    vocab: int = typer.Option(2048, "--vocab", min=512, help="Vocabulary size, special tokens included."),
+) -> None:
+    """Build a Qwen3-architecture model with random weights and a tokenizer trained offline."""
+    from clawloop.errors import ClawloopError
+    from clawloop.models.bootstrap import BootstrapConfig, bootstrap
+
+    if size not in ("tiny", "small"):
+        raise ClawloopError(f"--size: expected tiny or small, got {size!r}")
+    if tokenizer not in ("split", "bytelevel"):
+        raise ClawloopError(f"--tokenizer: expected split or bytelevel, got {tokenizer!r}")
+    if out.exists() and any(out.iterdir()):
+        raise ClawloopError(f"{out}: exists and is not empty")
+    meta = bootstrap(out, BootstrapConfig(size=size, seed=seed, tokenizer_scheme=tokenizer,  # type: ignore[arg-type]
+                                          vocab_size=vocab))
+    t = meta["tokenizer"]
+    typer.echo(f"wrote {out}: {meta['size']} Qwen3, {meta['params']:,} parameters, vocab {meta['vocab_size']} "
+               f"({t['scheme']}: {t['chars_per_token']} chars/token, names copy-consistent "
+               f"{t['copy_consistent']:.0%})")
+
+
+@model_app.command()
+def info(model: Path = typer.Argument(..., help="A model directory.")) -> None:
+    """Print model_meta.json (bootstrap models) or the config of any checkpoint directory."""
+    import orjson
+
+    from clawloop.errors import ClawloopError
+    from clawloop.io import read_json
+
+    for name in ("model_meta.json", "config.json"):
+        if (model / name).is_file():
+            typer.echo(orjson.dumps(read_json(model / name), option=orjson.OPT_INDENT_2).decode())
+            return
+    raise ClawloopError(f"{model}: no model_meta.json or config.json")

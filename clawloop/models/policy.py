@@ -1,0 +1,445 @@
+"""Policies: whatever turns a batch of conversations into assistant replies.
+
+One protocol (`Policy.generate`) and four backends: `ScriptedPolicy` (replies fixed in advance,
+for tests), `HFPolicy` (transformers, CPU or GPU), `VLLMPolicy` (vLLM offline engine, GPU) and
+`OpenAIPolicy` (any OpenAI-compatible chat-completions endpoint). Every backend returns the reply
+as text in the Qwen3 tool-call format (`<tool_call>\\n{json}\\n</tool_call>`) without the
+end-of-turn token, so the harness parses all of them the same way.
+
+Heavy libraries (torch, transformers, vllm, httpx) are imported inside the classes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clawloop.errors import ClawloopError
+
+Message = dict[str, Any]
+Conversation = list[Message]
+
+END_OF_TURN = "<|im_end|>"
+
+
+class SamplingParams(BaseModel):
+    """How replies are sampled; every backend honours these fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float = Field(1.0, ge=0.0)
+    """Softmax temperature; 0 means greedy decoding."""
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling mass."""
+    max_new_tokens: int = Field(256, gt=0)
+    """Most tokens generated for one reply."""
+    seed: int | None = None
+    """Seed of the sampler (None: not seeded). Each generate call derives its own seed from it."""
+    stop: list[str] = Field(default_factory=list)
+    """Extra stop strings (the end-of-turn token always stops)."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One reply of a policy."""
+
+    text: str
+    """The reply without the end-of-turn token; tool calls in `<tool_call>` form."""
+    prompt_tokens: int
+    """Tokens of the rendered prompt (0 when the backend does not say)."""
+    completion_tokens: int
+    """Tokens generated, the end-of-turn token included."""
+    finish_reason: str = "stop"
+    """"stop" (end of turn), "length" (max_new_tokens), or "context" (prompt too long: no reply)."""
+    prompt_ids: tuple[int, ...] | None = None
+    """Prompt token ids, where the backend tokenizes locally (HF, vLLM)."""
+    completion_ids: tuple[int, ...] | None = None
+    """Generated token ids, where the backend tokenizes locally (HF, vLLM)."""
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Generates one assistant reply for each conversation of a batch."""
+
+    policy_id: str
+    """Checkpoint name or hash, written into every trajectory."""
+
+    def generate(self, conversations: Sequence[Conversation], sampling: SamplingParams,
+                 *, tools: list[dict[str, Any]] | None = None) -> list[Generation]:
+        """Reply to each conversation (HF chat format) with `tools` rendered in the prompt."""
+        ...
+
+
+class ScriptedPolicy:
+    """Replies fixed in advance, for tests.
+
+    `replies` is either one list used for every conversation (the n-th reply of a conversation is
+    `replies[n]`, counted by the assistant turns already in it) or a callable
+    `(conversation) -> str | bytes`. Past the end of the list it replies `default`.
+    """
+
+    def __init__(self, replies: Sequence[str | bytes] | Any, *, default: str = "",
+                 policy_id: str = "scripted") -> None:
+        self.replies = replies
+        self.default = default
+        self.policy_id = policy_id
+        self.calls: list[int] = []
+        """Batch size of every generate call (tests check lockstep batching)."""
+
+    def generate(self, conversations: Sequence[Conversation], sampling: SamplingParams,
+                 *, tools: list[dict[str, Any]] | None = None) -> list[Generation]:
+        self.calls.append(len(conversations))
+        out = []
+        for conv in conversations:
+            if callable(self.replies):
+                reply = self.replies(conv)
+            else:
+                n = sum(1 for m in conv if m.get("role") == "assistant")
+                reply = self.replies[n] if n < len(self.replies) else self.default
+            text = reply if isinstance(reply, str) else bytes(reply).decode("utf-8", errors="replace")
+            words = len(text.split()) + 1
+            out.append(Generation(text=text, prompt_tokens=sum(len(str(m.get("content", ""))) // 4
+                                                               for m in conv),
+                                  completion_tokens=words))
+        return out
+
+
+def _cache_kwarg() -> str:
+    """transformers renamed generate's `past_key_values` to `cache` (5.2x); use what it has."""
+    from transformers.generation.utils import GenerateDecoderOnlyOutput
+
+    return "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
+
+
+def _cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
+    """Cut `text` at the first stop string; True when one was found."""
+    cut = len(text)
+    for s in stops:
+        i = text.find(s)
+        if s and i != -1:
+            cut = min(cut, i)
+    return text[:cut], cut < len(text)
+
+
+class HFPolicyConfig(BaseModel):
+    """Options of the transformers backend."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    device: str = "auto"
+    """"auto" (cuda when available, else cpu), "cpu", "cuda", "cuda:1", ..."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """Weights dtype; "auto" is bfloat16 on GPU and float32 on CPU."""
+    max_batch_size: int = Field(64, gt=0)
+    """Most conversations in one forward batch (larger batches are split)."""
+    max_context_tokens: int | None = None
+    """Prompt + reply limit; None reads max_position_embeddings from the model config."""
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Extra variables for the chat template, e.g. {"enable_thinking": false} for Qwen3."""
+    kv_reuse_entries: int | None = Field(None, ge=0)
+    """Prompts whose KV cache is kept for the next turn (clawloop.models.kv_reuse); 0 turns reuse
+    off; None: 128 on CPU, off on GPU (use vLLM's prefix caching there)."""
+    threads: int | None = None
+    """torch CPU threads; None: half the cores on CPU (sandboxes need the rest; oversubscribed
+    OpenMP threads made a tiny model 10x slower here), torch's default on GPU."""
+
+
+class HFPolicy:
+    """A transformers causal LM: left-padded batches, KV cache, stop at the end of turn."""
+
+    def __init__(self, model_dir: str | Path, config: HFPolicyConfig | None = None, *,
+                 policy_id: str | None = None, model: Any = None, tokenizer: Any = None) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        self.config = config or HFPolicyConfig()
+        self.model_dir = Path(model_dir)
+        self.policy_id = policy_id or self.model_dir.name
+        dev = self.config.device
+        if dev == "auto":
+            dev = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(dev)
+        threads = self.config.threads
+        if threads is None and self.device.type == "cpu":
+            threads = max(1, (os.cpu_count() or 2) // 2)
+        self.threads = threads
+        dtype = self.config.dtype
+        if dtype == "auto":
+            dtype = "bfloat16" if self.device.type == "cuda" else "float32"
+        try:
+            self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model_dir))
+            self.model = model or AutoModelForCausalLM.from_pretrained(
+                str(model_dir), dtype=getattr(torch, dtype))
+        except OSError as e:
+            raise ClawloopError(f"{model_dir}: cannot load model ({e})") from None
+        self.model.to(self.device).eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.stop_ids = self._stop_ids()
+        from clawloop.models.kv_reuse import PrefixStore
+
+        entries = self.config.kv_reuse_entries
+        if entries is None:
+            entries = 128 if self.device.type == "cpu" else 0
+        self.prefix_store = PrefixStore(entries) if entries > 0 else None
+        self.max_context = self.config.max_context_tokens or int(
+            getattr(self.model.config, "max_position_embeddings", 32768))
+        self._calls = itertools.count()
+        self._lock = threading.Lock()
+
+    def _stop_ids(self) -> list[int]:
+        ids = []
+        for tok in (END_OF_TURN, self.tokenizer.eos_token):
+            if tok is None:
+                continue
+            tid = self.tokenizer.convert_tokens_to_ids(tok)
+            if isinstance(tid, int) and tid != self.tokenizer.unk_token_id and tid not in ids:
+                ids.append(tid)
+        gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
+        for tid in gen_eos if isinstance(gen_eos, list) else [gen_eos]:
+            if isinstance(tid, int) and tid not in ids:
+                ids.append(tid)
+        return ids
+
+    def render(self, conversation: Conversation, tools: list[dict[str, Any]] | None) -> str:
+        """The prompt text of one conversation, ending with the assistant header."""
+        return self.tokenizer.apply_chat_template(
+            conversation, tools=tools, tokenize=False, add_generation_prompt=True,
+            **self.config.chat_template_kwargs)
+
+    def generate(self, conversations: Sequence[Conversation], sampling: SamplingParams,
+                 *, tools: list[dict[str, Any]] | None = None) -> list[Generation]:
+        prompts = [self.tokenizer(self.render(c, tools), add_special_tokens=False)["input_ids"]
+                   for c in conversations]
+        out: list[Generation | None] = [None] * len(prompts)
+        todo = []
+        for i, ids in enumerate(prompts):
+            if len(ids) + 1 > self.max_context:
+                out[i] = Generation("", len(ids), 0, "context", tuple(ids), ())
+            else:
+                todo.append(i)
+        # Sort by length so batches pad little; split at max_batch_size.
+        todo.sort(key=lambda i: len(prompts[i]))
+        import torch
+
+        prev = torch.get_num_threads()
+        with self._lock:
+            if self.threads:  # set per call: torch's thread count is global to the process
+                torch.set_num_threads(self.threads)
+            try:
+                for start in range(0, len(todo), self.config.max_batch_size):
+                    chunk = todo[start:start + self.config.max_batch_size]
+                    gens = self._generate_batch([prompts[i] for i in chunk], sampling)
+                    for i, g in zip(chunk, gens, strict=True):
+                        out[i] = g
+            finally:
+                torch.set_num_threads(prev)
+        return [g for g in out if g is not None]
+
+    def _prefill_shared(self, prompts: list[list[int]]) -> None:
+        """Compute once the prefixes several prompts share, so each row reuses them."""
+        import torch
+
+        from clawloop.models.kv_reuse import extract, layout, shared_prefixes
+
+        store = self.prefix_store
+        assert store is not None
+        prefixes = shared_prefixes(prompts, store)
+        common = [p for p in prefixes if len(p) == len(prefixes[0])][:1] if prefixes else []
+        for batch in (common, [p for p in prefixes if p not in common]):
+            if not batch:
+                continue
+            hits = [store.lookup(p) for p in batch]
+            ids, mask, cache, C = layout(batch, hits, self.tokenizer.pad_token_id, self.model.config,
+                                         self.device, self.model.dtype, 0)
+            kwargs = {_cache_kwarg(): cache}
+            # Only the uncached columns go in; positions follow the mask, as in generate.
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, C:]
+            with torch.inference_mode():
+                out = self.model(input_ids=ids[:, C:], attention_mask=mask, position_ids=positions,
+                                 cache_position=torch.arange(C, ids.shape[1], device=self.device),
+                                 use_cache=True, logits_to_keep=1, **kwargs)
+            new_cache = getattr(out, _cache_kwarg(), None) or getattr(out, "past_key_values", None)
+            for row, (p, h) in enumerate(zip(batch, hits, strict=True)):
+                store.put(p, extract(new_cache, row, h.length, len(p) - h.length, C, ids.shape[1] - C))
+                store.reused_tokens += h.length
+                store.computed_tokens += len(p) - h.length
+
+    def _generate_batch(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Generation]:
+        import torch
+
+        from clawloop.models.kv_reuse import Hit, extract, layout
+
+        pad = self.tokenizer.pad_token_id
+        store = self.prefix_store
+        if store is not None:
+            self._prefill_shared(prompts)
+        hits = [store.lookup(p) if store else Hit(0, None, None) for p in prompts]
+        max_new = max(1, min(sampling.max_new_tokens, self.max_context - max(len(p) for p in prompts)))
+        input_ids, attention, cache, C = layout(prompts, hits, pad, self.model.config, self.device,
+                                                self.model.dtype, max_new)
+        width = input_ids.shape[1]
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max_new, "eos_token_id": self.stop_ids, "pad_token_id": pad,
+            "use_cache": True, "do_sample": sampling.temperature > 0, "return_dict_in_generate": True,
+        }
+        kwargs[_cache_kwarg()] = cache
+        if sampling.temperature > 0:
+            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+        if sampling.stop:
+            kwargs.update(stop_strings=sampling.stop, tokenizer=self.tokenizer)
+        if sampling.seed is not None:
+            torch.manual_seed(sampling.seed * 1_000_003 + next(self._calls))
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
+        seqs = out.sequences
+        new_cache = getattr(out, _cache_kwarg(), None)
+        gens = []
+        stops = set(self.stop_ids)
+        for row, (p, h) in enumerate(zip(prompts, hits, strict=True)):
+            if store is not None and new_cache is not None:
+                store.put(p, extract(new_cache, row, h.length, len(p) - h.length, C, width - C),
+                          replaces=h.key)
+                store.reused_tokens += h.length
+                store.computed_tokens += len(p) - h.length
+            new = seqs[row, width:].tolist()
+            n, reason = len(new), "length"
+            for j, t in enumerate(new):
+                if t in stops:
+                    n, reason = j + 1, "stop"
+                    break
+            body = new[:n - 1] if reason == "stop" else new[:n]
+            text = self.tokenizer.decode(body, skip_special_tokens=False)
+            if sampling.stop:
+                text, hit = _cut_at_stop(text, sampling.stop)
+                reason = "stop" if hit else reason
+            gens.append(Generation(text, len(p), n, reason, tuple(p), tuple(new[:n])))
+        return gens
+
+
+class VLLMPolicyConfig(BaseModel):
+    """Options of the vLLM backend (offline engine on the local GPUs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tensor_parallel_size: int = Field(1, gt=0)
+    """GPUs one model is split over."""
+    gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
+    """Fraction of GPU memory vLLM may take (weights + KV cache)."""
+    max_model_len: int | None = None
+    """Context length (None: the model's)."""
+    dtype: str = "auto"
+    """Weights dtype passed to vLLM."""
+    enable_prefix_caching: bool = True
+    """Reuse the KV cache of shared prompt prefixes (every turn re-sends the conversation)."""
+    lora_path: str | None = None
+    """A PEFT LoRA adapter directory applied on top of the base model."""
+    max_lora_rank: int = Field(64, gt=0)
+    """Largest LoRA rank the engine reserves room for."""
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Extra variables for the chat template, e.g. {"enable_thinking": false} for Qwen3."""
+    seed: int = 0
+    """Engine seed."""
+
+
+class OpenAIPolicyConfig(BaseModel):
+    """Options of the OpenAI-compatible HTTP backend (chat completions with tools)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """Endpoint root; `/chat/completions` is appended."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key (sent only when set)."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Timeout of one HTTP request."""
+    retries: int = Field(3, ge=0)
+    """Retries of a request on connection errors, 429 and 5xx, with exponential backoff."""
+    backoff_s: float = Field(0.5, ge=0)
+    """First retry delay; doubled after each failure."""
+    max_concurrency: int = Field(16, gt=0)
+    """Requests in flight at once (one per conversation)."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Extra fields of every request, e.g. {"top_k": 20} or chat_template_kwargs for vLLM serve."""
+
+
+def __getattr__(name: str) -> Any:
+    """OpenAIPolicy and VLLMPolicy live in their own modules (httpx / vllm imported lazily)."""
+    if name == "OpenAIPolicy":
+        from clawloop.models.openai_policy import OpenAIPolicy
+
+        return OpenAIPolicy
+    if name == "VLLMPolicy":
+        from clawloop.models.vllm_policy import VLLMPolicy
+
+        return VLLMPolicy
+    raise AttributeError(name)
+
+
+class PolicySpec(BaseModel):
+    """Which policy to load: a backend and a model (directory, checkpoint or served name)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["hf", "vllm", "openai"] = "hf"
+    """hf (transformers), vllm (offline engine) or openai (HTTP endpoint)."""
+    model: str
+    """Model directory for hf/vllm; the served model name for openai."""
+    policy_id: str | None = None
+    """Name written into trajectories (default: the model directory's name)."""
+    hf: HFPolicyConfig = Field(default_factory=HFPolicyConfig)
+    """Options of the hf backend."""
+    vllm: VLLMPolicyConfig = Field(default_factory=VLLMPolicyConfig)
+    """Options of the vllm backend."""
+    openai: OpenAIPolicyConfig = Field(default_factory=OpenAIPolicyConfig)
+    """Options of the openai backend."""
+
+
+def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
+    """Build a policy from a spec.
+
+    Strings: "DIR" or "hf:DIR" (transformers), "vllm:DIR", "openai:MODEL@BASE_URL"; or a
+    PolicySpec / its dict form for full options.
+    """
+    if isinstance(spec, dict):
+        spec = PolicySpec.model_validate(spec)
+    elif isinstance(spec, str | Path):
+        text = str(spec)
+        backend, _, rest = text.partition(":")
+        if backend in ("hf", "vllm", "openai") and rest:
+            if backend == "openai":
+                model, _, url = rest.partition("@")
+                spec = PolicySpec(backend="openai", model=model,
+                                  openai=OpenAIPolicyConfig(base_url=url) if url else OpenAIPolicyConfig())
+            else:
+                spec = PolicySpec(backend=backend, model=rest)  # type: ignore[arg-type]
+        else:
+            spec = PolicySpec(backend="hf", model=text)
+    if spec.backend in ("hf", "vllm") and not Path(spec.model).is_dir():
+        raise ClawloopError(f"{spec.model}: model directory not found")
+    if spec.backend == "hf":
+        return HFPolicy(spec.model, spec.hf, policy_id=spec.policy_id)
+    if spec.backend == "vllm":
+        from clawloop.models.vllm_policy import VLLMPolicy
+
+        return VLLMPolicy(spec.model, spec.vllm, policy_id=spec.policy_id)
+    from clawloop.models.openai_policy import OpenAIPolicy
+
+    return OpenAIPolicy(spec.model, spec.openai, policy_id=spec.policy_id)
+
+
+__all__ = [
+    "Conversation", "END_OF_TURN", "Generation", "HFPolicy", "HFPolicyConfig", "Message",
+    "OpenAIPolicyConfig", "Policy", "PolicySpec", "SamplingParams",
+    "ScriptedPolicy", "VLLMPolicyConfig", "load_policy",
+]

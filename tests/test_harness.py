@@ -1,0 +1,193 @@
+"""The harness: prompt, tool-call parsing, and the turn logic of one episode (no sandbox)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clawloop.agent.harness import (
+    TOOLS,
+    EpisodeState,
+    FormatError,
+    HarnessConfig,
+    ParsedCall,
+    assistant_message,
+    format_observation,
+    initial_messages,
+    parse_reply,
+    system_prompt,
+    tools_for,
+)
+from clawloop.models.policy import Generation
+from clawloop.tasks.model import Limits, Task, Verifier
+from sandbox.base import ExecResult
+
+
+def _task(**kw: object) -> Task:
+    return Task(instruction="Create hello.txt containing hi.", verifier=Verifier(files={"test.sh": {"content": "true"}}),
+                **kw)
+
+
+def call(name: str, args: object) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>"
+
+
+def bash(cmd: str) -> str:
+    return call("bash", {"command": cmd})
+
+
+OK = ExecResult(exit_code=0, output="done\n", timed_out=False, duration_s=0.01)
+
+
+def gen(text: str | bytes, tokens: int = 5) -> Generation:
+    return Generation(text=text, prompt_tokens=10, completion_tokens=tokens)  # type: ignore[arg-type]
+
+
+# --- parse_reply ------------------------------------------------------------------------------
+
+def test_parse_bash_call_with_thoughts() -> None:
+    r = parse_reply("I will list.\n" + bash("ls -la"))
+    assert r == ParsedCall("bash", {"command": "ls -la"}, "I will list.")
+    assert r.command == "ls -la"
+
+
+def test_parse_submit_and_lenient_forms() -> None:
+    assert parse_reply(call("submit", {})) == ParsedCall("submit", {})
+    assert parse_reply('<tool_call>{"name": "submit"}').name == "submit"  # no closing tag, no args
+    # arguments as a JSON string (OpenAI style) and a raw newline inside the string
+    r = parse_reply('<tool_call>\n{"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}\n</tool_call>')
+    assert r == ParsedCall("bash", {"command": "ls"})
+    r = parse_reply('<tool_call>{"name": "bash", "arguments": {"command": "echo a\nb"}}</tool_call>')
+    assert isinstance(r, ParsedCall) and r.command == "echo a\nb"
+    # only the first of several calls counts
+    assert parse_reply(bash("pwd") + bash("ls")).command == "pwd"
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("I think we are done.", "no_tool_call"),
+    ("", "no_tool_call"),
+    ('<tool_call>\n{"name": "bash", "arguments": {"command": "ls"\n</tool_call>', "bad_json"),
+    ("<tool_call>not json</tool_call>", "bad_json"),
+    ('<tool_call>["bash"]</tool_call>', "bad_json"),
+    ("<tool_call>" + "[" * 10_000 + "</tool_call>", "bad_json"),
+    (call("python", {"code": "1"}), "unknown_tool"),
+    (call("bash", {"cmd": "ls"}), "bad_arguments"),
+    (call("bash", {"command": ""}), "bad_arguments"),
+    (call("bash", {"command": 3}), "bad_arguments"),
+    (call("bash", ["ls"]), "bad_arguments"),
+    (call("bash", {"command": "ls\x00"}), "bad_arguments"),
+    (bash("x" * 20_000), "too_long"),
+])
+def test_parse_format_errors(text: str, kind: str) -> None:
+    r = parse_reply(text)
+    assert isinstance(r, FormatError) and r.kind == kind, r
+
+
+def test_parse_bad_utf8() -> None:
+    r = parse_reply(b"\xff\xfe" + bash("ls").encode())
+    assert isinstance(r, ParsedCall) and r.content == "\ufffd\ufffd"
+    r = parse_reply("\udcff" + bash("cat f\udcff"))  # lone surrogates from a sloppy decoder
+    assert isinstance(r, ParsedCall) and r.command is not None
+    r.command.encode("utf-8")
+
+
+# --- prompts ----------------------------------------------------------------------------------
+
+def test_system_prompt_and_initial_messages() -> None:
+    task = _task(workdir="/workspace/proj", limits=Limits(max_turns=7, command_timeout_s=12))
+    sp = system_prompt(task)
+    assert "/workspace/proj" in sp and "7 turns" in sp and "12 s per" in sp and "submit" in sp
+    no_submit = system_prompt(task, HarnessConfig(submit_tool=False, max_turns=3))
+    assert "without a tool call" in no_submit and "3 turns" in no_submit
+    msgs = initial_messages(task)
+    assert [m["role"] for m in msgs] == ["system", "user"] and msgs[1]["content"] == task.instruction
+
+
+def test_tools_and_assistant_message() -> None:
+    assert [t["function"]["name"] for t in TOOLS] == ["bash", "submit"]
+    assert [t["function"]["name"] for t in tools_for(HarnessConfig(submit_tool=False))] == ["bash"]
+    assert assistant_message("ls") == {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}]}
+    assert assistant_message(None)["tool_calls"][0]["function"] == {"name": "submit", "arguments": {}}
+
+
+def test_format_observation_truncates_head_and_tail() -> None:
+    out = "\n".join(f"line {i}" for i in range(5000))
+    obs = format_observation(ExecResult(1, out, False, 0.5), limit=200)
+    assert obs.startswith("line 0\n") and "line 4999" in obs and "characters cut" in obs
+    assert obs.endswith("[exit code 1]") and len(obs) < 300
+    obs = format_observation(ExecResult(124, "", True, 3.0))
+    assert obs == "[exit code 124; timed out after 3.0s]"
+
+
+# --- EpisodeState -----------------------------------------------------------------------------
+
+def test_episode_bash_then_submit() -> None:
+    st = EpisodeState(_task())
+    assert st.on_generation(gen("Let me write it.\n" + bash("echo hi > hello.txt"))) == "echo hi > hello.txt"
+    st.on_result(OK)
+    assert st.on_generation(gen(call("submit", {}))) is None
+    assert st.termination == "submit" and st.done
+    roles = [m["role"] for m in st.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    assert st.messages[2]["content"] == "Let me write it."
+    assert st.messages[3] == {"role": "tool", "name": "bash", "content": "done\n[exit code 0]"}
+    assert [(s.tool, s.command, s.exit_code, s.format_error) for s in st.steps] == [
+        ("bash", "echo hi > hello.txt", 0, False), ("submit", None, None, False)]
+    assert st.completion_tokens == 10 and st.prompt_tokens == 20
+
+
+def test_three_format_errors_in_a_row_end_the_episode() -> None:
+    st = EpisodeState(_task())
+    assert st.on_generation(gen("hello")) is None
+    assert st.messages[-1]["role"] == "user" and "Format error" in st.messages[-1]["content"]
+    assert st.on_generation(gen(bash("ls"))) == "ls"  # a valid call resets the streak
+    st.on_result(OK)
+    for text in ("no call", call("rm_rf", {}), '<tool_call>{"name": "bash"'):
+        assert not st.done
+        st.on_generation(gen(text))
+    assert st.termination == "format_errors" and st.n_format_errors == 4
+    assert [s.error_kind for s in st.steps if s.format_error] == [
+        "no_tool_call", "no_tool_call", "unknown_tool", "bad_json"]
+    assert st.steps[3].tool == "rm_rf"
+    assert st.messages[-1]["role"] == "assistant"  # no hint after the last one
+
+
+def test_max_turns_and_no_submit_mode() -> None:
+    st = EpisodeState(_task(), HarnessConfig(max_turns=2))
+    st.on_generation(gen(bash("ls")))
+    st.on_result(OK)
+    st.on_generation(gen(bash("ls")))
+    st.on_result(OK)
+    assert st.termination == "max_turns" and len(st.steps) == 2
+    st = EpisodeState(_task(), HarnessConfig(submit_tool=False))
+    assert st.on_generation(gen("All done.")) is None
+    assert st.termination == "no_tool_call" and st.n_format_errors == 0
+    assert st.messages[-1] == {"role": "assistant", "content": "All done."}
+    st = EpisodeState(_task(), HarnessConfig(submit_tool=False))
+    st.on_generation(gen(call("submit", {})))  # submit is not offered here
+    assert st.steps[0].error_kind == "unknown_tool"
+
+
+def test_huge_and_binary_replies_are_format_errors() -> None:
+    st = EpisodeState(_task())
+    st.on_generation(gen("x" * 10_000_000))
+    st.on_generation(gen(b"\xff\xfe\x00 garbage"))
+    assert st.n_format_errors == 2 and not st.done
+    assert len(st.steps[0].content) == HarnessConfig().max_reply_chars
+    json.dumps(st.messages).encode("utf-8")
+    assert sum(len(m["content"]) for m in st.messages) < 40_000
+
+
+def test_timeout_and_context_exhaustion() -> None:
+    st = EpisodeState(_task(), HarnessConfig(episode_timeout_s=0.001))
+    import time
+
+    time.sleep(0.01)
+    assert not st.check_time() and st.termination == "timeout"
+    st = EpisodeState(_task())
+    assert st.on_generation(Generation("", 9000, 0, "context")) is None
+    assert st.termination == "max_turns"
+    st = EpisodeState(_task(), HarnessConfig(command_timeout_s=5))
+    assert 4.9 < st.command_timeout() <= 5
