@@ -192,7 +192,7 @@ def run_rollouts(
             if slot.outcome is None and st is not None and st.termination == "error":
                 slot.outcome, slot.error = "error", st.error
             elif slot.outcome is None:
-                verdict = _verify(slot.sb, slot.task)
+                verdict = _verify(slot.sb, slot.task, st.messages if st is not None else [])
                 slot.outcome = verdict.outcome
                 slot.reward = getattr(verdict, "reward", None)
                 if slot.outcome not in ("passed", "failed"):
@@ -379,10 +379,11 @@ def _prepare(sb: Any, task: Task) -> None:
     episode.prepare(sb, task)
 
 
-def _verify(sb: Any, task: Task) -> Any:
-    from clawloop.tasks import episode
+def _verify(sb: Any, task: Task, messages: list[dict[str, Any]]) -> Any:
+    # Any benchmark format: Claw-Eval-Live grades on the host from the conversation.
+    from clawloop.tasks.formats import verify_any
 
-    return episode.verify(sb, task)
+    return verify_any(sb, task, messages)
 
 
 class _Progress:
