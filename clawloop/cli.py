@@ -22,11 +22,7 @@ _COMMAND_MODULES = [
     "loop_cmd",      # clawloop check|report
 ]
 for _name in _COMMAND_MODULES:
-    try:
-        importlib.import_module(f"clawloop.commands.{_name}")
-    except ModuleNotFoundError as _e:
-        if _e.name != f"clawloop.commands.{_name}":
-            raise
+    importlib.import_module(f"clawloop.commands.{_name}")
 
 
 def main() -> None:
