@@ -67,7 +67,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeSandbox]:
         if "badsetup" in task.instruction:
             raise RuntimeError("setup exploded")
 
-    def verify(sb: FakeSandbox, task: Task) -> Any:
+    def verify(sb: FakeSandbox, task: Task, messages: list[dict[str, Any]]) -> Any:
         from clawloop.tasks.episode import Verdict
 
         if "badverifier" in task.instruction:
