@@ -1,0 +1,78 @@
+"""`clawloop train`: SFT and/or multi-turn GRPO from a base checkpoint into a new checkpoint dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from clawloop.commands import app
+
+
+def _parse_sets(sets: list[str]) -> dict:
+    """`sft.max_steps=10` style overrides into a nested dict (values parsed as YAML scalars)."""
+    import yaml
+
+    from clawloop.errors import ClawloopError
+
+    out: dict = {}
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ClawloopError(f"--set: expected KEY=VALUE, got {item!r}")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            value = raw
+        node = out
+        parts = key.strip().split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ClawloopError(f"--set: {key}: conflicts with another --set")
+        node[parts[-1]] = value
+    return out
+
+
+@app.command()
+def train(
+    method: str = typer.Option("sft", "--method", help="sft | grpo | sft+grpo"),
+    base: Path | None = typer.Option(None, "--base", help="Checkpoint directory to start from (weights + tokenizer)."),
+    tasks: Path | None = typer.Option(None, "--tasks", help="Validated pool JSONL (reference solutions, GRPO tasks)."),
+    trajectories: list[Path] = typer.Option(
+        [], "--trajectories", help="Rollout dir or episodes*.parquet; passed episodes join SFT. Repeatable."),
+    probe: Path | None = typer.Option(
+        None, "--probe", help="Probe table: SFT on learnable/frontier tasks, GRPO on learnable ones."),
+    out: Path | None = typer.Option(None, "--out", help="Output checkpoint directory (written atomically)."),
+    params: Path | None = typer.Option(None, "--params", help="params.yaml to read the knobs from."),
+    section: str = typer.Option("train", "--section", help="Dotted section of --params, e.g. train or loop.train."),
+    profile: str | None = typer.Option(None, "--profile", help="Defaults to start from: cpu | gpu."),
+    sets: list[str] = typer.Option([], "--set", help="Override a knob, e.g. --set sft.max_steps=50. Repeatable."),
+    logs: Path | None = typer.Option(None, "--logs", help="DVCLive directory for per-step metrics."),
+    help_params: bool = typer.Option(False, "--help-params", help="List every knob with its default and exit."),
+) -> None:
+    """Fine-tune a checkpoint on the task pool: SFT on successful trajectories, GRPO on the verifier."""
+    import json
+
+    from clawloop.errors import ClawloopError
+    from clawloop.training.config import TrainParams, field_help
+
+    overrides = _parse_sets(sets)
+    if profile is not None:
+        overrides["profile"] = profile
+    if params is not None:
+        p = TrainParams.from_yaml(params, section or None, overrides)
+    else:
+        p = TrainParams.from_mapping(overrides, where="--set")
+    if help_params:
+        for name, value, text in field_help(p):
+            typer.echo(f"{name:34s} {value:10s} {text}")
+        raise typer.Exit()
+    for flag, value in (("--base", base), ("--tasks", tasks), ("--out", out)):
+        if value is None:
+            raise ClawloopError(f"{flag}: required")
+    from clawloop.training.run import train as run
+
+    metrics = run(method, base, tasks, trajectories, probe, out, p, logs=logs)
+    typer.echo(json.dumps(metrics, sort_keys=True))
+    typer.echo(f"wrote {out}")

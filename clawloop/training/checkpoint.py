@@ -1,0 +1,162 @@
+"""Checkpoint plumbing shared by SFT and GRPO: input checks, the OUT.tmp work dir, resuming,
+the atomic rename at the end, metric logging.
+
+Layout while training OUT:
+
+    OUT.tmp/run.json          fingerprint of the run (base, data, params); a mismatch starts over
+    OUT.tmp/<stage>/          trainer output_dir: checkpoint-N/ dirs, resumed from the last one
+    OUT.tmp/<stage>.done/     the stage's final model (sft+grpo chains sft.done into grpo)
+    OUT.tmp/final/            model + tokenizer + train_meta.json, renamed to OUT at the end
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clawloop.errors import ClawloopError
+from clawloop.io import read_json, write_json
+
+if TYPE_CHECKING:
+    from transformers import TrainerCallback
+
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "adapter_model.safetensors")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
+def check_base(base: str | Path) -> Path:
+    """A usable checkpoint dir: config.json, weights and a tokenizer (checked without loading)."""
+    base = Path(base)
+    if not base.is_dir():
+        raise ClawloopError(f"{base}: checkpoint directory not found")
+    if not (base / "config.json").is_file():
+        raise ClawloopError(f"{base}: config.json: missing (not a transformers checkpoint)")
+    if not any(next(base.glob(p), None) for p in WEIGHT_PATTERNS):
+        raise ClawloopError(f"{base}: weights: no *.safetensors or pytorch_model*.bin")
+    if not any((base / f).is_file() for f in TOKENIZER_FILES):
+        raise ClawloopError(f"{base}: tokenizer: missing (expected tokenizer.json or tokenizer_config.json)")
+    return base
+
+
+def load_tokenizer(base: Path) -> Any:
+    """The checkpoint's tokenizer with a pad token; errors become ClawloopError."""
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(str(base))
+    except (OSError, ValueError) as e:
+        raise ClawloopError(f"{base}: tokenizer: cannot load ({str(e).splitlines()[0]})") from None
+    if not getattr(tok, "chat_template", None):
+        raise ClawloopError(f"{base}: tokenizer: no chat template")
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+class WorkDir:
+    """OUT.tmp for one training run, reused across interruptions when the fingerprint matches."""
+
+    def __init__(self, out: str | Path, fingerprint: dict[str, Any]) -> None:
+        self.out = Path(out)
+        self.tmp = self.out.with_name(self.out.name + ".tmp")
+        self.fingerprint = fingerprint
+        self.resumed = False
+
+    def open(self) -> WorkDir:
+        stamp = self.tmp / "run.json"
+        if self.tmp.exists():
+            old = read_json(stamp) if stamp.is_file() else None
+            if old == self.fingerprint:
+                self.resumed = True
+            else:
+                shutil.rmtree(self.tmp)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        write_json(stamp, self.fingerprint)
+        return self
+
+    def stage_dir(self, stage: str) -> Path:
+        return self.tmp / stage
+
+    def done_dir(self, stage: str) -> Path:
+        return self.tmp / f"{stage}.done"
+
+    def is_done(self, stage: str) -> bool:
+        return (self.done_dir(stage) / "train_meta.json").is_file()
+
+    @property
+    def final(self) -> Path:
+        return self.tmp / "final"
+
+    def commit(self, stage_done: Path) -> Path:
+        """Move a finished stage's model to OUT (replacing an old OUT) and delete OUT.tmp."""
+        old = self.out.with_name(self.out.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        if self.out.exists():
+            os.replace(self.out, old)
+        os.replace(stage_done, self.out)
+        shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return self.out
+
+
+def last_checkpoint(output_dir: Path) -> str | None:
+    """The newest complete checkpoint-N dir under a trainer output_dir, or None."""
+    if not output_dir.is_dir():
+        return None
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(output_dir))
+
+
+def save_final(trainer: Any, tokenizer: Any, dest: Path, meta: dict[str, Any]) -> Path:
+    """Save model (LoRA merged), tokenizer and train_meta.json into `dest` (a fresh dir).
+
+    Call on every rank: sharded (FSDP / DeepSpeed) weights are gathered by `save_model`."""
+    acc = trainer.accelerator
+    if acc.is_main_process and dest.exists():
+        shutil.rmtree(dest)
+    acc.wait_for_everyone()
+    sharded = getattr(trainer, "is_fsdp_enabled", False) or getattr(trainer, "is_deepspeed_enabled", False)
+    if sharded:
+        trainer.save_model(str(dest))  # gathers the full state dict, writes on the main process
+    elif acc.is_main_process:
+        model = acc.unwrap_model(trainer.model)
+        if hasattr(model, "merge_and_unload"):  # peft: ship plain weights, no adapter indirection
+            model = model.merge_and_unload()
+        model.save_pretrained(str(dest), safe_serialization=True)
+    if acc.is_main_process:
+        tokenizer.save_pretrained(str(dest))
+        write_json(dest / "train_meta.json", meta)
+    acc.wait_for_everyone()
+    return dest
+
+
+def dvclive_callback(logs_dir: Path | None, resume: bool) -> TrainerCallback | None:
+    """transformers' DVCLiveCallback writing into `logs_dir` (no DVC experiment, no dvc.yaml edits)."""
+    if logs_dir is None:
+        return None
+    try:
+        from dvclive import Live
+        from transformers.integrations import DVCLiveCallback
+    except ImportError:
+        return None
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    live = Live(dir=str(logs_dir), resume=resume, save_dvc_exp=False, dvcyaml=None, report=None)
+    return DVCLiveCallback(live=live, log_model=False)
+
+
+def final_metrics(trainer: Any, result: Any) -> dict[str, float]:
+    """Scalar metrics of a finished run: the trainer's summary plus the last logged values."""
+    metrics: dict[str, float] = {}
+    for entry in trainer.state.log_history:
+        for k, v in entry.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                metrics[k] = float(v)
+    for k, v in (result.metrics or {}).items():
+        if isinstance(v, int | float):
+            metrics[k] = float(v)
+    metrics["global_step"] = float(trainer.state.global_step)
+    return metrics

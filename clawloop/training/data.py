@@ -1,0 +1,194 @@
+"""Training data: the policy's own successful rollouts, reference trajectories, and their mix.
+
+A conversation is the harness's whole episode in HF chat format (system, instruction, assistant
+tool calls, tool results, submit). Self-generated ones come from rollout directories
+(`episodes*.parquet`, see clawloop.trajectory); reference ones from `reference.py`. Both end up
+in one `datasets.Dataset` of {"messages": [...], "tools": JSON} rows for SFTTrainer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from clawloop.errors import ClawloopError
+
+if TYPE_CHECKING:
+    import datasets
+
+REQUIRED_COLUMNS = ("task_id", "passed", "messages")
+"""Columns of episodes.parquet that training reads."""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One successful episode to imitate."""
+
+    task_id: str
+    messages: list[dict[str, Any]]
+    source: str = "self"
+    """"self" (the policy's rollout) or "reference" (the executed reference solution)."""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> str:
+        """sha256 of the canonical JSON of the messages: equal conversations share it."""
+        return conversation_hash(self.messages)
+
+
+def conversation_hash(messages: Sequence[dict[str, Any]]) -> str:
+    return hashlib.sha256(orjson.dumps(list(messages), option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _episode_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        files = sorted(path.glob("episodes*.parquet")) or sorted(path.glob("**/episodes*.parquet"))
+        if files:
+            return files
+        raise ClawloopError(f"{path}: no episodes*.parquet in this directory")
+    raise ClawloopError(f"{path}: file not found")
+
+
+def _check_messages(messages: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(messages, list) or not messages:
+        raise ClawloopError(f"{where}: messages: expected a non-empty JSON list of chat messages")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ClawloopError(f"{where}: messages[{i}]: expected an object with a 'role'")
+    if not any(m["role"] == "assistant" for m in messages):
+        raise ClawloopError(f"{where}: messages: no assistant turn")
+    return messages
+
+
+def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -> list[Conversation]:
+    """Successful rollouts (passed=true) from rollout dirs or episodes files: deduplicated by
+    conversation hash, at most `max_per_task` per task, shortest conversations first."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    by_task: dict[str, dict[str, Conversation]] = defaultdict(dict)
+    for p in paths:
+        for f in _episode_files(Path(p)):
+            try:
+                schema = pq.read_schema(f)
+            except (pa.ArrowInvalid, OSError) as e:
+                raise ClawloopError(f"{f}: not a Parquet file ({e})") from None
+            missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
+            if missing:
+                raise ClawloopError(f"{f}: {missing[0]}: column missing (not an episodes table?)")
+            for c, want in (("task_id", pa.string()), ("passed", pa.bool_()), ("messages", pa.string())):
+                if schema.field(c).type != want:
+                    raise ClawloopError(f"{f}: {c}: expected type {want}, got {schema.field(c).type}")
+            table = pq.read_table(f, columns=list(REQUIRED_COLUMNS))
+            rows = pc.indices_nonzero(pc.fill_null(table.column("passed"), False)).to_pylist()
+            for row, rec in zip(rows, table.take(rows).to_pylist(), strict=True):
+                where = f"{f}: row {row}"
+                try:
+                    messages = orjson.loads(rec["messages"] or "")
+                except orjson.JSONDecodeError as e:
+                    raise ClawloopError(f"{where}: messages: not valid JSON ({e})") from None
+                conv = Conversation(rec["task_id"], _check_messages(messages, where), "self")
+                by_task[conv.task_id].setdefault(conv.key, conv)
+    out: list[Conversation] = []
+    for task_id in sorted(by_task):
+        convs = sorted(by_task[task_id].values(), key=lambda c: (len(c.messages), c.key))
+        out += convs[:max_per_task]
+    return out
+
+
+def dedupe(conversations: Iterable[Conversation]) -> list[Conversation]:
+    """Drop repeated conversations (same messages), keeping the first."""
+    seen: set[str] = set()
+    out = []
+    for c in conversations:
+        if c.key not in seen:
+            seen.add(c.key)
+            out.append(c)
+    return out
+
+
+def mix(reference: Sequence[Conversation], self_generated: Sequence[Conversation],
+        self_fraction: float | None, seed: int = 0) -> list[Conversation]:
+    """Combine both sources. `self_fraction` None keeps everything; otherwise the largest subset
+    whose share of self-generated conversations is `self_fraction` (nothing repeated)."""
+    reference, self_generated = dedupe(reference), dedupe(self_generated)
+    if self_fraction is None:
+        return dedupe([*reference, *self_generated])
+    rng = random.Random(seed)
+    n_ref, n_self = len(reference), len(self_generated)
+    if self_fraction <= 0.0:
+        n_self = 0
+    elif self_fraction >= 1.0:
+        n_ref = 0
+    else:
+        ratio = self_fraction / (1.0 - self_fraction)  # self per reference
+        if n_self > ratio * n_ref:
+            n_self = round(ratio * n_ref)
+        else:
+            n_ref = min(n_ref, round(n_self / ratio))
+    picked = rng.sample(list(reference), n_ref) + rng.sample(list(self_generated), n_self)
+    rng.shuffle(picked)
+    return dedupe(picked)
+
+
+def to_dataset(conversations: Sequence[Conversation], tools: Sequence[dict[str, Any]] | None = None,
+               ) -> datasets.Dataset:
+    """HF dataset of {"messages", "tools"} rows (tools as JSON, which SFTTrainer decodes)."""
+    import datasets
+    from datasets import Features, Json, List, Value
+
+    if not conversations:
+        raise ClawloopError("training set is empty: no reference trajectory passed and no successful rollout")
+    if tools is None:
+        from clawloop.agent.harness import TOOLS
+
+        tools = TOOLS
+    tools_json = orjson.dumps(list(tools)).decode()
+    # Messages as a list of Json values: Arrow's struct inference would unify the keys of all
+    # messages (tool_calls: None everywhere, submit's {} arguments becoming {"command": None}).
+    rows = {"messages": [_normalize(c.messages) for c in conversations],
+            "tools": [tools_json] * len(conversations)}
+    features = Features({"messages": List(Json()), "tools": Value("string")})
+    return datasets.Dataset.from_dict(rows, features=features)
+
+
+def _normalize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool-call arguments as objects (templates `tojson` them), content never None."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("content") is None:
+            m["content"] = ""
+        if m.get("tool_calls"):
+            calls = []
+            for call in m["tool_calls"]:
+                call = dict(call)
+                fn = dict(call.get("function", {}))
+                if isinstance(fn.get("arguments"), str):
+                    with contextlib.suppress(orjson.JSONDecodeError):
+                        fn["arguments"] = orjson.loads(fn["arguments"])
+                call["function"] = fn
+                call.setdefault("type", "function")
+                calls.append(call)
+            m["tool_calls"] = calls
+        out.append(m)
+    return out
+
+
+def data_sha256(conversations: Sequence[Conversation]) -> str:
+    """sha256 over the conversations in training order: what train_meta.json records."""
+    h = hashlib.sha256()
+    for c in conversations:
+        h.update(bytes.fromhex(c.key))
+    return h.hexdigest()

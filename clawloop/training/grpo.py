@@ -1,0 +1,278 @@
+"""Multi-turn GRPO with TRL's GRPOTrainer on the environment path (`environment_factory`).
+
+Each rollout gets a `ShellEnvironment`: `reset(**row)` opens a sandbox and prepares the row's
+task, the public `bash` and `submit` methods are the tools (their docstrings make exactly the
+harness's tool schemas, so GRPO prompts equal the SFT/rollout prompts), and `get_reward` runs
+the hidden verifier. Infrastructure failures (sandbox, setup, verifier error) return a reward
+of None: TRL turns it into NaN, leaves the row out of the group baseline and zeroes its
+advantage (`GRPOTrainer._generate_and_score_completions`, "unscorable" rows), so they are
+masked out rather than scored 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from clawloop.agent.harness import BASH_TOOL, SUBMIT_TOOL, HarnessConfig, format_observation, initial_messages
+from clawloop.errors import ClawloopError
+from clawloop.tasks.model import Task
+from clawloop.training.checkpoint import (
+    dvclive_callback,
+    final_metrics,
+    last_checkpoint,
+    load_tokenizer,
+    save_final,
+)
+from clawloop.training.config import GRPOParams, resolve_bf16
+from clawloop.training.sft import _cuda, model_dtype, peft_config
+
+if TYPE_CHECKING:
+    import datasets
+
+
+class ShellEnvironment:
+    """One rollout's sandbox. Configure the class with `environment_factory(...)`."""
+
+    backend: str = "bwrap"
+    sandbox_config: dict[str, Any] = {}  # replaced per factory
+    harness_config: HarnessConfig = HarnessConfig()
+    registry: list[ShellEnvironment] = []
+    stats: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.sb: Any = None
+        self.task: Task | None = None
+        self.error: str | None = None
+        self.submitted = False
+        self.turns = 0
+        with self.lock:
+            self.registry.append(self)
+
+    # -- TRL protocol ---------------------------------------------------------------------
+    def reset(self, **row: Any) -> str | None:
+        """Close the previous sandbox, open a fresh one and prepare the row's task."""
+        from clawloop.tasks import episode
+
+        self._close()
+        self.error, self.submitted, self.turns = None, False, 0
+        try:
+            self.task = Task.from_json(orjson.loads(row["task"]))
+        except (KeyError, ValueError, orjson.JSONDecodeError) as e:
+            raise ClawloopError(f"GRPO dataset row: task: {e}") from None
+        try:
+            import sandbox
+
+            self.sb = sandbox.create(self.backend, **self.sandbox_config)
+            episode.prepare(self.sb, self.task)
+        except Exception as e:  # any setup breakage is an infrastructure error of this rollout
+            self.error = f"setup: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        return None
+
+    def bash(self, command: str):  # no return annotation: keeps the schema equal to harness.BASH_TOOL
+        """(Set from harness.BASH_TOOL below.)"""
+        if self.error is not None:
+            return "[the sandbox is unavailable]"
+        if self.submitted:
+            return "[the task was already submitted]"
+        assert self.task is not None
+        self.turns += 1
+        timeout = self.harness_config.command_timeout_s or self.task.limits.command_timeout_s
+        try:
+            result = self.sb.exec(command, timeout=timeout, cwd=self.task.workdir,
+                                  env=dict(self.task.env) or None)
+        except Exception as e:
+            self.error = f"sandbox: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            return "[the sandbox is unavailable]"
+        return format_observation(result, limit=self.harness_config.observation_chars, timeout_s=timeout)
+
+    def submit(self):  # no return annotation: keeps the schema equal to harness.SUBMIT_TOOL
+        """(Set from harness.SUBMIT_TOOL below.)"""
+        self.submitted = True
+        return "[submitted]"
+
+    def get_reward(self) -> float | None:
+        """The verifier's reward on the workspace as left; None for infrastructure errors."""
+        from clawloop.tasks import episode
+
+        try:
+            if self.error is not None or self.sb is None or self.task is None:
+                outcome, reward = "error", None
+            else:
+                try:
+                    verdict = episode.verify(self.sb, self.task)
+                    outcome, reward = verdict.outcome, verdict.reward
+                except Exception as e:
+                    self.error = f"verifier: {e}"
+                    outcome, reward = "error", None
+                if outcome == "error":
+                    reward = None
+        finally:
+            self._close()
+        with self.lock:
+            self.stats[outcome] += 1
+        return reward
+
+    # -- cleanup --------------------------------------------------------------------------
+    def _close(self) -> None:
+        """Close the sandbox (idempotent)."""
+        sb, self.sb = self.sb, None
+        if sb is not None:
+            with contextlib.suppress(Exception):
+                sb.close()
+
+    @classmethod
+    def close_all(cls) -> None:
+        with cls.lock:
+            envs = list(cls.registry)
+        for env in envs:
+            env._close()
+
+
+def _google_docstring(tool: dict[str, Any]) -> str:
+    """A docstring from which transformers' get_json_schema rebuilds `tool` exactly."""
+    fn = tool["function"]
+    props = fn.get("parameters", {}).get("properties", {})
+    args = "".join(f"    {k}: {v.get('description', k)}\n" for k, v in props.items())
+    return fn["description"] + (f"\n\nArgs:\n{args}" if args else "")
+
+
+# The tool docstrings are the harness's tool descriptions, so the schemas TRL renders into GRPO
+# prompts stay identical to the ones SFT data and rollouts use (tests/test_grpo.py checks it).
+ShellEnvironment.bash.__doc__ = _google_docstring(BASH_TOOL)
+ShellEnvironment.submit.__doc__ = _google_docstring(SUBMIT_TOOL)
+
+
+def environment_factory(backend: str = "bwrap", sandbox_config: Any = None,
+                        harness_config: HarnessConfig | None = None) -> type[ShellEnvironment]:
+    """A fresh ShellEnvironment subclass bound to a backend (its own registry and stats)."""
+    if hasattr(sandbox_config, "model_dump"):
+        sandbox_config = sandbox_config.model_dump()
+    return type("ShellEnvironment", (ShellEnvironment,), {
+        "backend": backend, "sandbox_config": dict(sandbox_config or {}),
+        "harness_config": harness_config or HarnessConfig(), "registry": [], "stats": Counter(),
+        "lock": threading.Lock(),
+    })
+
+
+def grpo_dataset(tasks: Sequence[Task], harness_config: HarnessConfig | None = None) -> datasets.Dataset:
+    """One row per task: the harness's opening messages as the prompt, the task as JSON."""
+    import datasets
+    from datasets import Features, Json, List, Value
+
+    if not tasks:
+        raise ClawloopError("GRPO: no tasks to train on (no learnable task in the probe?)")
+    rows = {"prompt": [initial_messages(t, harness_config) for t in tasks],
+            "task": [orjson.dumps(t.to_json()).decode() for t in tasks]}
+    return datasets.Dataset.from_dict(rows, features=Features({"prompt": List(Json()), "task": Value("string")}))
+
+
+def grpo_config(params: GRPOParams, output_dir: Path, *, bf16: bool | None = None) -> Any:
+    from trl import GRPOConfig
+
+    bf16 = resolve_bf16(params.bf16) if bf16 is None else bf16
+    if (params.per_device_train_batch_size * params.gradient_accumulation_steps) % params.num_generations:
+        raise ClawloopError(
+            f"grpo: per_device_train_batch_size × gradient_accumulation_steps "
+            f"({params.per_device_train_batch_size} × {params.gradient_accumulation_steps}) must be a multiple "
+            f"of num_generations ({params.num_generations})")
+    return GRPOConfig(
+        output_dir=str(output_dir),
+        learning_rate=params.learning_rate,
+        beta=params.beta,
+        num_generations=params.num_generations,
+        per_device_train_batch_size=params.per_device_train_batch_size,
+        gradient_accumulation_steps=params.gradient_accumulation_steps,
+        max_steps=params.max_steps,
+        max_completion_length=params.max_completion_length,
+        max_tool_calling_iterations=params.max_turns,
+        temperature=params.temperature,
+        loss_type=params.loss_type,
+        use_vllm=params.use_vllm,
+        vllm_mode=params.vllm_mode,
+        bf16=bf16,
+        activation_checkpointing=params.gradient_checkpointing,
+        logging_steps=params.logging_steps,
+        save_strategy="steps",
+        save_steps=params.save_steps,
+        save_total_limit=params.save_total_limit,
+        seed=params.seed,
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_pin_memory=_cuda(),
+        model_init_kwargs={"dtype": model_dtype(bf16)},
+    )
+
+
+def build_trainer(base: Path, tasks: Sequence[Task], params: GRPOParams, output_dir: Path, *,
+                  backend: str = "bwrap", sandbox_config: Any = None,
+                  harness_config: HarnessConfig | None = None, callbacks: list[Any] | None = None,
+                  ) -> tuple[Any, type[ShellEnvironment]]:
+    """A GRPOTrainer over `tasks` with one ShellEnvironment per rollout."""
+    import os
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from trl import GRPOTrainer
+
+    tokenizer = load_tokenizer(base)
+    env_cls = environment_factory(backend, sandbox_config, harness_config)
+    try:
+        trainer = GRPOTrainer(
+            model=str(base),
+            args=grpo_config(params, output_dir),
+            train_dataset=grpo_dataset(tasks, harness_config),
+            processing_class=tokenizer,
+            peft_config=peft_config(params.lora),
+            environment_factory=env_cls,
+            callbacks=callbacks or None,
+        )
+    except ValueError as e:
+        env_cls.close_all()
+        if "chat template" in str(e).lower():
+            raise ClawloopError(f"{base}: tokenizer: {str(e).splitlines()[0]}") from None
+        raise
+    return trainer, env_cls
+
+
+def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: Path, dest: Path, *,
+             backend: str = "bwrap", sandbox_config: Any = None, harness_config: HarnessConfig | None = None,
+             logs_dir: Path | None = None, meta: dict[str, Any] | None = None,
+             callbacks: Sequence[Callable[..., Any]] | None = None) -> dict[str, Any]:
+    """GRPO from `base` on `tasks` (resuming from `stage_dir`), saved into `dest`; returns the meta."""
+    start = time.time()
+    resume = last_checkpoint(stage_dir)
+    cb = dvclive_callback(logs_dir, resume=resume is not None)
+    cbs = [*(callbacks or []), *([cb] if cb else [])]
+    trainer, env_cls = build_trainer(base, tasks, params, stage_dir, backend=backend,
+                                     sandbox_config=sandbox_config, harness_config=harness_config,
+                                     callbacks=cbs)
+    try:
+        result = trainer.train(resume_from_checkpoint=resume)
+    finally:
+        env_cls.close_all()
+    metrics = final_metrics(trainer, result)
+    total = sum(env_cls.stats.values())
+    metrics.update({f"rollouts_{k}": float(v) for k, v in env_cls.stats.items()})
+    metrics["rollouts"] = float(total)
+    meta = {
+        **(meta or {}),
+        "method": "grpo",
+        "base": str(base),
+        "steps": trainer.state.global_step,
+        "tasks": len(tasks),
+        "metrics": metrics,
+        "masked_rollouts": env_cls.stats.get("error", 0),
+        "wall_time_s": round(time.time() - start, 3),
+        "resumed_from": resume,
+        "params": params.model_dump(mode="json"),
+    }
+    save_final(trainer, trainer.processing_class, dest, meta)
+    return meta

@@ -1,0 +1,122 @@
+"""SFT with TRL's SFTTrainer: conversational data with tools, loss on assistant tokens only.
+
+A thin wrapper: builds the SFTConfig from `SFTParams`, resumes from the last checkpoint in the
+stage dir, logs to DVCLive, and saves model + tokenizer + train_meta.json into `dest`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clawloop.training.checkpoint import (
+    dvclive_callback,
+    final_metrics,
+    last_checkpoint,
+    load_tokenizer,
+    save_final,
+)
+from clawloop.training.config import LoraParams, SFTParams, resolve_bf16
+
+if TYPE_CHECKING:
+    import datasets
+
+
+def peft_config(lora: LoraParams | None) -> Any:
+    """A peft LoraConfig for causal LM, or None."""
+    if lora is None:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                      target_modules=lora.target_modules, task_type="CAUSAL_LM")
+
+
+def model_dtype(bf16: bool) -> Any:
+    """Weights dtype: bf16 on GPU when mixed precision is on (halves memory), fp32 otherwise."""
+    import torch
+
+    return torch.bfloat16 if bf16 and torch.cuda.is_available() else torch.float32
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def sft_config(params: SFTParams, output_dir: Path, *, bf16: bool | None = None) -> Any:
+    """TRL SFTConfig for our data: assistant-only loss, tools column, no external reporting."""
+    from trl import SFTConfig
+
+    bf16 = resolve_bf16(params.bf16) if bf16 is None else bf16
+    return SFTConfig(
+        output_dir=str(output_dir),
+        assistant_only_loss=True,
+        learning_rate=params.learning_rate,
+        num_train_epochs=params.num_train_epochs,
+        max_steps=params.max_steps,
+        per_device_train_batch_size=params.per_device_train_batch_size,
+        gradient_accumulation_steps=params.gradient_accumulation_steps,
+        max_length=params.max_length,
+        packing=params.packing,
+        activation_checkpointing=params.gradient_checkpointing,
+        bf16=bf16,
+        warmup_steps=params.warmup_ratio,  # a float < 1 is a ratio of the total steps
+        lr_scheduler_type=params.lr_scheduler_type,
+        weight_decay=params.weight_decay,
+        logging_steps=params.logging_steps,
+        save_strategy="steps",
+        save_steps=params.save_steps,
+        save_total_limit=params.save_total_limit,
+        seed=params.seed,
+        data_seed=params.seed,
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_pin_memory=_cuda(),
+        dataset_num_proc=None,
+        model_init_kwargs={"dtype": model_dtype(bf16)},
+    )
+
+
+def build_trainer(base: Path, dataset: datasets.Dataset, params: SFTParams, output_dir: Path,
+                  *, callbacks: list[Any] | None = None, bf16: bool | None = None) -> Any:
+    """An SFTTrainer ready to train (the dataset is tokenized and labelled here)."""
+    from trl import SFTTrainer
+
+    tokenizer = load_tokenizer(base)
+    return SFTTrainer(
+        model=str(base),
+        args=sft_config(params, output_dir, bf16=bf16),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config(params.lora),
+        callbacks=callbacks or None,
+    )
+
+
+def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir: Path, dest: Path,
+            *, logs_dir: Path | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Train `base` on `dataset` (resuming from `stage_dir`), save into `dest`; returns the meta."""
+    start = time.time()
+    resume = last_checkpoint(stage_dir)
+    cb = dvclive_callback(logs_dir, resume=resume is not None)
+    trainer = build_trainer(base, dataset, params, stage_dir, callbacks=[cb] if cb else None)
+    result = trainer.train(resume_from_checkpoint=resume)
+    metrics = final_metrics(trainer, result)
+    tokens = sum(sum(1 for t in row if t != -100) for row in trainer.train_dataset["labels"])
+    metrics["trained_tokens_per_epoch"] = float(tokens)
+    metrics["examples"] = float(len(dataset))
+    meta = {
+        **(meta or {}),
+        "method": "sft",
+        "base": str(base),
+        "steps": trainer.state.global_step,
+        "metrics": metrics,
+        "wall_time_s": round(time.time() - start, 3),
+        "resumed_from": resume,
+        "params": params.model_dump(mode="json"),
+    }
+    save_final(trainer, trainer.processing_class, dest, meta)
+    return meta

@@ -1,0 +1,144 @@
+"""GRPO: the shell environment (real bwrap sandboxes), masking of infrastructure errors, two
+end-to-end GRPOTrainer steps on CPU."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from clawloop.agent.harness import BASH_TOOL, SUBMIT_TOOL, TOOLS, initial_messages
+from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.training.config import GRPOParams
+from clawloop.training.grpo import environment_factory, grpo_dataset
+
+TEST_SH = ('if [ "$(cat /workspace/{f} 2>/dev/null)" = "{v}" ]; then echo 1; else echo 0; fi '
+           '> /logs/verifier/reward.txt')
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from clawloop.models.bootstrap import bootstrap
+
+    d = tmp_path_factory.getbasetemp() / "training-tiny-model"
+    if not (d / "model_meta.json").exists():
+        bootstrap(d, size="tiny", seed=0, corpus_pairs=2000)
+    return d
+
+
+def make_task(name: str = "a.txt", value: str = "alpha", *, test_sh: str | None = None, **kw: object) -> Task:
+    return Task(instruction=f"Write {value} into {name}.", skill="files", level=1,
+                verifier=Verifier(files={"test.sh": FileSpec(content=test_sh or TEST_SH.format(f=name, v=value))}),
+                solution=Solution(steps=[f"echo {value} > {name}"]), **kw)
+
+
+def row(task: Task) -> dict[str, object]:
+    return {"prompt": initial_messages(task), "task": orjson.dumps(task.to_json()).decode()}
+
+
+def test_tools_are_exactly_the_harness_tools() -> None:
+    from transformers.utils import get_json_schema
+
+    env = environment_factory("bwrap")()
+    public = [n for n, _ in inspect.getmembers(type(env), inspect.isfunction) if not n.startswith("_")]
+    assert public == ["bash", "get_reward", "reset", "submit"]  # TRL: reset/get_reward + two tools
+    assert json.dumps(get_json_schema(env.bash)) == json.dumps(BASH_TOOL)
+    assert json.dumps(get_json_schema(env.submit)) == json.dumps(SUBMIT_TOOL)
+
+
+def test_environment_runs_commands_and_verifies_in_bwrap() -> None:
+    env_cls = environment_factory("bwrap")
+    env = env_cls()
+    task = make_task()
+    assert env.reset(**row(task)) is None
+    assert env.bash("printf 'hi\\n'") == "hi\n[exit code 0]"
+    assert env.bash("echo alpha > a.txt; exit 3") == "[exit code 3]"
+    env.submit()
+    assert env.bash("rm a.txt") == "[the task was already submitted]"
+    assert env.get_reward() == 1.0
+    assert env.sb is None  # closed after the verdict
+    env.reset(**row(task))  # a reused instance starts over in a fresh sandbox
+    assert env.bash("cat a.txt") .endswith("[exit code 1]")
+    assert env.get_reward() == 0.0
+    assert dict(env_cls.stats) == {"passed": 1, "failed": 1}
+
+
+def test_infrastructure_errors_give_no_reward() -> None:
+    env_cls = environment_factory("bwrap")
+    env = env_cls()
+    env.reset(**row(make_task(setup=["exit 9"])))
+    assert env.error and env.error.startswith("setup:")
+    assert env.bash("ls") == "[the sandbox is unavailable]"
+    assert env.get_reward() is None
+    env.reset(**row(make_task(test_sh="echo no reward file")))
+    env.bash("echo alpha > a.txt")
+    assert env.get_reward() is None  # verifier error: masked, not 0
+    assert dict(env_cls.stats) == {"error": 2}
+    env.reset(**row(make_task()))
+    assert env.sb is not None
+    env_cls.close_all()
+    assert env.sb is None
+
+
+def test_bootstrap_tokenizer_parses_tool_calls_for_trl(tiny_model: Path) -> None:
+    """TRL's tool loop parses replies with the tokenizer's response template."""
+    from trl.chat_template_utils import (
+        is_chat_template_prefix_preserving,
+        parse_response,
+        supports_tool_calling,
+    )
+
+    from clawloop.training.checkpoint import load_tokenizer
+
+    tok = load_tokenizer(tiny_model)
+    assert supports_tool_calling(tok) and is_chat_template_prefix_preserving(tok)
+    reply = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls -l"}}\n</tool_call><|im_end|>'
+    prefix = tok.apply_chat_template([{"role": "user", "content": "x"}], tools=TOOLS, add_generation_prompt=True)
+    parsed = parse_response(tok, tok(reply, add_special_tokens=False)["input_ids"], prefix=prefix, tools=TOOLS)
+    assert parsed["tool_calls"] == [{"type": "function", "function": {"name": "bash",
+                                                                      "arguments": {"command": "ls -l"}}}]
+
+
+@pytest.mark.slow
+def test_two_grpo_steps_end_to_end(tiny_model: Path, tmp_path: Path) -> None:
+    from clawloop.training.grpo import build_trainer, run_grpo
+
+    coin = make_task("c.txt", "coin", test_sh="echo $((RANDOM % 2)) > /logs/verifier/reward.txt")
+    broken = make_task("b.txt", "broken", test_sh="exit 0")  # writes no reward: infrastructure error
+    tasks = [coin, broken]
+    params = GRPOParams(max_steps=2, num_generations=2, per_device_train_batch_size=4,
+                        max_completion_length=48, max_turns=2, learning_rate=1e-5, save_steps=1000)
+
+    trainer, env_cls = build_trainer(tiny_model, tasks, params, tmp_path / "probe")
+    try:  # GRPO prompts render the same as SFT / rollout prompts
+        tok, prompt = trainer.processing_class, initial_messages(coin)
+        assert (tok.apply_chat_template(prompt, tools=trainer._env_tools[None], tokenize=False)
+                == tok.apply_chat_template(prompt, tools=TOOLS, tokenize=False))
+    finally:
+        env_cls.close_all()
+    del trainer
+
+    dest = tmp_path / "out"
+    meta = run_grpo(tiny_model, tasks, params, tmp_path / "stage", dest, backend="bwrap")
+    m = meta["metrics"]
+    assert meta["steps"] == 2 and m["rollouts"] == 8
+    assert m["rollouts_error"] == 4 and meta["masked_rollouts"] == 4  # every rollout of the broken task
+    assert 0.0 <= m["reward"] <= 1.0  # NaN (masked) rewards stay out of the mean
+    assert (dest / "model.safetensors").is_file() and (dest / "tokenizer_config.json").is_file()
+    assert json.loads((dest / "train_meta.json").read_text())["method"] == "grpo"
+
+
+def test_grpo_dataset_and_batch_check(tmp_path: Path) -> None:
+    from clawloop.errors import ClawloopError
+    from clawloop.training.grpo import grpo_config
+
+    ds = grpo_dataset([make_task()])
+    assert ds[0]["prompt"] == initial_messages(make_task())
+    assert Task.from_json(json.loads(ds[0]["task"])) == make_task()
+    with pytest.raises(ClawloopError, match="no tasks"):
+        grpo_dataset([])
+    with pytest.raises(ClawloopError, match="multiple of num_generations"):
+        grpo_config(GRPOParams(num_generations=3, per_device_train_batch_size=4), tmp_path)

@@ -1,0 +1,189 @@
+"""Training data: params, reference trajectories in bwrap, self-generated rollouts, mixing, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from clawloop.agent.harness import TOOLS, HarnessConfig, initial_messages
+from clawloop.errors import ClawloopError
+from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.training import data as tdata
+from clawloop.training.config import TrainParams, field_help, resolve_bf16
+from clawloop.training.reference import call_text, reference_trajectories
+
+TEST_SH = ('if [ "$(cat /workspace/{f} 2>/dev/null)" = "{v}" ]; then echo 1; else echo 0; fi '
+           '> /logs/verifier/reward.txt')
+
+
+def make_task(name: str, value: str, steps: list[str] | None = None, **kw: Any) -> Task:
+    return Task(instruction=f"Write {value} into {name}.", skill="files", level=1,
+                verifier=Verifier(files={"test.sh": FileSpec(content=TEST_SH.format(f=name, v=value))}),
+                solution=Solution(steps=steps or [f"echo {value} > {name}"]), **kw)
+
+
+# --- params ------------------------------------------------------------------------------------
+
+def test_profiles_and_overrides() -> None:
+    cpu, gpu = TrainParams.for_profile("cpu"), TrainParams.for_profile("gpu")
+    assert cpu.sft.learning_rate == 1e-3 and not cpu.sft.packing and not cpu.sft.gradient_checkpointing
+    assert gpu.sft.learning_rate == 1e-5 and gpu.grpo.use_vllm and gpu.grpo.beta > 0
+    p = TrainParams.from_mapping({"profile": "gpu", "sft": {"max_steps": 7, "lora": {"r": 8}}})
+    assert p.sft.max_steps == 7 and p.sft.learning_rate == 1e-5 and p.sft.lora and p.sft.lora.r == 8
+    with pytest.raises(ClawloopError, match=r"params: sft.nope: Extra inputs"):
+        TrainParams.from_mapping({"sft": {"nope": 1}})
+    with pytest.raises(ClawloopError, match="profile"):
+        TrainParams.from_mapping({"profile": "tpu"})
+    names = [n for n, _, h in field_help(cpu) if h]
+    assert "sft.learning_rate" in names and "grpo.beta" in names and "data.self_fraction" in names
+    assert resolve_bf16(True) and not resolve_bf16(False)
+
+
+def test_params_yaml_section(tmp_path: Path) -> None:
+    f = tmp_path / "params.yaml"
+    f.write_text("train:\n  profile: cpu\n  sft:\n    max_steps: 3\n")
+    assert TrainParams.from_yaml(f, "train", {"grpo": {"beta": 0.1}}).sft.max_steps == 3
+    with pytest.raises(ClawloopError, match="section not found"):
+        TrainParams.from_yaml(f, "loop.train")
+
+
+# --- reference trajectories (real bwrap sandboxes) -------------------------------------------
+
+def test_reference_trajectories_keep_only_passing_episodes() -> None:
+    good = make_task("a.txt", "alpha", ["ls", "echo alpha > a.txt"])
+    wrong = make_task("b.txt", "beta", ["echo nope > b.txt"])
+    too_long = make_task("c.txt", "gamma", [f"echo {i}" for i in range(5)] + ["echo gamma > c.txt"],
+                         limits={"max_turns": 3})
+    broken = make_task("d.txt", "delta", setup=["exit 3"])
+    nosol = Task(instruction="x", verifier=good.verifier)
+    kept, results = reference_trajectories([good, wrong, too_long, broken, nosol], "bwrap", workers=3)
+    assert [r.outcome for r in results] == ["passed", "failed", "skipped", "error", "skipped"]
+    assert len(kept) == 1 and kept[0].task_id == good.id and kept[0].source == "reference"
+    m = kept[0].messages
+    assert m[:2] == initial_messages(good)
+    assert [x["role"] for x in m] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert m[2]["tool_calls"][0]["function"] == {"name": "bash", "arguments": {"command": "ls"}}
+    assert m[3]["content"].endswith("[exit code 0]")
+    assert m[-1]["tool_calls"][0]["function"]["name"] == "submit"
+
+
+def test_reference_observations_are_real() -> None:
+    task = make_task("n.txt", "one", ["printf 'x\\ny\\n' > tmp.txt", "wc -l < tmp.txt", "false",
+                                      "echo one > n.txt"])
+    kept, _ = reference_trajectories([task], "bwrap", harness_config=HarnessConfig(), workers=1)
+    tools = [m["content"] for m in kept[0].messages if m["role"] == "tool"]
+    assert tools[1] == "2\n[exit code 0]" and tools[2] == "[exit code 1]"
+    assert call_text("bash", {"command": "ls"}) == '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
+
+
+# --- self-generated trajectories ---------------------------------------------------------------
+
+def write_episodes(path: Path, rows: list[dict[str, Any]]) -> Path:
+    from clawloop.trajectory import EPISODE_SCHEMA
+
+    full = []
+    for i, r in enumerate(rows):
+        base = {f.name: None for f in EPISODE_SCHEMA}
+        base.update(episode_id=f"e{i}", suite="s", skill="files", level=1, sample=i, policy_id="p",
+                    iteration=0, outcome="passed" if r.get("passed") else "failed", termination="submit",
+                    n_turns=1, n_format_errors=0, prompt_tokens=0, completion_tokens=0, duration_s=0.1)
+        base.update(r)
+        full.append(base)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(full, schema=EPISODE_SCHEMA), path)
+    return path
+
+
+def convo(task: Task, *commands: str) -> str:
+    from clawloop.agent.harness import assistant_message, tool_message
+
+    msgs = initial_messages(task)
+    for c in commands:
+        msgs += [assistant_message(c), tool_message("[exit code 0]")]
+    return json.dumps([*msgs, assistant_message(None)])
+
+
+def test_self_trajectories_from_real_rollouts(tmp_path: Path) -> None:
+    from clawloop.agent.rollout import run_rollouts
+    from clawloop.models.policy import ScriptedPolicy
+
+    tasks = [make_task("a.txt", "alpha"), make_task("b.txt", "beta")]
+
+    def reply(conv: list[dict[str, Any]]) -> str:
+        n = sum(m["role"] == "assistant" for m in conv)
+        if n == 0:  # solve a.txt, fail b.txt
+            return call_text("bash", {"command": "echo alpha > a.txt"})
+        return call_text("submit", {})
+
+    run_rollouts(tasks, ScriptedPolicy(reply), k=3, backend="bwrap", out_dir=tmp_path / "r", progress=False)
+    convs = tdata.load_self_trajectories([tmp_path / "r"])
+    # three identical passing episodes of a.txt dedupe to one; b.txt failed
+    assert len(convs) == 1 and convs[0].task_id == tasks[0].id
+    assert convs[0].messages[2]["tool_calls"][0]["function"]["arguments"] == {"command": "echo alpha > a.txt"}
+
+
+def test_self_trajectories_dedup_cap_and_order(tmp_path: Path) -> None:
+    t = make_task("a.txt", "alpha")
+    rows = [{"task_id": t.id, "passed": True, "messages": convo(t, "ls", "pwd", "echo alpha > a.txt")},
+            {"task_id": t.id, "passed": True, "messages": convo(t, "echo alpha > a.txt")},
+            {"task_id": t.id, "passed": True, "messages": convo(t, "echo alpha > a.txt")},
+            {"task_id": t.id, "passed": True, "messages": convo(t, "ls", "echo alpha > a.txt")},
+            {"task_id": t.id, "passed": False, "messages": convo(t, "rm -rf /")}]
+    write_episodes(tmp_path / "run" / "episodes-00000.parquet", rows)
+    convs = tdata.load_self_trajectories([tmp_path / "run"], max_per_task=2)
+    assert [len(c.messages) for c in convs] == [5, 7]  # shortest first, duplicate dropped, cap 2
+    assert all("rm -rf" not in json.dumps(c.messages) for c in convs)
+
+
+def test_mix_fraction() -> None:
+    t = make_task("a.txt", "alpha")
+    ref = [tdata.Conversation(f"r{i}", json.loads(convo(t, f"echo r{i}")), "reference") for i in range(10)]
+    own = [tdata.Conversation(f"s{i}", json.loads(convo(t, f"echo s{i}")), "self") for i in range(4)]
+    assert len(tdata.mix(ref, own, None)) == 14
+    half = tdata.mix(ref, own, 0.5, seed=1)
+    assert sum(c.source == "self" for c in half) == 4 and sum(c.source == "reference" for c in half) == 4
+    assert [c.source for c in tdata.mix(ref, own, 0.0)].count("self") == 0
+    assert len(tdata.mix(ref, own, 1.0)) == 4
+    fifth = tdata.mix(ref, own, 0.2)
+    assert sum(c.source == "self" for c in fifth) == 2 and len(fifth) == 12
+    assert tdata.mix(ref, own, 0.5, seed=1) == half  # deterministic
+
+
+def test_dataset_keeps_messages_exact() -> None:
+    t = make_task("a.txt", "alpha")
+    conv = tdata.Conversation(t.id, json.loads(convo(t, "ls")), "reference")
+    ds = tdata.to_dataset([conv])
+    row = ds[0]
+    assert row["messages"] == conv.messages  # no null-filled keys from Arrow struct inference
+    assert row["messages"][-1]["tool_calls"][0]["function"]["arguments"] == {}
+    assert json.loads(row["tools"]) == TOOLS
+    with pytest.raises(ClawloopError, match="training set is empty"):
+        tdata.to_dataset([])
+
+
+@pytest.mark.parametrize(("rows", "match"), [
+    (None, r"episodes.parquet: passed: column missing"),
+    ([{"task_id": "x", "passed": True, "messages": "{not json"}], r"row 0: messages: not valid JSON"),
+    ([{"task_id": "x", "passed": True, "messages": "[]"}], r"row 0: messages: expected a non-empty"),
+    ([{"task_id": "x", "passed": True, "messages": '[{"role": "user", "content": "hi"}]'}],
+     r"row 0: messages: no assistant turn"),
+])
+def test_bad_trajectory_files(tmp_path: Path, rows: list[dict[str, Any]] | None, match: str) -> None:
+    f = tmp_path / "episodes.parquet"
+    if rows is None:
+        pq.write_table(pa.table({"task_id": ["x"], "messages": ["[]"]}), f)
+    else:
+        write_episodes(f, rows)
+    with pytest.raises(ClawloopError, match=match):
+        tdata.load_self_trajectories([f])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ClawloopError, match="no episodes"):
+        tdata.load_self_trajectories([tmp_path / "empty"])
+    (tmp_path / "junk.parquet").write_text("nope")
+    with pytest.raises(ClawloopError, match="not a Parquet file"):
+        tdata.load_self_trajectories([tmp_path / "junk.parquet"])
