@@ -91,8 +91,10 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -
                 if schema.field(c).type != want:
                     raise ClawloopError(f"{f}: {c}: expected type {want}, got {schema.field(c).type}")
             table = pq.read_table(f, columns=list(REQUIRED_COLUMNS))
-            rows = pc.indices_nonzero(pc.fill_null(table.column("passed"), False)).to_pylist()
-            for row, rec in zip(rows, table.take(rows).to_pylist(), strict=True):
+            passed = pc.fill_null(table.column("passed"), False)
+            rows = pc.indices_nonzero(passed).to_pylist()
+            # filter, not take(rows): an empty Python list has no Arrow type to take with.
+            for row, rec in zip(rows, table.filter(passed).to_pylist(), strict=True):
                 where = f"{f}: row {row}"
                 try:
                     messages = orjson.loads(rec["messages"] or "")
