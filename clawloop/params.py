@@ -271,7 +271,8 @@ def _validate_sections(params: Params, path: Path) -> None:
     checks: list[tuple[str, type[BaseModel], dict[str, Any]]] = [
         ("synthesis.curriculum", CurriculumParams, params.synthesis.curriculum),
         ("diagnosis.options", DiagnosisParams, params.diagnosis.options),
-        ("model.bootstrap", BootstrapConfig, {"size": params.model.init, **params.model.bootstrap}),
+        ("model.bootstrap", BootstrapConfig, {"size": params.model.init, **params.model.bootstrap,
+                                              "pretrain": params.model.pretrain}),
     ]
     for routine, module, cls in (("hindsight", "clawloop.synthesis.hindsight", "HindsightParams"),
                                  ("proposer", "clawloop.synthesis.proposer", "ProposerParams")):

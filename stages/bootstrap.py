@@ -29,7 +29,8 @@ def main(params: Params) -> None:
 
     from clawloop.models.bootstrap import BootstrapConfig, bootstrap
 
-    config = BootstrapConfig(size=params.model.init, seed=params.model.seed, **params.model.bootstrap)
+    config = BootstrapConfig(size=params.model.init, seed=params.model.seed, **params.model.bootstrap,
+                             pretrain=params.model.pretrain)
     with output_dir(args.out) as tmp:
         meta = bootstrap(tmp, config)
     print(f"[bootstrap] {meta['size']}: {meta['params']:,} parameters, vocab {meta['vocab_size']}")

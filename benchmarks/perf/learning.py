@@ -1,0 +1,197 @@
+"""Does the default loop learn? Held-out pass@1 on benchmarks/shell-core after the bootstrap and
+after each iteration, with the wall time of each phase.
+
+    .venv/bin/python benchmarks/perf/learning.py [--json] [--runs runs]
+    .venv/bin/python benchmarks/perf/learning.py --drive [--json] [--params params.yaml]
+        [--iterations 3] [--workdir DIR] [--set model.pretrain.steps=0 ...] [--max-tasks N]
+
+--runs (default when runs/iter-0/metrics.json exists and --drive is not given): read what a
+`dvc repro` left (runs/iter-*/metrics.json, train.json, validation.json, the bootstrap's
+model_meta.json) and tabulate it.
+
+--drive: run the loop's phases with the library in a work dir (a temp dir by default), with
+params.yaml's knobs (--set overrides dotted keys, for ablations): bootstrap (pretraining
+included) → evaluate; then per iteration synthesize → agent-free validation → train (from the
+last promoted policy) → evaluate → gate. Simplifications against `dvc repro`, to keep it
+cheap: no agent-based probe (every validated task is "unprobed" and trains SFT), no diagnosis
+(synthesis uses the unconditioned plan), and the evaluation covers the held-out suite only.
+--max-tasks evaluates a fixed subset of shell-core (by id) for quicker runs.
+
+Prints a table; --json prints one JSON object as the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+def _set(d: dict[str, Any], dotted: str, value: str) -> None:
+    import yaml
+
+    keys = dotted.split(".")
+    for k in keys[:-1]:
+        d = d.setdefault(k, {})
+    d[keys[-1]] = yaml.safe_load(value)
+
+
+def from_runs(runs: Path) -> dict[str, Any]:
+    """Rows from a finished `dvc repro`."""
+    rows = []
+    meta_path = runs / "iter-0" / "policy" / "model_meta.json"
+    if meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        pre = meta.get("pretrain") or {}
+        rows.append({"phase": "bootstrap", "iteration": 0, "wall_s": pre.get("wall_time_s"),
+                     "copy": (pre.get("curve") or [{}])[-1].get("name_exact")})
+    for d in sorted(runs.glob("iter-*"), key=lambda p: int(p.name.split("-")[1])):
+        i = int(d.name.split("-")[1])
+        for name, key in (("validation.json", "validate"), ("train.json", "train")):
+            f = d / name
+            if f.exists():
+                m = json.loads(f.read_text())
+                rows.append({"phase": key, "iteration": i,
+                             "wall_s": m.get("wall_s") or m.get("sft_runtime_s") or m.get("wall_time_s")})
+        f = d / "metrics.json"
+        if f.exists():
+            m = json.loads(f.read_text())
+            rows.append({"phase": "evaluate", "iteration": i, "wall_s": m.get("wall_s"),
+                         "pass_at_1": m.get("heldout_pass_rate"), "promoted": m.get("promoted")})
+    return {"mode": "runs", "runs": str(runs), "rows": rows,
+            "heldout_pass_at_1": [r["pass_at_1"] for r in rows if r["phase"] == "evaluate"]}
+
+
+def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: Path,
+          max_tasks: int | None, start: Path | None = None, skip_eval0: bool = False) -> dict[str, Any]:
+    import yaml
+
+    from clawloop import loop
+    from clawloop.agent.rollout import run_rollouts
+    from clawloop.models.bootstrap import BootstrapConfig, bootstrap
+    from clawloop.params import Params
+    from clawloop.synthesis.curriculum import CurriculumParams, plan
+    from clawloop.synthesis.procedural import synthesize
+    from clawloop.tasks.formats import load_suite_any
+    from clawloop.training.config import TrainParams
+    from clawloop.training.run import train
+    from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+
+    raw = yaml.safe_load(params_path.read_text())
+    for s in sets:
+        k, v = s.split("=", 1)
+        _set(raw, k, v)
+    params = Params.model_validate(raw)
+    n_iter = iterations or len(params.loop.iterations)
+    suite = params.eval.suites[0]
+    heldout = load_suite_any(str(ROOT / suite.path), suite.format, name=suite.name).tasks
+    heldout = sorted(heldout, key=lambda t: t.id)[:max_tasks] if max_tasks else heldout
+    harness, sampling = loop.rollout_settings(params)
+    rows: list[dict[str, Any]] = []
+
+    def evaluate(policy_dir: Path, i: int) -> float:
+        t0 = time.time()
+        policy = loop.load_loop_policy(policy_dir, params, policy_id=f"iter-{i}")
+        res = run_rollouts(heldout, policy, k=params.eval.samples, batch_size=params.rollout.batch,
+                           backend=params.sandbox.backend, harness_config=harness, sampling=sampling,
+                           iteration=i, suite=suite.name, progress=False)
+        m = loop.suite_metrics(res, heldout=True)
+        passed = sorted({r.task_id for r in res if r.outcome == "passed"})
+        names = {t.id: t.metadata.get("name", t.id[:8]) if isinstance(t.metadata, dict) else t.id[:8]
+                 for t in heldout}
+        rows.append({"phase": "evaluate", "iteration": i, "wall_s": round(time.time() - t0, 1),
+                     "pass_at_1": round(m.pass_at_1, 4), "passed": [names.get(p, p[:8]) for p in passed]})
+        print(f"[learning] iter {i} evaluate: pass@1 {m.pass_at_1:.3f} ({m.passed}/{m.tasks})"
+              f" in {rows[-1]['wall_s']} s", flush=True)
+        return m.pass_at_1
+
+    t0 = time.time()
+    if start is not None:  # an existing bootstrap dir (e.g. kept by benchmarks/perf/pretrain.py --out)
+        policy = start
+        meta = json.loads((start / "model_meta.json").read_text())
+    else:
+        policy = workdir / "iter-0" / "policy"
+        config = BootstrapConfig(size=params.model.init, seed=params.model.seed, **params.model.bootstrap,
+                                 pretrain=params.model.pretrain)
+        meta = bootstrap(policy, config)
+    pre = meta.get("pretrain") or {}
+    rows.append({"phase": "bootstrap", "iteration": 0,
+                 "wall_s": round(time.time() - t0, 1) if start is None else pre.get("wall_time_s"),
+                 "copy": (pre.get("curve") or [{}])[-1].get("name_exact")})
+    print(f"[learning] bootstrap: {meta['params']:,} params, copy probe {rows[-1]['copy']}"
+          f" in {rows[-1]['wall_s']} s", flush=True)
+    best = 0.0 if skip_eval0 else evaluate(policy, 0)
+    tp = TrainParams.from_mapping(params.train.options(), where="params: train")
+    tp = tp.model_copy(update={"dvclive": False})
+    syn = params.synthesis
+    for i in range(1, n_iter + 1):
+        t0 = time.time()
+        tasks = synthesize(plan(None, syn.tasks_per_iteration, CurriculumParams(**syn.curriculum), syn.skills),
+                           syn.seed + i, i)
+        kept, _ = validate_pool(tasks, params.sandbox.backend, params.sandbox.jobs, heldout,
+                                AgentFreeParams(near_duplicate_threshold=params.validation.near_duplicate_threshold))
+        rows.append({"phase": "synthesize+validate", "iteration": i, "wall_s": round(time.time() - t0, 1),
+                     "tasks": len(kept)})
+        t0 = time.time()
+        ckpt = workdir / f"iter-{i}" / "checkpoint"
+        metrics = train(params.train.method, policy, kept, [], None, ckpt, tp)
+        rows.append({"phase": "train", "iteration": i, "wall_s": round(time.time() - t0, 1),
+                     "loss": metrics.get("sft_train_loss"), "steps": metrics.get("steps")})
+        print(f"[learning] iter {i} train: {metrics.get('steps')} steps, loss {metrics.get('sft_train_loss')}"
+              f" in {rows[-1]['wall_s']} s", flush=True)
+        rate = evaluate(ckpt, i)
+        promoted = (not params.gate.enabled) or rate >= best - params.gate.tolerance
+        rows[-1]["promoted"] = promoted
+        if promoted:
+            policy, best = ckpt, max(best, rate)
+    return {"mode": "drive", "params": str(params_path), "set": sets, "rows": rows,
+            "heldout_tasks": len(heldout),
+            "heldout_pass_at_1": [r["pass_at_1"] for r in rows if r["phase"] == "evaluate"],
+            "total_wall_s": round(sum(r["wall_s"] or 0 for r in rows), 1), "load_avg": os.getloadavg()[0]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--runs", type=Path, default=ROOT / "runs")
+    ap.add_argument("--drive", action="store_true")
+    ap.add_argument("--params", type=Path, default=ROOT / "params.yaml")
+    ap.add_argument("--set", action="append", default=[], help="dotted.key=yaml-value (repeatable)")
+    ap.add_argument("--iterations", type=int, default=None)
+    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--max-tasks", type=int, default=None)
+    ap.add_argument("--policy", type=Path, default=None, help="start from this bootstrap dir (skip the bootstrap)")
+    ap.add_argument("--skip-eval0", action="store_true", help="do not evaluate the starting policy")
+    args = ap.parse_args()
+
+    if args.drive or not (args.runs / "iter-0" / "metrics.json").exists():
+        if args.workdir:
+            result = drive(args.params, args.set, args.iterations, args.workdir, args.max_tasks,
+                               args.policy, args.skip_eval0)
+        else:
+            with tempfile.TemporaryDirectory(prefix="clawloop-learning-") as tmp:
+                result = drive(args.params, args.set, args.iterations, Path(tmp), args.max_tasks,
+                               args.policy, args.skip_eval0)
+    else:
+        result = from_runs(args.runs)
+    print(f"{'iter':>4}  {'phase':<20} {'wall_s':>8}  {'pass@1':>7}  notes")
+    for r in result["rows"]:
+        p = r.get("pass_at_1")
+        notes = {k: v for k, v in r.items() if k not in ("phase", "iteration", "wall_s", "pass_at_1")}
+        print(f"{r['iteration']:>4}  {r['phase']:<20} {r['wall_s'] if r['wall_s'] is not None else '-':>8}"
+              f"  {'' if p is None else f'{p:.3f}':>7}  {json.dumps(notes) if notes else ''}")
+    if args.json:
+        print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

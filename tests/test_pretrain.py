@@ -1,0 +1,106 @@
+"""Teacher-free pretraining (clawloop.models.pretrain) and the copy probe (clawloop.models.copy_probe)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawloop.models.copy_probe import items, probe
+from clawloop.models.pretrain import PretrainConfig, documents
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tok() -> Any:
+    from clawloop.models.bootstrap import build_tokenizer, train_tokenizer
+    from clawloop.models.corpus import corpus
+
+    return build_tokenizer(train_tokenizer("split", 1024, 0, corpus(0, n_pairs=800, n_chats=100)))
+
+
+def test_documents_are_deterministic_per_seed(tok: Any) -> None:
+    a = list(documents(PretrainConfig(seed=1), tok, 40))
+    b = list(documents(PretrainConfig(seed=1), tok, 40))
+    c = list(documents(PretrainConfig(seed=2), tok, 40))
+    assert a == b != c
+    kinds = "".join(a)
+    assert "<tool_call>" in kinds and "$ ls" in kinds  # chat/task and shell documents both appear
+
+
+def test_mix_rejects_unknown_kinds() -> None:
+    with pytest.raises(ValueError):
+        next(documents(PretrainConfig(mix={"novel": 1.0})))
+
+
+def _shingles(text: str, n: int = 8) -> set[str]:
+    words = re.findall(r"\w+", text.lower())
+    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def test_no_heldout_leakage() -> None:
+    """No 8-word run of a shell-core instruction, and no held-out probe name, in the stream."""
+    held: set[str] = set()
+    for f in (ROOT / "benchmarks" / "shell-core").glob("*/instruction.md"):
+        held |= _shingles(f.read_text(encoding="utf-8"))
+    assert len(held) > 500
+    text = "\n".join(documents(PretrainConfig(seed=0), None, 1500))
+    assert not (_shingles(text) & held)
+    stems = {n.split(".")[0] for it in items(100) for n in it.names}
+    assert not [s for s in stems if len(s) >= 6 and s in text]
+
+
+def test_probe_items_are_deterministic_and_name_the_copied_spans() -> None:
+    a, b = items(30, seed=0), items(30, seed=0)
+    assert a == b and items(30, seed=1) != a
+    for it in a:
+        assert it.target.startswith("<tool_call>") and it.target.endswith("<|im_end|>")
+        assert it.names and all(n in it.target and n in it.messages[-1]["content"] for n in it.names)
+
+
+class _Oracle:
+    """A 'model' that always predicts the next token of its input (perfect copying)."""
+
+    def __init__(self, vocab: int) -> None:
+        self.vocab = vocab
+
+    def __call__(self, input_ids: Any, attention_mask: Any = None) -> Any:
+        import torch
+
+        nxt = torch.roll(input_ids, -1, dims=1)
+        logits = torch.nn.functional.one_hot(nxt, self.vocab).float()
+        return type("Out", (), {"logits": logits})()
+
+
+def test_copy_probe_scores_an_oracle_perfect_and_a_random_model_near_zero(tok: Any) -> None:
+    from clawloop.models.bootstrap import build_model
+
+    perfect = probe(_Oracle(len(tok)), tok, n=12)
+    assert perfect == {"name_exact": 1.0, "command_exact": 1.0, "call_token_acc": 1.0, "induction_acc": 1.0}
+    model = build_model("tiny", tok, 0).eval()
+    rand = probe(model, tok, n=12)
+    assert set(rand) == set(perfect) and all(0.0 <= v < 0.1 for v in rand.values())
+
+
+def test_bootstrap_with_a_small_pretrain_budget(tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from clawloop.models.bootstrap import bootstrap
+
+    pre = {"steps": 3, "batch_size": 2, "seq_len": 64, "probe_items": 4, "learning_rate": 1e-3}
+    meta = bootstrap(tmp_path / "p", size="tiny", seed=0, vocab_size=1024, corpus_pairs=800, pretrain=pre)
+    base = bootstrap(tmp_path / "b", size="tiny", seed=0, vocab_size=1024, corpus_pairs=800)
+    rec = meta["pretrain"]
+    assert rec["config"]["steps"] == 3 and rec["tokens"] == 3 * 2 * 64
+    assert [p["step"] for p in rec["curve"]] == [0, 3] and rec["curve"][-1]["loss"] > 0
+    assert base["pretrain"] is None and meta["digest"] != base["digest"]
+    on_disk = json.loads((tmp_path / "p" / "model_meta.json").read_text())
+    assert on_disk["pretrain"]["config"]["steps"] == 3
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "p")
+    tk = AutoTokenizer.from_pretrained(tmp_path / "p")
+    out = model.generate(**tk("<|im_start|>user\nhi<|im_end|>\n", return_tensors="pt"), max_new_tokens=3)
+    assert out.shape[1] >= 1
