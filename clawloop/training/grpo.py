@@ -156,11 +156,14 @@ def environment_factory(backend: str = "bwrap", sandbox_config: Any = None,
     """A fresh ShellEnvironment subclass bound to a backend (its own registry and stats)."""
     if hasattr(sandbox_config, "model_dump"):
         sandbox_config = sandbox_config.model_dump()
-    return type("ShellEnvironment", (ShellEnvironment,), {
-        "backend": backend, "sandbox_config": dict(sandbox_config or {}),
-        "harness_config": harness_config or HarnessConfig(), "registry": [], "stats": Counter(),
-        "lock": threading.Lock(),
-    })
+    harness_config = harness_config or HarnessConfig()
+    attrs: dict[str, Any] = {
+        "backend": backend, "sandbox_config": dict(sandbox_config or {}), "harness_config": harness_config,
+        "registry": [], "stats": Counter(), "lock": threading.Lock(),
+    }
+    if not harness_config.submit_tool:
+        attrs["submit"] = None  # not a function: TRL offers bash alone, as harness.tools_for does
+    return type("ShellEnvironment", (ShellEnvironment,), attrs)
 
 
 def grpo_dataset(tasks: Sequence[Task], harness_config: HarnessConfig | None = None) -> datasets.Dataset:
@@ -208,6 +211,7 @@ def grpo_config(params: GRPOParams, output_dir: Path, *, bf16: bool | None = Non
         report_to="none",
         disable_tqdm=True,
         dataloader_pin_memory=_cuda(),
+        use_cpu=not _cuda(),
         model_init_kwargs={"dtype": model_dtype(bf16)},
     )
 

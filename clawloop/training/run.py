@@ -98,7 +98,9 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
             workers=params.data.reference_workers)
         meta["reference"] = dict(Counter(r.outcome for r in results))
         convs = tdata.mix(refs, self_convs, params.data.self_fraction, params.data.seed)
-        sft_data = tdata.to_dataset(convs)  # raises on an empty training set
+        from clawloop.agent.harness import tools_for
+
+        sft_data = tdata.to_dataset(convs, tools_for(harness_config))  # raises when empty
         meta["data_sha256"] = tdata.data_sha256(convs)
         meta["examples"] = {"reference": sum(c.source == "reference" for c in convs),
                             "self": sum(c.source == "self" for c in convs)}

@@ -75,6 +75,7 @@ def sft_config(params: SFTParams, output_dir: Path, *, bf16: bool | None = None)
         report_to="none",
         disable_tqdm=True,
         dataloader_pin_memory=_cuda(),
+        use_cpu=not _cuda(),
         dataset_num_proc=None,
         model_init_kwargs={"dtype": model_dtype(bf16)},
     )
