@@ -46,4 +46,12 @@ if [ ! -f "$rt_stamp" ] || [ sandbox/runtime-requirements.txt -nt "$rt_stamp" ];
   .runtime/bin/python -m pip install -q --disable-pip-version-check -r sandbox/runtime-requirements.txt
   touch "$rt_stamp"
 fi
+# Console scripts (pytest, pip, ...) carry the build path in their shebang, which the sandbox
+# cannot always show (a checkout under /tmp is hidden by the sandbox's private /tmp). Inside, the
+# runtime's bin is first on PATH, so `env python3` finds the runtime's interpreter.
+for f in .runtime/bin/*; do
+  if [ -f "$f" ] && [ ! -L "$f" ] && head -c 64 "$f" | head -n 1 | grep -q '^#!.*/\.runtime/bin/python'; then
+    sed -i '1s|^#!.*$|#!/usr/bin/env python3|' "$f"
+  fi
+done
 echo "[setup] ready: $(.venv/bin/python -c 'import clawloop; print(clawloop.__version__)')"
