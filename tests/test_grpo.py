@@ -142,3 +142,11 @@ def test_grpo_dataset_and_batch_check(tmp_path: Path) -> None:
         grpo_dataset([])
     with pytest.raises(ClawloopError, match="multiple of num_generations"):
         grpo_config(GRPOParams(num_generations=3, per_device_train_batch_size=4), tmp_path)
+
+
+def test_without_submit_tool_only_bash_is_offered() -> None:
+    from clawloop.agent.harness import HarnessConfig
+
+    env_cls = environment_factory("bwrap", harness_config=HarnessConfig(submit_tool=False))
+    tools = [n for n, _ in inspect.getmembers(env_cls, inspect.isfunction) if not n.startswith("_")]
+    assert tools == ["bash", "get_reward", "reset"]

@@ -141,3 +141,22 @@ def test_sft_learns_commands_and_writes_a_checkpoint(tiny_model: Path, tmp_path:
     assert all(isinstance(p, ParsedCall) and p.name == "bash" for p in parsed), replies
     hits = [t.solution.steps[0] in r for t, r in zip(held_in, replies, strict=True)]  # type: ignore[union-attr]
     assert sum(hits) >= 2, replies
+
+
+def test_lora_is_merged_into_a_plain_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
+    from safetensors import safe_open
+
+    from clawloop.training.config import LoraParams
+    from clawloop.training.sft import run_sft
+
+    t = make_task("a.txt", "alpha")
+    params = SFTParams(max_steps=1, per_device_train_batch_size=2, lora=LoraParams(r=4, alpha=8))
+    dest = tmp_path / "ckpt"
+    meta = run_sft(tiny_model, tdata.to_dataset([conversation(t, "ls"), conversation(t, "pwd")]), params,
+                   tmp_path / "stage", dest)
+    assert meta["steps"] == 1 and meta["params"]["lora"]["r"] == 4
+    assert not (dest / "adapter_config.json").exists()
+    with safe_open(str(dest / "model.safetensors"), "pt") as f:
+        keys = list(f.keys())
+    base_keys = list(safe_open(str(tiny_model / "model.safetensors"), "pt").keys())
+    assert sorted(keys) == sorted(base_keys) and not any("lora" in k for k in keys)

@@ -143,11 +143,11 @@ def test_cli_train_sft_then_grpo(tiny_model: Path, pool: Path, tmp_path: Path) -
                                          "label": "learnable" if i < 2 else "frontier"}) + "\n"
                              for i, t in enumerate(tasks)))
     params = tmp_path / "params.yaml"
-    params.write_text("train:\n  sft:\n    max_steps: 2\n    per_device_train_batch_size: 2\n"
+    params.write_text("train:\n  method: sft+grpo\n  sft:\n    max_steps: 2\n    per_device_train_batch_size: 2\n"
                       "  grpo:\n    max_steps: 1\n    num_generations: 2\n    per_device_train_batch_size: 2\n"
                       "    max_completion_length: 32\n    max_turns: 2\n")
     out = tmp_path / "ckpt"
-    cmd = [sys.executable, "-c", "from clawloop.cli import main; main()", "train", "--method", "sft+grpo",
+    cmd = [sys.executable, "-c", "from clawloop.cli import main; main()", "train",
            "--base", str(tiny_model), "--tasks", str(pool), "--probe", str(probe), "--out", str(out),
            "--params", str(params), "--set", "sft.logging_steps=1", "--logs", str(tmp_path / "logs")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)

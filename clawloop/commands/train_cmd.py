@@ -36,7 +36,8 @@ def _parse_sets(sets: list[str]) -> dict:
 
 @app.command()
 def train(
-    method: str = typer.Option("sft", "--method", help="sft | grpo | sft+grpo"),
+    method: str | None = typer.Option(
+        None, "--method", help="sft | grpo | sft+grpo (default: the section's `method`, else sft)."),
     base: Path | None = typer.Option(None, "--base", help="Checkpoint directory to start from (weights + tokenizer)."),
     tasks: Path | None = typer.Option(None, "--tasks", help="Validated pool JSONL (reference solutions, GRPO tasks)."),
     trajectories: list[Path] = typer.Option(
@@ -55,13 +56,16 @@ def train(
     import json
 
     from clawloop.errors import ClawloopError
-    from clawloop.training.config import TrainParams, field_help
+    from clawloop.training.config import TrainParams, field_help, load_section, merge
 
     overrides = _parse_sets(sets)
     if profile is not None:
         overrides["profile"] = profile
     if params is not None:
-        p = TrainParams.from_yaml(params, section or None, overrides)
+        values = load_section(params, section or None)
+        method = method or values.pop("method", None)  # params.yaml's train section carries it
+        values.pop("method", None)
+        p = TrainParams.from_mapping(merge(values, overrides), where=f"{params}: {section}")
     else:
         p = TrainParams.from_mapping(overrides, where="--set")
     if help_params:
@@ -73,6 +77,6 @@ def train(
             raise ClawloopError(f"{flag}: required")
     from clawloop.training.run import train as run
 
-    metrics = run(method, base, tasks, trajectories, probe, out, p, logs=logs)
+    metrics = run(method or "sft", base, tasks, trajectories, probe, out, p, logs=logs)
     typer.echo(json.dumps(metrics, sort_keys=True))
     typer.echo(f"wrote {out}")

@@ -7,6 +7,10 @@ the hidden verifier. Infrastructure failures (sandbox, setup, verifier error) re
 of None: TRL turns it into NaN, leaves the row out of the group baseline and zeroes its
 advantage (`GRPOTrainer._generate_and_score_completions`, "unscorable" rows), so they are
 masked out rather than scored 0.
+
+Where TRL's tool loop differs from the harness's episodes: a reply without a tool call ends the
+rollout (the harness sends a format hint and goes on), and after `submit` TRL asks the model for
+one more turn whose tool calls no longer run. `max_turns` bounds the tool-calling rounds.
 """
 
 from __future__ import annotations
@@ -242,6 +246,12 @@ def build_trainer(base: Path, tasks: Sequence[Task], params: GRPOParams, output_
         env_cls.close_all()
         if "chat template" in str(e).lower():
             raise ClawloopError(f"{base}: tokenizer: {str(e).splitlines()[0]}") from None
+        raise
+    except ImportError as e:
+        env_cls.close_all()
+        if params.use_vllm and "vllm" in str(e).lower():
+            raise ClawloopError(f"grpo.use_vllm: vLLM is not installed here ({str(e).splitlines()[0]}); "
+                                "install the gpu extra or set grpo.use_vllm=false") from None
         raise
     return trainer, env_cls
 

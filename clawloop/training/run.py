@@ -112,6 +112,11 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
         meta["grpo_tasks_sha256"] = _tasks_sha(grpo_tasks)
         if not grpo_tasks and method == "grpo":
             raise ClawloopError(f"{probe or tasks}: no learnable task to train GRPO on")
+        import importlib.util
+
+        if grpo_tasks and params.grpo.use_vllm and importlib.util.find_spec("vllm") is None:
+            raise ClawloopError("grpo.use_vllm: vLLM is not installed here; install the gpu extra "
+                                "or set grpo.use_vllm=false")
 
     fingerprint = {"method": method, "base": _base_fingerprint(base), "data": meta.get("data_sha256"),
                    "grpo_tasks": meta.get("grpo_tasks_sha256"), "params": params.model_dump(mode="json"),
