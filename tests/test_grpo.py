@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -27,6 +28,18 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (d / "model_meta.json").exists():
         bootstrap(d, size="tiny", seed=0, corpus_pairs=2000)
     return d
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> Any:
+    """One torch thread: on a CPU shared with other jobs, 2 threads ran 4-6x slower (see
+    TrainParams.threads); alone on 2 cores it costs little."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 def make_task(name: str = "a.txt", value: str = "alpha", *, test_sh: str | None = None, **kw: object) -> Task:

@@ -29,6 +29,18 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> Any:
+    """One torch thread: on a CPU shared with other jobs, 2 threads ran 4-6x slower (see
+    TrainParams.threads); alone on 2 cores it costs little."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def make_task(name: str, value: str) -> Task:
     return Task(instruction=f"Write {value} into {name}.", skill="files", level=1,
                 verifier=Verifier(files={"test.sh": FileSpec(content=TEST_SH.format(f=name, v=value))}),

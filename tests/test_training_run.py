@@ -33,6 +33,18 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> Any:
+    """One torch thread: on a CPU shared with other jobs, 2 threads ran 4-6x slower (see
+    TrainParams.threads); alone on 2 cores it costs little."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def make_task(name: str, value: str, steps: list[str] | None = None) -> Task:
     return Task(instruction=f"Write {value} into {name}.", skill="files", level=1,
                 verifier=Verifier(files={"test.sh": FileSpec(content=TEST_SH.format(f=name, v=value))}),
@@ -149,7 +161,7 @@ def test_cli_train_sft_then_grpo(tiny_model: Path, pool: Path, tmp_path: Path) -
     out = tmp_path / "ckpt"
     cmd = [sys.executable, "-c", "from clawloop.cli import main; main()", "train",
            "--base", str(tiny_model), "--tasks", str(pool), "--probe", str(probe), "--out", str(out),
-           "--params", str(params), "--set", "sft.logging_steps=1", "--logs", str(tmp_path / "logs")]
+           "--params", str(params), "--set", "sft.logging_steps=1", "--set", "threads=1", "--logs", str(tmp_path / "logs")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     metrics = json.loads(r.stdout.strip().splitlines()[-2])

@@ -1,6 +1,9 @@
 """Training speed of the tiny bootstrap model on this machine: SFT tokens/s and GRPO s/step.
 
-    .venv/bin/python benchmarks/perf/train.py [--json] [--model DIR] [--sft-steps 6] [--grpo-steps 2]
+    .venv/bin/python benchmarks/perf/train.py [--json] [--model DIR] [--sft-steps 6] [--grpo-steps 2] [--threads N]
+
+On a CPU shared with other jobs use --threads 1 (or OMP_WAIT_POLICY=PASSIVE): OpenMP threads
+spin-waiting for a busy core made 2 threads 4-6x slower than 1 here.
 
 SFT: harness-format conversations (system + tools + instruction + 2 bash calls + submit,
 ~470 tokens each) through `clawloop.training.sft.build_trainer`, assistant-only loss. Rows, in
@@ -126,10 +129,14 @@ def main() -> None:
     ap.add_argument("--model", type=Path, help="checkpoint dir (default: bootstrap a tiny model)")
     ap.add_argument("--sft-steps", type=int, default=6)
     ap.add_argument("--grpo-steps", type=int, default=2)
+    ap.add_argument("--threads", type=int, help="torch CPU threads (default: torch's, one per core)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     from clawloop.training.config import cpu_has_native_bf16
 

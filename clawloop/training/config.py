@@ -107,6 +107,10 @@ class TrainParams(_Params):
     data: DataParams = Field(default_factory=DataParams)
     sft: SFTParams = Field(default_factory=SFTParams)
     grpo: GRPOParams = Field(default_factory=GRPOParams)
+    threads: int | None = Field(
+        None, gt=0, description="torch CPU threads (None: torch's default, one per core). On a CPU shared "
+        "with other jobs, 2 threads ran 4-6x slower than 1 (OpenMP spin-waiting); OMP_WAIT_POLICY=PASSIVE "
+        "in the environment fixes it too.")
     dvclive: bool = Field(True, description="Log per-step metrics with DVCLive into the --logs dir (train_meta.json always).")
 
     @classmethod

@@ -86,6 +86,10 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
     self_convs = (tdata.load_self_trajectories(trajectories, params.data.max_per_task)
                   if trajectories else [])
     logs_dir = Path(logs) if logs is not None and params.dvclive else None
+    if params.threads:
+        import torch
+
+        torch.set_num_threads(params.threads)
 
     meta: dict[str, Any] = {"method": method, "base": str(base), "out": str(out), "stages": {}}
     sft_data = None
