@@ -39,10 +39,19 @@ fi
 # /usr is visible read-only and the host's home is not.
 RT_PY=${RUNTIME_PYTHON:-/usr/bin/python3}
 rt_stamp=.runtime/.installed
+# Sandboxes run as an unprivileged uid (65534) that must reach the runtime: a checkout under a
+# private directory (e.g. /root) gets its runtime in /var/lib/clawloop, linked as .runtime.
+RT_DIR=.runtime
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null \
+   && ! setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$PWD" 2>/dev/null; then
+  RT_DIR=/var/lib/clawloop/runtime-$(printf '%s' "$PWD" | sha256sum | cut -c1-12)
+fi
 if [ ! -f "$rt_stamp" ] || [ sandbox/runtime-requirements.txt -nt "$rt_stamp" ]; then
-  echo "[setup] building the task runtime in .runtime"
-  rm -rf .runtime
-  $RT_PY -m venv --copies .runtime 2>/dev/null || $RT_PY -m venv .runtime
+  echo "[setup] building the task runtime in $RT_DIR"
+  rm -rf .runtime "$RT_DIR"
+  mkdir -p "$(dirname "$RT_DIR")"
+  $RT_PY -m venv --copies "$RT_DIR" 2>/dev/null || $RT_PY -m venv "$RT_DIR"
+  [ "$RT_DIR" = .runtime ] || ln -sfn "$RT_DIR" .runtime
   .runtime/bin/python -m pip install -q --disable-pip-version-check -r sandbox/runtime-requirements.txt
   touch "$rt_stamp"
 fi
@@ -50,7 +59,7 @@ fi
 # cannot always show (a checkout under /tmp is hidden by the sandbox's private /tmp). Inside, the
 # runtime's bin is first on PATH, so `env python3` finds the runtime's interpreter.
 for f in .runtime/bin/*; do
-  if [ -f "$f" ] && [ ! -L "$f" ] && head -c 64 "$f" | head -n 1 | grep -q '^#!.*/\.runtime/bin/python'; then
+  if [ -f "$f" ] && [ ! -L "$f" ] && head -c 128 "$f" | head -n 1 | grep -q '^#!/.*/bin/python[0-9.]*$'; then
     sed -i '1s|^#!.*$|#!/usr/bin/env python3|' "$f"
   fi
 done
