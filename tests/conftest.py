@@ -1,7 +1,34 @@
 """Shared fixtures. Tests never need a GPU and never touch the network."""
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 # Under CPU contention OpenMP threads spin-waiting for a busy core made torch 4–6× slower
 # (measured during SFT on this 2-core box); passive waiting costs nothing when the box is idle.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bootstrap's tiny model, built once per session (shared by the training tests)."""
+    from clawloop.models.bootstrap import bootstrap
+
+    d = tmp_path_factory.getbasetemp() / "training-tiny-model"
+    if not (d / "model_meta.json").exists():
+        bootstrap(d, size="tiny", seed=0, corpus_pairs=2000)
+    return d
+
+
+@pytest.fixture()
+def one_torch_thread() -> Iterator[None]:
+    """One torch thread: on a CPU shared with other jobs, 2 threads ran 4-6x slower (see
+    TrainParams.threads); alone on 2 cores it costs little."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

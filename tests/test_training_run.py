@@ -19,30 +19,12 @@ from clawloop.tasks.pool import write_pool
 from clawloop.training.config import TrainParams
 from clawloop.training.run import train
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 TEST_SH = ('if [ "$(cat /workspace/{f} 2>/dev/null)" = "{v}" ]; then echo 1; else echo 0; fi '
            '> /logs/verifier/reward.txt')
 
 
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from clawloop.models.bootstrap import bootstrap
-
-    d = tmp_path_factory.getbasetemp() / "training-tiny-model"
-    if not (d / "model_meta.json").exists():
-        bootstrap(d, size="tiny", seed=0, corpus_pairs=2000)
-    return d
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread() -> Any:
-    """One torch thread: on a CPU shared with other jobs, 2 threads ran 4-6x slower (see
-    TrainParams.threads); alone on 2 cores it costs little."""
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def make_task(name: str, value: str, steps: list[str] | None = None) -> Task:
