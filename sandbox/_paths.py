@@ -5,8 +5,8 @@ sandbox could attack the host: a symlink `/workspace/x -> /etc/shadow` is harmle
 a naive `open(state_dir + "/workspace/x")` on the host would follow it to the host's file.
 `FileView` therefore resolves every symlink chroot-style (absolute targets restart at the
 sandbox's root, `..` stops at it), maps the result through the sandbox's mount table, and
-opens the final host path with O_NOFOLLOW. Nothing can race it: no sandbox process runs
-between commands.
+opens the final host path with O_NOFOLLOW. Nothing can race it: no command's process runs
+between commands (bwrap's exec server, which stays, touches no files but its own /dev).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ class BackendStatus:
 
 
 def check_backend(name: str, runtime_dir: Path | None = None) -> BackendStatus:
-    """Open a sandbox of backend `name` and run one command in it."""
+    """Open a sandbox of backend `name` and run two commands in it."""
     import sandbox
 
     notes: list[str] = []
@@ -41,9 +41,10 @@ def check_backend(name: str, runtime_dir: Path | None = None) -> BackendStatus:
         elif name == "local":
             notes.append("NOT isolated: for trusted tasks and debugging only")
         with sandbox.open(name, runtime_dir=runtime_dir) as sb:
-            r = sb.exec("echo ok", timeout=30)
-            if r.exit_code != 0 or r.output.strip() != "ok":
-                raise SandboxError(f"`echo ok` gave exit {r.exit_code}: {r.output.strip()[:200]}")
+            for _ in range(2):  # bwrap: the second command is the first through its exec server
+                r = sb.exec("echo ok", timeout=30)
+                if r.exit_code != 0 or r.output.strip() != "ok":
+                    raise SandboxError(f"`echo ok` gave exit {r.exit_code}: {r.output.strip()[:200]}")
             if not getattr(sb, "process_limit_enforced", True) and isolated:
                 notes.append("process limit NOT enforced")
     except SandboxError as e:

@@ -10,6 +10,7 @@ import contextlib
 import functools
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -188,6 +189,60 @@ def test_read_file_resolves_symlinks_inside(bw: sandbox.Sandbox) -> None:
     assert bw.read_file("/workspace/rel") == b"inside\n"
     with pytest.raises(SandboxError):
         bw.read_file("/etc/passwd")
+
+
+def _pid1(box: sandbox.Sandbox) -> str:
+    return box.exec("tr '\\0' ' ' < /proc/1/cmdline; echo; cut -d' ' -f22 /proc/1/stat").output
+
+
+def test_bwrap_exec_server_lifecycle(tmp_path: Path) -> None:
+    """One-shot container for the first command after open() or a mount change, then one exec
+    server for the rest; a server that died is replaced, files stay."""
+    if unavailable("bwrap"):
+        pytest.skip(unavailable("bwrap"))
+    with sandbox.open("bwrap") as box:
+        assert "bwrap" in _pid1(box)  # first command: bwrap's own init is pid 1
+        first = _pid1(box)
+        assert "python3" in first and _pid1(box) == first  # the same server from then on
+        box.exec("echo kept > /workspace/f")
+        box.mount(tmp_path, "/tests")
+        assert "bwrap" in _pid1(box)  # new mounts: one-shot again, then a new server
+        second = _pid1(box)
+        assert "python3" in second and second != first
+        server = box._servers[0]  # type: ignore[attr-defined]
+        server.proc.kill()  # the container dies between commands
+        server.proc.wait()
+        r = box.exec("cat /workspace/f")
+        assert (r.exit_code, r.output) == (0, "kept\n")
+        bwrap = box._servers[0].proc.pid  # type: ignore[attr-defined]
+        assert bwrap != server.proc.pid
+        inside = Path(f"/proc/{bwrap}/task/{bwrap}/children").read_text().split()  # the server
+    # close() leaves nothing running: not bwrap, not the server (it dies with bwrap).
+    deadline = time.monotonic() + 3
+    while any(Path(f"/proc/{pid}").exists() for pid in inside) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert inside and not any(Path(f"/proc/{pid}").exists() for pid in inside)
+
+
+def test_bwrap_commands_leave_nothing_in_dev_or_ipc() -> None:
+    """/dev, /dev/shm and SysV IPC are per container: the exec server cleans them after every
+    command, as a container per command would."""
+    if unavailable("bwrap"):
+        pytest.skip(unavailable("bwrap"))
+    with sandbox.open("bwrap", runtime_dir=runtime_dir()) as box:
+        box.oneshot_commands = 0  # type: ignore[attr-defined]
+        box.write_file("/workspace/keep", "k")
+        listing = box.exec("ls -la /dev /dev/shm | sed 1d | awk '{print $1, $NF}'").output
+        r = box.exec("""mkdir -p /dev/shm/d/e && echo x > /dev/shm/d/e/f && chmod 000 /dev/shm/d
+            rm /dev/stdout && ln -s /workspace /dev/stdout && touch /dev/extra
+            rm -rf /dev/shm && ln -s /workspace /dev/shm
+            python3 -c 'import ctypes; l = ctypes.CDLL(None); print(l.shmget(0, 4096, 0o1600) >= 0)'
+            chmod 000 /dev""")
+        assert "True" in r.output, r.output
+        assert box.exec("ls -la /dev /dev/shm | sed 1d | awk '{print $1, $NF}'").output == listing
+        assert box.exec("ipcs -m | grep -c 0x || true").output.strip() == "0"
+        assert box.exec("readlink /dev/stdout; test -d /dev/shm && echo dir").output == "/proc/self/fd/1\ndir\n"
+        assert box.read_file("/workspace/keep") == b"k"  # cleaning /dev/shm did not follow the link
 
 
 # -- local specifics -------------------------------------------------------------------------

@@ -2,6 +2,10 @@
 
 `local` is not isolated and is excluded. Docker cases skip (with the reason, visible in
 `pytest -ra`) when the SDK, the daemon or the image is missing: scripts/docker-setup.sh.
+
+bwrap runs commands two ways, each attacked on its own: `bwrap` through its exec server (one
+container for all commands), `bwrap-oneshot` in a container per command (what it does for the
+first command after open() or a mount change).
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ def unavailable(backend: str) -> str | None:
     return sandbox.unavailable_reason(backend)
 
 
-@pytest.fixture(scope="module", params=sandbox.ISOLATED_BACKENDS)
+@pytest.fixture(scope="module", params=[*sandbox.ISOLATED_BACKENDS, "bwrap-oneshot"])
 def backend(request: pytest.FixtureRequest) -> str:
-    why = unavailable(request.param)
+    why = unavailable(request.param.split("-")[0])
     if why:
         pytest.skip(why)
     return request.param
@@ -34,5 +38,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="module")
 def sb(backend: str) -> Iterator[sandbox.Sandbox]:
     """A sandbox shared by the tests of a module (each test cleans up what it leaves)."""
-    with sandbox.open(backend, runtime_dir=runtime_dir(), **LIMITS) as box:
+    name, _, mode = backend.partition("-")
+    with sandbox.open(name, runtime_dir=runtime_dir(), **LIMITS) as box:
+        if name == "bwrap":  # every command through the exec server, or none
+            box.oneshot_commands = 10**9 if mode == "oneshot" else 0  # type: ignore[attr-defined]
         yield box

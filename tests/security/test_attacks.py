@@ -272,3 +272,30 @@ def test_symlink_to_host_file_not_followed_by_read_file(sb: sandbox.Sandbox,
         sb.write_file("/workspace/out", "pwned")
     assert not target.exists()
     sb.exec("rm -rf /workspace/abs /workspace/rel /workspace/shadow /workspace/proc /workspace/d /workspace/out")
+
+
+def test_exec_server_cannot_be_taken_over(sb: sandbox.Sandbox, backend: str) -> None:
+    """bwrap's exec server (pid 1, same uid as the commands) outlives every command: a command
+    that could ptrace it, read its memory or kill it would outlive itself, or break the next."""
+    if backend != "bwrap":
+        pytest.skip("only bwrap keeps a process of its own inside between commands")
+    before = sb.exec("cut -d' ' -f22 /proc/1/stat").output  # pid 1's start time
+    r = sb.exec("""python3 - <<'EOF'
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+print("ptrace", libc.ptrace(16, 1, 0, 0), ctypes.get_errno())  # PTRACE_ATTACH
+for path in ("/proc/1/mem", "/proc/1/environ", "/proc/1/fd/0"):
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+        print("READ", path)
+    except OSError as e:
+        print("denied", path, e.errno)
+for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGSTOP):
+    os.kill(1, sig)
+print("done")
+EOF""", timeout=30)
+    assert "ptrace -1" in r.output and "done" in r.output, r.output
+    assert "READ" not in r.output, r.output
+    # Still the same pid 1, and it still runs commands.
+    assert sb.exec("cut -d' ' -f22 /proc/1/stat").output == before
