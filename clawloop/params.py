@@ -23,7 +23,7 @@ class _Section(BaseModel):
 class ModelParams(_Section):
     """The policy the loop starts from."""
 
-    init: Literal["tiny", "small"] = "tiny"
+    init: Literal["micro", "tiny", "small"] = "tiny"
     """Size of the from-scratch model the bootstrap stage builds (ignored with `checkpoint`)."""
     checkpoint: str | None = None
     """Path of a real checkpoint directory (e.g. Qwen3-4B); the bootstrap stage copies it."""
@@ -175,7 +175,7 @@ class TransferParams(_Section):
     """Transfer: a fresh model trained on the first vs the final refined task set."""
 
     enabled: bool = True
-    init: Literal["tiny", "small"] = "tiny"
+    init: Literal["micro", "tiny", "small"] = "tiny"
     """Size of the fresh model trained on each task set."""
     train: dict[str, Any] = Field(default_factory=dict)
     """Training options for both runs, same budget (fields of clawloop.training.config.TrainParams)."""

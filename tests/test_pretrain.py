@@ -104,3 +104,45 @@ def test_bootstrap_with_a_small_pretrain_budget(tmp_path: Path) -> None:
     tk = AutoTokenizer.from_pretrained(tmp_path / "p")
     out = model.generate(**tk("<|im_start|>user\nhi<|im_end|>\n", return_tensors="pt"), max_new_tokens=3)
     assert out.shape[1] >= 1
+
+
+def test_rows_hold_whole_documents_never_split(tok: Any) -> None:
+    # a name and its copy must share a context: a row is whole documents, then masked padding
+    from itertools import islice
+
+    from clawloop.models.pretrain import blocks
+
+    config = PretrainConfig(seed=3, seq_len=256, mix={"echo": 1.0, "repeat": 1.0, "chat": 1.0})
+    sep = tok.convert_tokens_to_ids("<|endoftext|>")
+    docs = [tok(d, add_special_tokens=False)["input_ids"] + [sep] for d in documents(config, tok, 400)]
+    pos = 0
+    for row in islice(blocks(config, tok), 30):
+        assert len(row) == 256
+        body = [t for t in row if t >= 0]
+        assert row[len(body):] == [-1] * (256 - len(body))  # padding only at the end
+        while body:  # the row is exactly the next documents of the stream, each whole (or cut at 256)
+            doc = docs[pos][:256]
+            assert body[: len(doc)] == doc
+            body, pos = body[len(doc):], pos + 1
+
+
+def test_echo_documents_repeat_their_line_verbatim(tok: Any) -> None:
+    for doc in documents(PretrainConfig(seed=4, mix={"echo": 1.0}), tok, 30):
+        splits = [doc.split(f"\n{m}\n", 1) for m in ("again:", ">", "$ echo", "#") if f"\n{m}\n" in doc]
+        assert any(len(p) == 2 and p[0] == p[1] and len(p[0]) > 5 for p in splits), doc
+
+
+def test_induction_rows_mask_the_first_copy_and_label_the_repeat() -> None:
+    import random
+
+    from clawloop.models.pretrain import induction_row
+
+    ids, labels = induction_row(random.Random(0), 200, (256, 1000))
+    assert len(ids) == len(labels) == 200
+    assert all(256 <= t < 1000 for t in ids)
+    # every labelled position is the token at that position, and is a repeat of an earlier span
+    assert all(lab in (-100, t) for lab, t in zip(labels, ids, strict=True))
+    assert 0.3 < sum(lab != -100 for lab in labels) / 200 <= 0.6
+    first = labels.index(next(lab for lab in labels if lab != -100))
+    span = ids[:first]
+    assert ids[first:2 * first] == span[: len(ids[first:2 * first])]

@@ -40,6 +40,8 @@ def main() -> None:
     ap.add_argument("--mix", default=None, help="kind=share,... (chat, task, shell, help)")
     ap.add_argument("--system", type=float, default=None, help="share of documents with the system prompt")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--induction-warmup", type=int, default=0)
+    ap.add_argument("--induction-rows", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
@@ -51,6 +53,7 @@ def main() -> None:
            "seed": args.seed}
     if args.system is not None:
         pre["system_prompt"] = args.system
+    pre["induction_warmup"], pre["induction_rows"] = args.induction_warmup, args.induction_rows
     if args.threads:
         pre["threads"] = args.threads
     if args.mix:

@@ -21,8 +21,8 @@ def init(
     from clawloop.errors import ClawloopError
     from clawloop.models.bootstrap import BootstrapConfig, bootstrap
 
-    if size not in ("tiny", "small"):
-        raise ClawloopError(f"--size: expected tiny or small, got {size!r}")
+    if size not in ("micro", "tiny", "small"):
+        raise ClawloopError(f"--size: expected micro, tiny or small, got {size!r}")
     if tokenizer not in ("split", "bytelevel"):
         raise ClawloopError(f"--tokenizer: expected split or bytelevel, got {tokenizer!r}")
     if out.exists() and any(out.iterdir()):

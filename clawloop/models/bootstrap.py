@@ -38,6 +38,8 @@ SPLIT_PATTERN = r"\p{L}+|\p{N}|\s+|[^\p{L}\p{N}\s]"
 """Pre-tokenizer of the "split" scheme: letter runs, single digits, whitespace runs, single marks."""
 
 SIZES: dict[str, dict[str, int]] = {
+    "micro": {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 384},
     "tiny": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
              "num_key_value_heads": 2, "intermediate_size": 704},
     "small": {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
@@ -51,8 +53,8 @@ class BootstrapConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    size: Literal["tiny", "small"] = "tiny"
-    """tiny ≈ 3.6M parameters (hidden 256, 4 layers), small ≈ 24M (hidden 512, 8 layers)."""
+    size: Literal["micro", "tiny", "small"] = "tiny"
+    """micro ≈ 1M parameters (hidden 128, 4 layers), tiny ≈ 3.6M parameters (hidden 256, 4 layers), small ≈ 24M (hidden 512, 8 layers)."""
     seed: int = 0
     """Seed of the tokenizer corpus and of the weight initialisation."""
     vocab_size: int = Field(2048, ge=512)

@@ -17,7 +17,11 @@ copying, so that the loop starts from a model with working induction:
 - `help`: the shipped `--help` text of common tools (shell syntax and option names);
 - `repeat`: a list of random names, then the same names again in another form (as arguments
   of commands, quoted, in a different order by index): half of the tokens can only be
-  predicted by copying, the densest signal for forming induction heads early.
+  predicted by copying;
+- `echo`: a line of random names and letter strings, then the same line again, verbatim: the
+  textbook induction task. Measured on the micro model: without it induction never formed
+  in 2M tokens of the other kinds (induction_acc 0.000); pure repeated sequences form it in
+  ~0.5M tokens. Only exact repeats of unpredictable spans make copying pay off early.
 
 Nothing here reads benchmarks/ (the held-out suites): data is generated from seeds, word lists
 and the shipped help text only (tests check for overlap). The copy probe
@@ -36,7 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-KINDS = ("chat", "task", "shell", "help", "repeat")
+KINDS = ("chat", "task", "shell", "help", "repeat", "echo")
 
 
 class PretrainConfig(BaseModel):
@@ -64,6 +68,11 @@ class PretrainConfig(BaseModel):
     system_prompt: float = Field(0.2, ge=0, le=1)
     """Share of chat and task documents that carry the harness system prompt and tool list
     (~130 tokens, the same every time: cheap to learn, costly to repeat)."""
+    induction_warmup: int = Field(0, ge=0)
+    """First steps trained on induction rows only (random token spans, each repeated; loss on
+    the repeats): forms the copy mechanism before the documents need it."""
+    induction_rows: float = Field(0.0, ge=0, le=1)
+    """Share of rows that are induction rows after the warm-up (keeps the mechanism alive)."""
     probe_every: int = Field(0, ge=0)
     """Run the copy probe every this many steps (0 = only before and after)."""
     probe_items: int = Field(50, gt=0)
@@ -227,6 +236,13 @@ class Generator:
         lines += [f"{i + 1}. {names[i]}" if rng.random() < 0.3 else f"$ {cmd} {quote(names[i])}" for i in order]
         return "\n".join(lines)
 
+    def _echo(self) -> str:
+        rng = self.rng
+        items = [rng.choice((self._file(), random_word(rng, 2, 9), str(rng.randrange(1000))))
+                 for _ in range(rng.randint(4, 14))]
+        line = rng.choice((" ", ", ", "\n")).join(items)
+        return f"{line}\n{rng.choice(('again:', '>', '$ echo', '#'))}\n{line}"
+
     def _help(self) -> str:
         if self._help_chunks is None:
             from clawloop.models.corpus import help_text
@@ -276,14 +292,38 @@ def documents(config: PretrainConfig, tokenizer: Any = None, n: int | None = Non
 
 
 def blocks(config: PretrainConfig, tokenizer: Any) -> Iterator[list[int]]:
-    """Packed training rows: documents tokenized, joined by <|endoftext|>, cut to seq_len."""
+    """Packed training rows of exactly seq_len tokens: whole documents, each followed by
+    <|endoftext|>, packed greedily; a row is closed (padded with -1, masked out of the loss)
+    when the next document does not fit, and a document longer than a row is cut.
+
+    Documents are never split across rows: a name and its copy must share a context, and the
+    tool call must sit at the positions it has in an episode (after the ~200-token system
+    prompt). Cutting the stream at seq_len=128 hid both, and copying never emerged."""
     sep = tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    buf: list[int] = []
+    row: list[int] = []
     for doc in documents(config, tokenizer):
-        buf += tokenizer(doc, add_special_tokens=False)["input_ids"] + [sep]
-        while len(buf) >= config.seq_len:
-            yield buf[: config.seq_len]
-            buf = buf[config.seq_len:]
+        ids = (tokenizer(doc, add_special_tokens=False)["input_ids"] + [sep])[: config.seq_len]
+        if len(row) + len(ids) > config.seq_len:
+            yield row + [-1] * (config.seq_len - len(row))
+            row = []
+        row += ids
+
+
+WARMUP_ROW = 64
+"""Row length of the induction warm-up."""
+
+
+def induction_row(rng: random.Random, seq_len: int, vocab: tuple[int, int]) -> tuple[list[int], list[int]]:
+    """One row of the textbook induction task: spans of random token ids, each followed by
+    itself again. Returns (input ids, labels) with the labels of the first copies masked
+    (-100): they are noise, only the repeats can be predicted, and only by copying."""
+    ids: list[int] = []
+    labels: list[int] = []
+    while len(ids) < seq_len:
+        span = [rng.randrange(*vocab) for _ in range(rng.randint(6, min(40, seq_len // 2)))]
+        ids += span + span
+        labels += [-100] * len(span) + span
+    return ids[:seq_len], labels[:seq_len]
 
 
 # ------------------------------------------------------------------------------------- training
@@ -331,16 +371,36 @@ def pretrain(model: Any, tokenizer: Any, config: PretrainConfig,
     stream = blocks(config, tokenizer)
     model.train()
     running: list[float] = []
+    irng = random.Random(f"clawloop-induction-{config.seed}")
+    # random spans avoid the special/added tokens at the top and the raw bytes at the bottom
+    span_vocab = (256, len(tokenizer) - 16)
     for step in range(1, config.steps + 1):
-        batch = torch.tensor([next(stream) for _ in range(config.batch_size)])
-        out = model(input_ids=batch, labels=batch)
+        ids, labels = [], []
+        if step <= config.induction_warmup:
+            # short rows (same tokens per step): the match is easy to find among few positions,
+            # which is what lets the mechanism form in a few hundred steps
+            for _ in range(config.batch_size * config.seq_len // WARMUP_ROW):
+                i, lab = induction_row(irng, WARMUP_ROW, span_vocab)
+                ids.append(i)
+                labels.append(lab)
+        for _ in range(config.batch_size if step > config.induction_warmup else 0):
+            if config.induction_rows and irng.random() < config.induction_rows:
+                i, lab = induction_row(irng, config.seq_len, span_vocab)
+            else:
+                i = next(stream)
+                lab = [t if t >= 0 else -100 for t in i]
+                i = [max(t, 0) for t in i]  # padding (-1) reads as token 0, masked from the loss
+            ids.append(i)
+            labels.append(lab)
+        batch, target = torch.tensor(ids), torch.tensor(labels)
+        out = model(input_ids=batch, labels=target)
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
         running.append(out.loss.item())
-        record["tokens"] += batch.numel()
+        record["tokens"] += int((target >= 0).sum())
         if (config.probe_every and step % config.probe_every == 0) or step == config.steps:
             emit(step, round(sum(running) / len(running), 4))
             running = []
