@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sandbox._proc import _CHUNK, HeadTail
+from sandbox._proc import _CHUNK, HeadTail, open_to_sandbox_uid
 from sandbox.base import ExecResult, SandboxError
 
 START_TIMEOUT_S = 30.0
@@ -138,6 +138,7 @@ class ExecServer:
         payload = b"\0".join(f.encode("utf-8", "surrogateescape") for f in fields)
         msg = len(payload).to_bytes(4, "big") + payload
         r, w = os.pipe()  # both ends close-on-exec: no other child of this process inherits them
+        open_to_sandbox_uid(w)
         try:
             try:
                 sent = socket.send_fds(self.sock, [msg], [w])

@@ -76,15 +76,18 @@ def run_captured(
     group there, since leftovers may still hold the pipe open).
     """
     start = time.monotonic()
+    out, w = os.pipe()
+    open_to_sandbox_uid(w)
     try:
         proc = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            list(argv), stdin=subprocess.DEVNULL, stdout=w, stderr=w,
             env=env, cwd=cwd, close_fds=True, **popen_kw,
         )
     except (OSError, ValueError) as e:  # e.g. a NUL byte in the command or the environment
+        os.close(out)
         raise SandboxError(f"cannot start the command: {e}") from None
-    assert proc.stdout is not None
-    out = proc.stdout.fileno()
+    finally:
+        os.close(w)  # only the command holds the write end: EOF when it and its children are done
     kill = kill or _kill
     buf = HeadTail(output_limit)
     deadline = start + timeout
@@ -132,7 +135,7 @@ def run_captured(
         proc.wait()
         raise
     finally:
-        proc.stdout.close()
+        os.close(out)
         if pidfd is not None:
             os.close(pidfd)
     if after_exit and not exited:
@@ -141,6 +144,14 @@ def run_captured(
     code = 124 if timed_out else exit_status(proc.returncode)
     return ExecResult(exit_code=code, output=output, timed_out=timed_out,
                       duration_s=time.monotonic() - start, truncated=truncated)
+
+
+def open_to_sandbox_uid(fd: int) -> None:
+    """Let the sandbox's uid reopen the output pipe (`echo x > /dev/stdout`, which reopens it
+    through /proc/self/fd): a pipe made by host root is mode 0600, and root inside a user
+    namespace is not host root. Only holders of the fd can reach the pipe anyway."""
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o666)
 
 
 def _pidfd(pid: int) -> int | None:

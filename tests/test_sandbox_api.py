@@ -58,6 +58,13 @@ def test_exit_codes_and_output(sb: sandbox.Sandbox) -> None:
     assert sb.exec("pwd").output.strip().endswith("/workspace")
 
 
+def test_commands_can_reopen_dev_stdout_and_stderr(sb: sandbox.Sandbox) -> None:
+    # verifier scripts write `> /dev/stderr`: that reopens the output pipe as the sandbox uid
+    for _ in range(3):  # the first command of a sandbox and later ones take different paths
+        r = sb.exec("echo out > /dev/stdout && echo err > /dev/stderr", timeout=10)
+        assert (r.exit_code, r.output) == (0, "out\nerr\n")
+
+
 def test_long_command_goes_through_a_file(sb: sandbox.Sandbox) -> None:
     r = sb.exec("x=" + "a" * 200_000 + "\necho ${#x}; exit 5")  # > 128 KiB: too long for argv
     assert (r.exit_code, r.output) == (5, "200000\n")
