@@ -39,7 +39,7 @@ def main(params: Params) -> None:
                 if d and d.is_dir()]
     metrics = train(params.train.method, args.policy, tasks, rollouts, probe, args.out,
                     TrainParams.from_mapping(params.train.options(), where="params.yaml: train"),
-                    logs=args.logs or args.out.parent / "train-log")
+                    logs=args.logs or args.out.parent / "train-log", keep_base_without_tasks=True)
     write_json(args.metrics or args.out.parent / "train.json", metrics)
     print(f"[train] iteration {args.iteration}: {params.train.method} on {len(tasks)} tasks → {args.out}")
 

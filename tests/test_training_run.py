@@ -85,6 +85,13 @@ def test_bad_inputs_raise_and_leave_out_untouched(tiny_model: Path, pool: Path, 
                                  "errors": 0, "label": "too_easy"}) + "\n")
     with pytest.raises(ClawloopError, match="no learnable task"):
         train("grpo", tiny_model, pool, None, probe, out, params=quick())
+    # the loop's stage asks for the base back instead: nothing to learn is not a failure there
+    kept = tmp_path / "kept"
+    metrics = train("grpo", tiny_model, pool, None, probe, kept, params=quick(), keep_base_without_tasks=True)
+    assert metrics == {"method": "grpo", "steps": 0, "grpo_tasks": 0}
+    assert (kept / "model.safetensors").read_bytes() == (tiny_model / "model.safetensors").read_bytes()
+    assert json.loads((kept / "train_meta.json").read_text())["stages"]["grpo"] == {"skipped": "no learnable task"}
+    shutil.rmtree(kept)
 
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == ["out"]
     assert [p.name for p in out.iterdir()] == ["keep.txt"]

@@ -8,6 +8,7 @@ after an interruption when the inputs are unchanged) and OUT appears only at the
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -52,7 +53,7 @@ def _select(tasks: list[Task], probe: dict[str, Any] | None, labels: Sequence[st
 def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
           trajectories: Sequence[str | Path] | None, probe: str | Path | None, out: str | Path,
           params: TrainParams | None = None, *, logs: str | Path | None = None,
-          harness_config: HarnessConfig | None = None) -> dict[str, Any]:
+          harness_config: HarnessConfig | None = None, keep_base_without_tasks: bool = False) -> dict[str, Any]:
     """Train `base` with `method` and write the checkpoint dir `out`; returns the final metrics.
 
     tasks: a pool JSONL (or Task objects): reference solutions for SFT, the environments of GRPO.
@@ -61,6 +62,9 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
     logs: DVCLive directory (metrics per step); None logs nothing besides train_meta.json.
     harness_config: the harness settings rollouts use (prompt, limits), so the reference
     trajectories and GRPO episodes look like them (default: HarnessConfig()).
+    keep_base_without_tasks: with method grpo and no learnable task, write the base unchanged
+    (recorded as skipped) instead of failing: the loop goes on, and the next probe may find
+    some; a direct `clawloop train --method grpo` wants the error.
     """
     t0 = time.time()
     params = params or TrainParams.for_profile("cpu")
@@ -114,7 +118,7 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
         grpo_tasks = [t for t in grpo_tasks if not (t.needs_image and params.data.sandbox_backend != "docker")]
         meta["grpo_tasks"] = len(grpo_tasks)
         meta["grpo_tasks_sha256"] = _tasks_sha(grpo_tasks)
-        if not grpo_tasks and method == "grpo":
+        if not grpo_tasks and method == "grpo" and not keep_base_without_tasks:
             raise ClawloopError(f"{probe or tasks}: no learnable task to train GRPO on")
         import importlib.util
 
@@ -152,6 +156,10 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
         last_done = work.done_dir("grpo")
     elif "grpo" in method:
         meta["stages"]["grpo"] = {"skipped": "no learnable task"}
+        if last_done is None:  # GRPO alone and nothing to learn from: the checkpoint is the base
+            last_done = work.done_dir("grpo")
+            if _rank() == 0:
+                _link_copy(base, last_done)
     assert last_done is not None
     stages = [s for s in meta["stages"].values() if "metrics" in s]
     meta["steps"] = sum(int(s.get("steps", 0)) for s in stages)
@@ -164,6 +172,22 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
         work.commit(last_done)
     _barrier()
     return meta["metrics"]
+
+
+def _link_copy(src: Path, dest: Path) -> None:
+    """Copy a checkpoint dir, hard-linking files where the filesystem allows (no extra space)."""
+    import shutil
+
+    def link_or_copy(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(src, dest, copy_function=link_or_copy,
+                    ignore=shutil.ignore_patterns("train_meta.json", "model_meta.json"))
 
 
 def _rank() -> int:
@@ -203,6 +227,8 @@ def _summary_metrics(meta: dict[str, Any]) -> dict[str, Any]:
         out["grpo_masked_rollouts"] = int(grpo.get("rollouts_error", 0))
         out["grpo_frac_reward_zero_std"] = grpo.get("frac_reward_zero_std")
         out["grpo_runtime_s"] = grpo.get("train_runtime")
+    if "grpo_tasks" in meta:
+        out["grpo_tasks"] = int(meta["grpo_tasks"])
     if "reference" in meta:
         out["reference_passed"] = int(meta["reference"].get("passed", 0))
     return {k: v for k, v in out.items() if v is not None}
