@@ -37,9 +37,11 @@ def main(params: Params) -> None:
     tasks = select_by_label(pool, read_probe(probe), [*params.validation.train_labels, "unprobed"])
     rollouts = [d for d in (args.validated / "probe", args.self_rollouts and args.self_rollouts / "pool")
                 if d and d.is_dir()]
+    logs = args.logs or args.out.parent / "train-log"
     metrics = train(params.train.method, args.policy, tasks, rollouts, probe, args.out,
                     TrainParams.from_mapping(params.train.options(), where="params.yaml: train"),
-                    logs=args.logs or args.out.parent / "train-log", keep_base_without_tasks=True)
+                    logs=logs, keep_base_without_tasks=True)
+    logs.mkdir(parents=True, exist_ok=True)  # a declared output, empty when nothing was trained
     write_json(args.metrics or args.out.parent / "train.json", metrics)
     print(f"[train] iteration {args.iteration}: {params.train.method} on {len(tasks)} tasks → {args.out}")
 
