@@ -43,7 +43,10 @@ def main(params: Params) -> None:
                     logs=logs, keep_base_without_tasks=True)
     logs.mkdir(parents=True, exist_ok=True)  # a declared output, empty when nothing was trained
     write_json(args.metrics or args.out.parent / "train.json", metrics)
-    print(f"[train] iteration {args.iteration}: {params.train.method} on {len(tasks)} tasks → {args.out}")
+    grpo = (f", GRPO on {metrics['grpo_tasks']} learnable" + (" (skipped)" if not metrics["grpo_tasks"] else "")
+            if "grpo_tasks" in metrics else "")
+    print(f"[train] iteration {args.iteration}: {params.train.method}, {len(tasks)} tasks{grpo},"
+          f" {metrics.get('steps', 0)} steps → {args.out}")
 
 
 if __name__ == "__main__":
