@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sandbox._proc import _CHUNK, HeadTail, open_to_sandbox_uid
+from sandbox._proc import HeadTail, open_to_sandbox_uid, read_chunk
 from sandbox.base import ExecResult, SandboxError
 
 START_TIMEOUT_S = 30.0
@@ -169,12 +169,7 @@ class ExecServer:
                 until = drain_until if drain_until is not None else deadline
                 for fd, _ in poller.poll(min(max(until - now, 0), 3600.0) * 1000):
                     if fd == r:
-                        data = os.read(r, _CHUNK)
-                        if data:
-                            buf.add(data)
-                        else:
-                            eof = True
-                            poller.unregister(r)
+                        eof = read_chunk(r, buf, poller)
                         continue
                     data = self.sock.recv(4096)
                     self._buf += data

@@ -112,12 +112,7 @@ def run_captured(
             wait_s = until - now if pidfd is not None else min(until - now, 0.1)
             ready = {fd for fd, _ in poller.poll(max(wait_s, 0) * 1000)}
             if out in ready:
-                data = os.read(out, _CHUNK)
-                if data:
-                    buf.add(data)
-                else:
-                    eof = True
-                    poller.unregister(out)
+                eof = read_chunk(out, buf, poller)
             if not exited and (pidfd in ready if pidfd is not None else proc.poll() is not None):
                 exited = True
                 if pidfd is not None:
@@ -144,6 +139,16 @@ def run_captured(
     code = 124 if timed_out else exit_status(proc.returncode)
     return ExecResult(exit_code=code, output=output, timed_out=timed_out,
                       duration_s=time.monotonic() - start, truncated=truncated)
+
+
+def read_chunk(fd: int, buf: HeadTail, poller: select.poll) -> bool:
+    """Read what `fd` has into `buf`; at EOF unregister it from `poller` and return True."""
+    data = os.read(fd, _CHUNK)
+    if data:
+        buf.add(data)
+        return False
+    poller.unregister(fd)
+    return True
 
 
 def open_to_sandbox_uid(fd: int) -> None:
