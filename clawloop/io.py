@@ -50,6 +50,21 @@ def write_json(path: str | Path, obj: Any) -> None:
     write_bytes(path, orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
 
+def link_tree(src: str | Path, dst: str | Path, ignore: Any = None) -> None:
+    """Copy directory `src` to a new `dst`, hard-linking files where the filesystem allows
+    (a checkpoint costs no space). Safe with this module's writers: they replace a file by
+    rename, never write through the shared inode. `ignore` as for shutil.copytree."""
+    import shutil
+
+    def link_or_copy(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+    shutil.copytree(src, dst, copy_function=link_or_copy, ignore=ignore)
+
+
 def read_json(path: str | Path) -> Any:
     path = Path(path)
     try:

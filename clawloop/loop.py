@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
-from clawloop.io import read_json, write_json
+from clawloop.io import link_tree, read_json, write_json
 
 
 class SuiteMetrics(BaseModel):
@@ -95,14 +95,7 @@ def hand_over(src: str | Path, dst: str | Path) -> None:
         raise ClawloopError(f"{src}: checkpoint directory not found")
     tmp = dst.with_name(f".{dst.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-
-    def link_or_copy(s: str, d: str) -> None:
-        try:
-            os.link(s, d)
-        except OSError:
-            shutil.copy2(s, d)
-
-    shutil.copytree(src, tmp, copy_function=link_or_copy)
+    link_tree(src, tmp)
     shutil.rmtree(dst, ignore_errors=True)
     os.replace(tmp, dst)
 

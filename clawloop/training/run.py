@@ -8,7 +8,6 @@ after an interruption when the inputs are unchanged) and OUT appears only at the
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -159,7 +158,13 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
         if last_done is None:  # GRPO alone and nothing to learn from: the checkpoint is the base
             last_done = work.done_dir("grpo")
             if _rank() == 0:
-                _link_copy(base, last_done)
+                import shutil
+
+                from clawloop.io import link_tree
+
+                shutil.rmtree(last_done, ignore_errors=True)
+                # the base's own metadata would describe another run
+                link_tree(base, last_done, ignore=shutil.ignore_patterns("train_meta.json", "model_meta.json"))
     assert last_done is not None
     stages = [s for s in meta["stages"].values() if "metrics" in s]
     meta["steps"] = sum(int(s.get("steps", 0)) for s in stages)
@@ -172,22 +177,6 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
         work.commit(last_done)
     _barrier()
     return meta["metrics"]
-
-
-def _link_copy(src: Path, dest: Path) -> None:
-    """Copy a checkpoint dir, hard-linking files where the filesystem allows (no extra space)."""
-    import shutil
-
-    def link_or_copy(a: str, b: str) -> None:
-        try:
-            os.link(a, b)
-        except OSError:
-            shutil.copy2(a, b)
-
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(src, dest, copy_function=link_or_copy,
-                    ignore=shutil.ignore_patterns("train_meta.json", "model_meta.json"))
 
 
 def _rank() -> int:
