@@ -144,9 +144,9 @@ def load_report(path: str | Path) -> CapabilityReport:
     try:
         return CapabilityReport.model_validate(obj)
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
-        raise ClawloopError(f"{path}: {loc}: {err['msg']}") from None
+        from clawloop.tasks.pool import describe_validation_error
+
+        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
 
 
 def resolve_skills(skills: Sequence[str] | None) -> list[str]:

@@ -129,9 +129,9 @@ class TrainParams(_Params):
         try:
             return cls.model_validate(merged)
         except ValidationError as e:
-            err = e.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or "(root)"
-            raise ClawloopError(f"{where}: {field}: {err['msg']}") from None
+            from clawloop.tasks.pool import describe_validation_error
+
+            raise ClawloopError(f"{where}: {describe_validation_error(e)}") from None
 
     @classmethod
     def from_yaml(cls, path: str | Path, section: str | None = "train",
