@@ -36,7 +36,7 @@ from clawloop.training.checkpoint import (
     save_final,
 )
 from clawloop.training.config import GRPOParams, resolve_bf16
-from clawloop.training.sft import _cuda, model_dtype, peft_config
+from clawloop.training.sft import peft_config, shared_args
 
 if TYPE_CHECKING:
     import datasets
@@ -192,31 +192,15 @@ def grpo_config(params: GRPOParams, output_dir: Path, *, bf16: bool | None = Non
             f"({params.per_device_train_batch_size} × {params.gradient_accumulation_steps}) must be a multiple "
             f"of num_generations ({params.num_generations})")
     return GRPOConfig(
-        output_dir=str(output_dir),
-        learning_rate=params.learning_rate,
+        **shared_args(params, output_dir, bf16),
         beta=params.beta,
         num_generations=params.num_generations,
-        per_device_train_batch_size=params.per_device_train_batch_size,
-        gradient_accumulation_steps=params.gradient_accumulation_steps,
-        max_steps=params.max_steps,
         max_completion_length=params.max_completion_length,
         max_tool_calling_iterations=params.max_turns,
         temperature=params.temperature,
         loss_type=params.loss_type,
         use_vllm=params.use_vllm,
         vllm_mode=params.vllm_mode,
-        bf16=bf16,
-        activation_checkpointing=params.gradient_checkpointing,
-        logging_steps=params.logging_steps,
-        save_strategy="steps",
-        save_steps=params.save_steps,
-        save_total_limit=params.save_total_limit,
-        seed=params.seed,
-        report_to="none",
-        disable_tqdm=True,
-        dataloader_pin_memory=_cuda(),
-        use_cpu=not _cuda(),
-        model_init_kwargs={"dtype": model_dtype(bf16)},
     )
 
 

@@ -17,7 +17,7 @@ from clawloop.training.checkpoint import (
     load_tokenizer,
     save_final,
 )
-from clawloop.training.config import LoraParams, SFTParams, resolve_bf16
+from clawloop.training.config import GRPOParams, LoraParams, SFTParams, resolve_bf16
 
 if TYPE_CHECKING:
     import datasets
@@ -46,38 +46,45 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def shared_args(params: SFTParams | GRPOParams, output_dir: Path, bf16: bool) -> dict[str, Any]:
+    """The TrainingArguments SFT and GRPO set alike: optimisation, checkpoints, logging, device."""
+    return dict(
+        output_dir=str(output_dir),
+        learning_rate=params.learning_rate,
+        max_steps=params.max_steps,
+        per_device_train_batch_size=params.per_device_train_batch_size,
+        gradient_accumulation_steps=params.gradient_accumulation_steps,
+        activation_checkpointing=params.gradient_checkpointing,
+        bf16=bf16,
+        logging_steps=params.logging_steps,
+        save_strategy="steps",
+        save_steps=params.save_steps,
+        save_total_limit=params.save_total_limit,
+        seed=params.seed,
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_pin_memory=_cuda(),
+        use_cpu=not _cuda(),
+        model_init_kwargs={"dtype": model_dtype(bf16)},
+    )
+
+
 def sft_config(params: SFTParams, output_dir: Path, *, bf16: bool | None = None) -> Any:
     """TRL SFTConfig for our data: assistant-only loss, tools column, no external reporting."""
     from trl import SFTConfig
 
     bf16 = resolve_bf16(params.bf16) if bf16 is None else bf16
     return SFTConfig(
-        output_dir=str(output_dir),
+        **shared_args(params, output_dir, bf16),
         assistant_only_loss=True,
-        learning_rate=params.learning_rate,
         num_train_epochs=params.num_train_epochs,
-        max_steps=params.max_steps,
-        per_device_train_batch_size=params.per_device_train_batch_size,
-        gradient_accumulation_steps=params.gradient_accumulation_steps,
         max_length=params.max_length,
         packing=params.packing,
-        activation_checkpointing=params.gradient_checkpointing,
-        bf16=bf16,
         warmup_steps=params.warmup_ratio,  # a float < 1 is a ratio of the total steps
         lr_scheduler_type=params.lr_scheduler_type,
         weight_decay=params.weight_decay,
-        logging_steps=params.logging_steps,
-        save_strategy="steps",
-        save_steps=params.save_steps,
-        save_total_limit=params.save_total_limit,
-        seed=params.seed,
         data_seed=params.seed,
-        report_to="none",
-        disable_tqdm=True,
-        dataloader_pin_memory=_cuda(),
-        use_cpu=not _cuda(),
         dataset_num_proc=None,
-        model_init_kwargs={"dtype": model_dtype(bf16)},
     )
 
 
