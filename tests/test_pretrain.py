@@ -116,10 +116,11 @@ def test_rows_hold_whole_documents_never_split(tok: Any) -> None:
     sep = tok.convert_tokens_to_ids("<|endoftext|>")
     docs = [tok(d, add_special_tokens=False)["input_ids"] + [sep] for d in documents(config, tok, 400)]
     pos = 0
-    for row in islice(blocks(config, tok), 30):
-        assert len(row) == 256
-        body = [t for t in row if t >= 0]
-        assert row[len(body):] == [-1] * (256 - len(body))  # padding only at the end
+    for ids, labels in islice(blocks(config, tok), 30):
+        assert len(ids) == len(labels) == 256
+        body = [t for t in labels if t != -100]
+        assert labels[len(body):] == [-100] * (256 - len(body))  # padding only at the end, masked
+        assert ids[: len(body)] == body and ids[len(body):] == [0] * (256 - len(body))
         while body:  # the row is exactly the next documents of the stream, each whole (or cut at 256)
             doc = docs[pos][:256]
             assert body[: len(doc)] == doc

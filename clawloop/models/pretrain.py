@@ -291,10 +291,10 @@ def documents(config: PretrainConfig, tokenizer: Any = None, n: int | None = Non
         yield d
 
 
-def blocks(config: PretrainConfig, tokenizer: Any) -> Iterator[list[int]]:
-    """Packed training rows of exactly seq_len tokens: whole documents, each followed by
-    <|endoftext|>, packed greedily; a row is closed (padded with -1, masked out of the loss)
-    when the next document does not fit, and a document longer than a row is cut.
+def blocks(config: PretrainConfig, tokenizer: Any) -> Iterator[tuple[list[int], list[int]]]:
+    """Packed training rows (input ids, labels) of exactly seq_len tokens: whole documents,
+    each followed by <|endoftext|>, packed greedily; a row is closed when the next document
+    does not fit (padded with token 0, labels -100), and a document longer than a row is cut.
 
     Documents are never split across rows: a name and its copy must share a context, and the
     tool call must sit at the positions it has in an episode (after the ~200-token system
@@ -304,7 +304,8 @@ def blocks(config: PretrainConfig, tokenizer: Any) -> Iterator[list[int]]:
     for doc in documents(config, tokenizer):
         ids = (tokenizer(doc, add_special_tokens=False)["input_ids"] + [sep])[: config.seq_len]
         if len(row) + len(ids) > config.seq_len:
-            yield row + [-1] * (config.seq_len - len(row))
+            pad = config.seq_len - len(row)
+            yield row + [0] * pad, row + [-100] * pad
             row = []
         row += ids
 
@@ -374,24 +375,19 @@ def pretrain(model: Any, tokenizer: Any, config: PretrainConfig,
     irng = random.Random(f"clawloop-induction-{config.seed}")
     # random spans avoid the special/added tokens at the top and the raw bytes at the bottom
     span_vocab = (256, len(tokenizer) - 16)
-    for step in range(1, config.steps + 1):
-        ids, labels = [], []
+
+    def rows(step: int) -> list[tuple[list[int], list[int]]]:
         if step <= config.induction_warmup:
             # short rows (same tokens per step): the match is easy to find among few positions,
             # which is what lets the mechanism form in a few hundred steps
-            for _ in range(config.batch_size * config.seq_len // WARMUP_ROW):
-                i, lab = induction_row(irng, WARMUP_ROW, span_vocab)
-                ids.append(i)
-                labels.append(lab)
-        for _ in range(config.batch_size if step > config.induction_warmup else 0):
-            if config.induction_rows and irng.random() < config.induction_rows:
-                i, lab = induction_row(irng, config.seq_len, span_vocab)
-            else:
-                i = next(stream)
-                lab = [t if t >= 0 else -100 for t in i]
-                i = [max(t, 0) for t in i]  # padding (-1) reads as token 0, masked from the loss
-            ids.append(i)
-            labels.append(lab)
+            return [induction_row(irng, WARMUP_ROW, span_vocab)
+                    for _ in range(config.batch_size * config.seq_len // WARMUP_ROW)]
+        return [induction_row(irng, config.seq_len, span_vocab)
+                if config.induction_rows and irng.random() < config.induction_rows else next(stream)
+                for _ in range(config.batch_size)]
+
+    for step in range(1, config.steps + 1):
+        ids, labels = zip(*rows(step), strict=True)
         batch, target = torch.tensor(ids), torch.tensor(labels)
         out = model(input_ids=batch, labels=target)
         out.loss.backward()
