@@ -12,16 +12,16 @@ from clawloop.commands import model_app
 @model_app.command()
 def init(
     out: Path = typer.Option(..., "--out", help="Directory to write the model and tokenizer into."),
-    size: str = typer.Option("tiny", "--size", help="tiny (~3.5M parameters) or small (~24M)."),
+    size: str = typer.Option("tiny", "--size", help="micro (~1M parameters), tiny (~3.5M) or small (~24M)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the tokenizer corpus and the weights."),
     tokenizer: str = typer.Option("split", "--tokenizer", help="Tokenizer scheme: split or bytelevel."),
     vocab: int = typer.Option(2048, "--vocab", min=512, help="Vocabulary size, special tokens included."),
 ) -> None:
     """Build a Qwen3-architecture model with random weights and a tokenizer trained offline."""
     from clawloop.errors import ClawloopError
-    from clawloop.models.bootstrap import BootstrapConfig, bootstrap
+    from clawloop.models.bootstrap import SIZES, BootstrapConfig, bootstrap
 
-    if size not in ("micro", "tiny", "small"):
+    if size not in SIZES:
         raise ClawloopError(f"--size: expected micro, tiny or small, got {size!r}")
     if tokenizer not in ("split", "bytelevel"):
         raise ClawloopError(f"--tokenizer: expected split or bytelevel, got {tokenizer!r}")
