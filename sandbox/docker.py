@@ -47,8 +47,9 @@ _XFER = "/.clawloop-xfer"
 _TMPFS = ("/tmp", "/var/tmp", "/root", "/home", "/srv", "/mnt", "/run")
 # pid 1: reap orphans, exit promptly on `docker stop`, and restart its sleep when killed.
 _INIT = 'trap "exit 0" TERM; mkdir -p /home/user; while :; do sleep 86400 & wait $!; done'
-# Every command ends by killing everything but pid 1 (and the killer itself).
-_WRAP = 'timeout -s KILL "$1" bash -c "$2"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+# stderr joins stdout before the command starts: docker would deliver them on two streams in
+# no fixed order. Every command ends by killing everything but pid 1 (and the killer itself).
+_WRAP = 'exec 2>&1; timeout -s KILL "$1" bash -c "$2"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
 _DROP_CAPS = ["NET_RAW", "MKNOD", "SYS_CHROOT", "AUDIT_WRITE", "SETFCAP", "NET_BIND_SERVICE"]
 
 _STATE_DIR = re.compile(r"/[\w./-]*/clawloop-docker-\d+-\w+")
