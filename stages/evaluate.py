@@ -24,18 +24,18 @@ def main(params: Params) -> None:
     ap.add_argument("--policy", type=Path, required=True, help="checkpoint to evaluate")
     ap.add_argument("--previous", type=Path, help="previous iteration dir (its metrics.json and policy/)")
     ap.add_argument("--pool", type=Path, help="validated pool: a sample is rolled out for the diagnosis")
+    ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     it_dir = args.out.parent
 
     from clawloop import loop
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.tasks.formats import load_suite_any
+    from clawloop.suite_manifest import eval_suites
     from clawloop.tasks.pool import read_pool
 
     t0 = time.perf_counter()
-    suites = [(s.name, s.subset(load_suite_any(s.path, s.format, name=s.name).tasks), s.heldout)
-              for s in params.eval.suites]
+    suites = eval_suites(params, args.suites)
     if args.pool and params.eval.pool_sample:
         pool = sorted(read_pool(args.pool), key=lambda t: t.id)[: params.eval.pool_sample]
         suites.append(("pool", pool, False))

@@ -20,6 +20,7 @@ def main(params: Params) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--first", type=Path, required=True, help="iteration 1's validated dir")
     ap.add_argument("--final", type=Path, required=True, help="the final iteration's validated dir")
+    ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
@@ -27,7 +28,7 @@ def main(params: Params) -> None:
     from clawloop.agent.rollout import run_rollouts
     from clawloop.io import write_json
     from clawloop.models.bootstrap import BootstrapConfig, bootstrap
-    from clawloop.tasks.formats import load_suite_any
+    from clawloop.suite_manifest import eval_suites
     from clawloop.tasks.pool import read_pool
     from clawloop.training.config import TrainParams
     from clawloop.training.run import train
@@ -36,8 +37,7 @@ def main(params: Params) -> None:
     result: dict = {"init": tr.init, "pass_at_1": {}, "tasks": {}}
     if not tr.enabled:
         print("[transfer] disabled (transfer.enabled: false)")
-    heldout = [(s.name, s.subset(load_suite_any(s.path, s.format, name=s.name).tasks))
-               for s in params.eval.suites if s.heldout]
+    heldout = [(name, tasks) for name, tasks, held in eval_suites(params, args.suites) if held]
     harness, sampling = loop.rollout_settings(params)
     train_params = TrainParams.from_mapping(tr.train, where="params.yaml: transfer.train")
     with output_dir(args.out / "models") as tmp:

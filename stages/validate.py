@@ -21,21 +21,22 @@ def main(params: Params) -> None:
     ap.add_argument("--iteration", type=int, required=True)
     ap.add_argument("--pool", type=Path, required=True)
     ap.add_argument("--policy", type=Path, required=True, help="the current policy, for the probe")
+    ap.add_argument("--suites", type=Path, help="runs/suites.json: the held-out suites must still match it")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--metrics", type=Path, help="default: <out>/../validation.json")
     args = ap.parse_args()
     metrics_path = args.metrics or args.out.parent / "validation.json"
 
-    from clawloop.evaluation import load_suite
     from clawloop.io import write_json
     from clawloop.loop import load_loop_policy, rollout_settings
+    from clawloop.suite_manifest import heldout_tasks
     from clawloop.tasks.pool import read_pool_lenient, write_pool
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool
     from clawloop.validation.probe import ProbeResult, probe_tasks, summarize, write_probe
 
     val = params.validation
     tasks, parse_errors = read_pool_lenient(args.pool)
-    heldout = [t for path in val.heldout for t in load_suite(path).tasks]
+    heldout = heldout_tasks(params, args.suites)
     kept, report = validate_pool(
         tasks, params.sandbox.backend, params.sandbox.jobs, heldout,
         AgentFreeParams(near_duplicate_threshold=val.near_duplicate_threshold),

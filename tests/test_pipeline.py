@@ -81,6 +81,26 @@ def test_editing_a_generator_dirties_only_downstream(smoke_repo: Path) -> None:
     assert not changed & {"bootstrap", "evaluate-base", "diagnose-base"}, changed
 
 
+def test_editing_a_suite_task_dirties_suites_and_stages_refuse_it_until_rerun(smoke_repo: Path) -> None:
+    # Stages depend on runs/suites.json, not the suite directory: only `suites` sees the edit,
+    # and a stage run alone before it reruns must not use the edited suite.
+    task = sorted((smoke_repo / "benchmarks" / "shell-core").iterdir())[0]
+    instruction = task / "instruction.md"
+    original = instruction.read_text()
+    try:
+        instruction.write_text(original + "\nAlso print the date.\n")
+        status = _run(["dvc", "status"], smoke_repo).stdout
+        p = _run([sys.executable, "-m", "stages.evaluate", "--iteration", "1", "--policy",
+                  "runs/iter-1/checkpoint", "--previous", "runs/iter-0", "--suites", "runs/suites.json",
+                  "--out", "runs/iter-1/eval"], smoke_repo, check=False)
+    finally:
+        instruction.write_text(original)
+    changed = {line.rstrip(":") for line in status.splitlines() if line and not line.startswith(("\t", " "))}
+    assert changed == {"suites"}, status
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "changed since runs/suites.json" in p.stderr and task.name in p.stderr, p.stderr
+
+
 def test_bad_params_fail_before_work_and_keep_artifacts(smoke_repo: Path) -> None:
     params = smoke_repo / "params.yaml"
     original = params.read_text()
