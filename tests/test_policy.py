@@ -96,6 +96,39 @@ def test_hf_kv_reuse_matches_full_prefill(small_hf: HFPolicy) -> None:
     assert fresh.prefix_store is None
 
 
+def test_prefix_store_keeps_an_entry_the_new_prompt_only_shares_a_prefix_with() -> None:
+    from clawloop.models.kv_reuse import PrefixStore
+
+    store = PrefixStore(8)
+    a, b = list(range(40)), [*range(30), *range(100, 120)]
+    store.put(a, [])
+    hit = store.lookup(b)
+    assert hit.length == 30
+    store.put(b, [], replaces=hit.key)  # b does not extend a: a must stay
+    assert store.lookup(a + [7]).length == 40
+    longer = [*a, 1, 2, 3]
+    store.put(longer, [], replaces=store.lookup(longer).key)  # extends a: a is dropped
+    assert len(store.entries) == 2 and store.lookup(a + [7]).length == 40
+
+
+def test_prefill_groups_cover_every_row_once_with_little_padding() -> None:
+    import random
+
+    from clawloop.models.kv_reuse import prefill_groups
+
+    rng = random.Random(0)
+    cached = [rng.randint(200, 600) for _ in range(40)]
+    new = [rng.randint(20, 400) for _ in range(40)]
+    groups = prefill_groups(cached, new, slack=0.25, most=16)
+    assert sorted(i for g in groups for i in g) == list(range(40))
+    for g in groups:
+        assert len(g) <= 16
+        real = sum(new[i] * (cached[i] + new[i]) for i in g)
+        padded = len(g) * max(new[i] for i in g) * (max(cached[i] for i in g) + max(new[i] for i in g))
+        assert padded <= 1.25 * real
+    assert len(groups) < 40  # rows of similar length do share a forward
+
+
 def test_hf_seeded_sampling_is_reproducible(small_hf: HFPolicy) -> None:
     s = SamplingParams(temperature=1.0, max_new_tokens=8, seed=3)
     a = [g.text for g in small_hf.generate([CONV, CONV], s, tools=TOOLS)]

@@ -46,7 +46,8 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     ap.add_argument("--model", type=Path, help="model directory (default: bootstrap a tiny model)")
     ap.add_argument("--batches", default="1,8,32", help="batch sizes, comma separated")
-    ap.add_argument("--max-new-tokens", type=int, default=32, help="tokens per reply")
+    ap.add_argument("--max-new-tokens", type=int, default=96,
+                    help="tokens per reply (default: params.yaml's rollout.max_new_tokens)")
     ap.add_argument("--backend", default="bwrap", help="sandbox backend")
     ap.add_argument("--device", default="auto", help="torch device for the model")
     ap.add_argument("--policy", help="any policy spec instead (vllm:DIR, openai:MODEL@URL, hf:DIR)")
@@ -70,13 +71,15 @@ def main() -> int:
     batches = [int(b) for b in args.batches.split(",")]
     tasks, source = load_tasks(max(batches))
     policy.generate([[{"role": "user", "content": "warm up"}]], sampling)  # first calls pay one-off costs
+    import pyarrow.parquet  # noqa: F401  (imported by the first trajectory flush: not batch 1's cost)
+
     import sandbox
     from clawloop.tasks.episode import default_config
 
     sandbox.create(args.backend, default_config()).close()
     rows = []
     for b in batches:
-        n = max(b, 4)  # batch 1 runs 4 episodes one after another; larger batches one full batch
+        n = max(b, 8)  # batch 1 runs 8 episodes one after another; larger batches one full batch
         t0 = time.perf_counter()
         res = run_rollouts(tasks[:n], policy, k=1, batch_size=b, backend=args.backend, harness_config=harness,
                            sampling=sampling, out_dir=Path(tmp.name) / f"b{b}", progress=False)

@@ -62,8 +62,11 @@ class PrefixStore:
             return
         arr = np.asarray(ids, dtype=np.int64)
         key = arr.tobytes()
-        if replaces is not None and replaces != key and len(self.entries.get(replaces, ((),))[0]) < len(arr):
-            self.entries.pop(replaces, None)  # the new prompt extends it: the old entry is redundant
+        old = self.entries.get(replaces) if replaces is not None and replaces != key else None
+        if old is not None and len(old[0]) < len(arr) and np.array_equal(old[0], arr[:len(old[0])]):
+            # The new prompt extends it: the old entry is redundant. (A hit may also be another
+            # prompt that only shares a prefix with this one: that entry stays.)
+            self.entries.pop(replaces, None)
         self.entries[key] = (arr, kv)
         self.entries.move_to_end(key)
         while len(self.entries) > self.max_entries:
@@ -103,6 +106,24 @@ def shared_prefixes(prompts: list[list[int]], store: PrefixStore) -> list[list[i
         seen.add(key)
         levels[0 if n == common else 1].append(prefix)
     return [p for level in levels for p in level]
+
+
+def prefill_groups(cached: list[int], new: list[int], slack: float = 0.25, most: int = 16) -> list[list[int]]:
+    """Rows (indices) to prefill together: similar new lengths and cached lengths, so padding
+    adds at most `slack` to the work of a group (new tokens x attended width), `most` rows each."""
+    order = sorted(range(len(new)), key=lambda i: (new[i], cached[i]))
+    groups: list[list[int]] = []
+    for i in order:
+        g = groups[-1] if groups else None
+        if g is not None and len(g) < most:
+            rows = [*g, i]
+            real = sum(new[j] * (cached[j] + new[j]) for j in rows)
+            padded = len(rows) * max(new[j] for j in rows) * (max(cached[j] for j in rows) + max(new[j] for j in rows))
+            if padded <= (1 + slack) * real:
+                g.append(i)
+                continue
+        groups.append([i])
+    return groups
 
 
 def layout(prompts: list[list[int]], hits: list[Hit], pad: int, model_config: Any, device: Any,

@@ -248,32 +248,53 @@ class HFPolicy:
 
     def _prefill_shared(self, prompts: list[list[int]]) -> None:
         """Compute once the prefixes several prompts share, so each row reuses them."""
-        import torch
+        from clawloop.models.kv_reuse import shared_prefixes
 
-        from clawloop.models.kv_reuse import extract, layout, shared_prefixes
+        assert self.prefix_store is not None
+        prefixes = shared_prefixes(prompts, self.prefix_store)
+        common = [p for p in prefixes if len(p) == len(prefixes[0])][:1] if prefixes else []
+        self._prefill(common)
+        self._prefill([p for p in prefixes if p not in common])
+
+    def _prefill_rows(self, prompts: list[list[int]]) -> None:
+        """Compute each prompt's own new tokens (all but its last) in groups of rows of similar
+        length, so the batched generate starts from a full cache and only decodes. One padded
+        prefill over a whole batch computed every row up to the longest one: on CPU, 2-3x the
+        real tokens of a turn, which undid the batching gain (benchmarks/perf/rollout.py)."""
+        from clawloop.models.kv_reuse import MIN_REUSE, prefill_groups
 
         store = self.prefix_store
         assert store is not None
-        prefixes = shared_prefixes(prompts, store)
-        common = [p for p in prefixes if len(p) == len(prefixes[0])][:1] if prefixes else []
-        for batch in (common, [p for p in prefixes if p not in common]):
-            if not batch:
-                continue
-            hits = [store.lookup(p) for p in batch]
-            ids, mask, cache, C = layout(batch, hits, self.tokenizer.pad_token_id, self.model.config,
-                                         self.device, self.model.dtype, 0)
-            kwargs = {_cache_kwarg(): cache}
-            # Only the uncached columns go in; positions follow the mask, as in generate.
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, C:]
-            with torch.inference_mode():
-                out = self.model(input_ids=ids[:, C:], attention_mask=mask, position_ids=positions,
-                                 cache_position=torch.arange(C, ids.shape[1], device=self.device),
-                                 use_cache=True, logits_to_keep=1, **kwargs)
-            new_cache = getattr(out, _cache_kwarg(), None) or getattr(out, "past_key_values", None)
-            for row, (p, h) in enumerate(zip(batch, hits, strict=True)):
-                store.put(p, extract(new_cache, row, h.length, len(p) - h.length, C, ids.shape[1] - C))
-                store.reused_tokens += h.length
-                store.computed_tokens += len(p) - h.length
+        todo = [(p[:-1], store.lookup(p).length) for p in prompts]
+        todo = [(p, c) for p, c in todo if len(p) - c >= MIN_REUSE]
+        for group in prefill_groups([c for _, c in todo], [len(p) - c for p, c in todo]):
+            self._prefill([todo[i][0] for i in group])
+
+    def _prefill(self, batch: list[list[int]]) -> None:
+        """One forward over `batch` (reusing what the store holds) whose KV go to the store."""
+        import torch
+
+        from clawloop.models.kv_reuse import extract, layout
+
+        store = self.prefix_store
+        if not batch or store is None:
+            return
+        hits = [store.lookup(p) for p in batch]
+        ids, mask, cache, C = layout(batch, hits, self.tokenizer.pad_token_id, self.model.config,
+                                     self.device, self.model.dtype, 0)
+        kwargs = {_cache_kwarg(): cache}
+        # Only the uncached columns go in; positions follow the mask, as in generate.
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, C:]
+        with torch.inference_mode():
+            out = self.model(input_ids=ids[:, C:], attention_mask=mask, position_ids=positions,
+                             cache_position=torch.arange(C, ids.shape[1], device=self.device),
+                             use_cache=True, logits_to_keep=1, **kwargs)
+        new_cache = getattr(out, _cache_kwarg(), None) or getattr(out, "past_key_values", None)
+        for row, (p, h) in enumerate(zip(batch, hits, strict=True)):
+            store.put(p, extract(new_cache, row, h.length, len(p) - h.length, C, ids.shape[1] - C),
+                      replaces=h.key)
+            store.reused_tokens += h.length
+            store.computed_tokens += len(p) - h.length
 
     def _generate_batch(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Generation]:
         import torch
@@ -284,6 +305,8 @@ class HFPolicy:
         store = self.prefix_store
         if store is not None:
             self._prefill_shared(prompts)
+            if len(prompts) > 1:
+                self._prefill_rows(prompts)
         hits = [store.lookup(p) if store else Hit(0, None, None) for p in prompts]
         max_new = max(1, min(sampling.max_new_tokens, self.max_context - max(len(p) for p in prompts)))
         input_ids, attention, cache, C = layout(prompts, hits, pad, self.model.config, self.device,
