@@ -50,6 +50,7 @@ def main() -> int:
                     help="tokens per reply (default: params.yaml's rollout.max_new_tokens)")
     ap.add_argument("--backend", default="bwrap", help="sandbox backend")
     ap.add_argument("--device", default="auto", help="torch device for the model")
+    ap.add_argument("--threads", type=int, help="torch CPU threads (default: HFPolicyConfig's, half the cores)")
     ap.add_argument("--policy", help="any policy spec instead (vllm:DIR, openai:MODEL@URL, hf:DIR)")
     args = ap.parse_args()
 
@@ -64,7 +65,7 @@ def main() -> int:
 
         model = Path(tmp.name) / "tiny"
         bootstrap(model, size="tiny", seed=0)
-    policy = load_policy(args.policy) if args.policy else HFPolicy(model, HFPolicyConfig(device=args.device))
+    policy = load_policy(args.policy) if args.policy else HFPolicy(model, HFPolicyConfig(device=args.device, threads=args.threads))
     device = str(getattr(policy, "device", args.policy))
     sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=0)
     harness = HarnessConfig(max_turns=3, max_format_errors=3)
