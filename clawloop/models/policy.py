@@ -128,16 +128,6 @@ def _cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
     return text[:cut], cut < len(text)
 
 
-BIG_BATCH = 16
-"""Rows from which a CPU generate takes every core (HFPolicyConfig.threads)."""
-
-
-def cpu_threads(rows: int) -> int:
-    """torch threads for a CPU generate over `rows` conversations (HFPolicyConfig.threads=None)."""
-    cores = os.cpu_count() or 2
-    return cores if rows >= BIG_BATCH else max(1, cores // 2)
-
-
 class HFPolicyConfig(BaseModel):
     """Options of the transformers backend."""
 
@@ -157,10 +147,8 @@ class HFPolicyConfig(BaseModel):
     """Prompts whose KV cache is kept for the next turn (clawloop.models.kv_reuse); 0 turns reuse
     off; None: 128 on CPU, off on GPU (use vLLM's prefix caching there)."""
     threads: int | None = None
-    """torch CPU threads; None on CPU: every core for a generate over `BIG_BATCH` rows or more
-    (lockstep rollouts run no command while the model generates: +25-45% episodes/s at batch
-    32 on 2 cores), half the cores for smaller ones (per-token overhead dominates there and
-    sandboxes of episodes starting or ending need the rest); torch's default on GPU."""
+    """torch CPU threads; None: half the cores on CPU (sandboxes need the rest; oversubscribed
+    OpenMP threads made a tiny model 10x slower here), torch's default on GPU."""
 
 
 class HFPolicy:
@@ -180,7 +168,10 @@ class HFPolicy:
         if dev == "auto":
             dev = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(dev)
-        self.threads = self.config.threads
+        threads = self.config.threads
+        if threads is None and self.device.type == "cpu":
+            threads = max(1, (os.cpu_count() or 2) // 2)
+        self.threads = threads
         dtype = self.config.dtype
         if dtype == "auto":
             dtype = "bfloat16" if self.device.type == "cuda" else "float32"
@@ -242,10 +233,9 @@ class HFPolicy:
         import torch
 
         prev = torch.get_num_threads()
-        threads = self.threads or (cpu_threads(len(todo)) if self.device.type == "cpu" else None)
         with self._lock:
-            if threads:  # set per call: torch's thread count is global to the process
-                torch.set_num_threads(threads)
+            if self.threads:  # set per call: torch's thread count is global to the process
+                torch.set_num_threads(self.threads)
             try:
                 for start in range(0, len(todo), self.config.max_batch_size):
                     chunk = todo[start:start + self.config.max_batch_size]
