@@ -5,6 +5,10 @@ that only grew at its end, so each turn would otherwise prefill the whole conver
 recently used dropped first). A new prompt takes the entry sharing its longest prefix; the batch is
 laid out as `[pad | cached | pad | new]` per row, so the attention mask's cumulative sum gives
 every token its true position and only the new tokens are computed.
+
+HFPolicy fills the store in three steps before a batched generate: prefixes the batch shares
+(`shared_prefixes`), then each row's own new tokens in groups of similar length
+(`prefill_groups`), so the generate itself only decodes.
 """
 
 from __future__ import annotations
