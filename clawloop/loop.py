@@ -33,6 +33,8 @@ class SuiteMetrics(BaseModel):
     """Share of tasks with at least one passing sample."""
     mean_reward: float = Field(ge=0, le=1)
     heldout: bool = True
+    format_error_episodes: int = Field(0, ge=0)
+    """Episodes ended by format errors in a row: what moves first in a from-scratch loop."""
 
 
 class IterationMetrics(BaseModel):
@@ -139,4 +141,4 @@ def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:
         skipped=sum(s.outcome == "skipped" for s in summaries),
         pass_at_1=sum(p1) / len(p1) if p1 else 0.0, pass_at_k=sum(pk) / len(pk) if pk else 0.0,
         mean_reward=min(1.0, max(0.0, sum(rewards) / len(rewards))) if rewards else 0.0,
-        heldout=heldout)
+        heldout=heldout, format_error_episodes=sum(s.termination == "format_errors" for s in summaries))

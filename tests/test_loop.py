@@ -28,13 +28,15 @@ class _Ep:
     task_id: str
     outcome: str
     reward: float | None
+    termination: str = "submit"
 
 
 def test_suite_metrics_pass_at_1_and_k() -> None:
-    eps = [_Ep("a", "passed", 1.0), _Ep("a", "failed", 0.0), _Ep("b", "failed", 0.0),
-           _Ep("b", "failed", 0.0), _Ep("c", "error", None), _Ep("c", "error", None)]
+    eps = [_Ep("a", "passed", 1.0), _Ep("a", "failed", 0.0), _Ep("b", "failed", 0.0, "format_errors"),
+           _Ep("b", "failed", 0.0, "format_errors"), _Ep("c", "error", None), _Ep("c", "error", None)]
     m = loop.suite_metrics(eps, heldout=True)
     assert m.tasks == 3 and m.episodes == 6 and m.errors == 2 and m.passed == 1
+    assert m.format_error_episodes == 2
     assert m.pass_at_1 == pytest.approx(0.25)      # errors are not failures: c is not graded
     assert m.pass_at_k == pytest.approx(0.5)
     assert loop.heldout_rate({"x": m, "y": m.model_copy(update={"heldout": False, "pass_at_1": 1.0})}) \
