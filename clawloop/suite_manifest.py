@@ -72,7 +72,9 @@ def check(manifest: str | Path | None, suite_path: str | Path, items: list[Any])
         changed = sorted(set(now["tasks"].items()) ^ set(entry["tasks"].items()))
         names = sorted({name for name, _ in changed} | set(now["errors"]) ^ set(entry["errors"]))
         raise ClawloopError(f"{suite_path} changed since {manifest} was written "
-                            f"({len(names)} tasks differ, e.g. {', '.join(names[:3])}): run `dvc repro`")
+                            f"({len(names)} tasks differ, e.g. {', '.join(names[:3])}): run `dvc repro` "
+                            f"(a suite missing from the suites stage's deps in dvc.yaml needs "
+                            f"`dvc repro -f -s suites` first)")
 
 
 def eval_suites(params: Any, manifest: str | Path | None) -> list[tuple[str, list[Any], bool]]:
