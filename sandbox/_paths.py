@@ -201,6 +201,56 @@ class FileView:
             os.lchown(p, *self.owner)
 
 
+def read_beneath(base: Path, rel: str, max_bytes: int) -> bytes:
+    """Read the regular file `base/rel` without following a symlink at any component below the
+    trusted directory `base`, refusing files over `max_bytes`. For host-side reads of files a
+    sandbox could have written (reward files, harness logs): a symlink there must never make the
+    host read one of its own files, and a huge or sparse file must not exhaust its memory.
+    Raises FileNotFoundError when absent, SandboxError when a symlink, not a regular file or too big."""
+    parts = [p for p in rel.split("/") if p and p != "."]
+    if not parts or ".." in parts:
+        raise SandboxError(f"{rel!r}: not a relative path beneath {base}")
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(base, flags | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            try:
+                nfd = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise SandboxError(f"{rel}: {part} is not a plain directory") from None
+                raise
+            os.close(fd)
+            fd = nfd
+        try:
+            ffd = os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=fd)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise SandboxError(f"{rel}: is a symlink") from None
+            raise
+    finally:
+        os.close(fd)
+    try:
+        st = os.fstat(ffd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SandboxError(f"{rel}: not a regular file")
+        if st.st_size > max_bytes:
+            raise SandboxError(f"{rel}: {st.st_size} bytes, more than {max_bytes}")
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            data = os.read(ffd, min(left, 1 << 20))
+            if not data:
+                break
+            chunks.append(data)
+            left -= len(data)
+        out = b"".join(chunks)
+        if len(out) > max_bytes:  # grew after the fstat
+            raise SandboxError(f"{rel}: more than {max_bytes} bytes")
+        return out
+    finally:
+        os.close(ffd)
+
+
 def rmtree_force(path: Path) -> None:
     """Delete a tree even where the sandbox made directories read-only (chmod then retry)."""
     import shutil
