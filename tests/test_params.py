@@ -36,6 +36,9 @@ def _write(tmp_path: Path, edit) -> Path:
     (lambda r: r["loop"].update(last=7), "loop.last"),
     (lambda r: r["loop"]["iterations"]["2"].update(prev=5), "loop.iterations.2.prev"),
     (lambda r: r["synthesis"]["routines"].update(teacher=1.0), "routine"),
+    (lambda r: r["model"].update(base="gpt-7"), "model.base: unknown base 'gpt-7'"),
+    (lambda r: r["model"].update(init="tiny"), "model.init: replaced by model.base"),
+    (lambda r: r["transfer"].update(base="scratch-huge"), "transfer.base: unknown base 'scratch-huge'"),
 ])
 def test_bad_params_name_the_key(tmp_path: Path, edit, needle: str) -> None:
     with pytest.raises(ClawloopError) as e:

