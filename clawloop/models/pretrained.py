@@ -139,8 +139,9 @@ def materialize(name: str, out: str | Path) -> dict[str, Any]:
     model, tok = load_gguf(path)
     tok = prepare_tokenizer(tok)
     eos, pad = tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")
-    model.config.eos_token_id, model.config.pad_token_id, model.config.bos_token_id = eos, pad, None
-    model.generation_config = GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad, bos_token_id=None)
+    bos = tok.bos_token_id  # named by the tokenizer; the template writes it, encode() never adds it
+    model.config.eos_token_id, model.config.pad_token_id, model.config.bos_token_id = eos, pad, bos
+    model.generation_config = GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad, bos_token_id=bos)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(out)
