@@ -246,13 +246,14 @@ def check_oracle(sb: Sandbox, task: Task, *, noop_first: bool = False) -> Oracle
                 continue
             mounted.append(target)
         hd = dirs[h]
-        r = sb.exec("\n".join(setup if noop_first else setup + oracle), cwd="/", env=env,
-                    timeout=setup_s if noop_first else setup_s + lim.agent_timeout_s)
-        failed = _harness(hd, "failed")
-        if failed or (r.timed_out and _harness(hd, "phase") != "oracle"):
-            last = r.output.strip().splitlines()[-1:] or [""]
-            raise TaskSetupError(f"task {task.id}: setup failed ({failed or 'timed out'}) {last[0][:200]}".rstrip(),
-                                 r.output)
+        if not noop_first or task.setup or task.workdir != sb.config.workspace:  # else nothing to set up
+            r = sb.exec("\n".join(setup if noop_first else setup + oracle), cwd="/", env=env,
+                        timeout=setup_s if noop_first else setup_s + lim.agent_timeout_s)
+            failed = _harness(hd, "failed")
+            if failed or (r.timed_out and _harness(hd, "phase") != "oracle"):
+                last = r.output.strip().splitlines()[-1:] or [""]
+                raise TaskSetupError(f"task {task.id}: setup failed ({failed or 'timed out'}) "
+                                     f"{last[0][:200]}".rstrip(), r.output)
         noop = None
         if noop_first:
             noop = verify(sb, task)

@@ -202,3 +202,15 @@ def test_validation_harness_symlinks_leak_nothing(backend: str, host_secret: tup
     kept, report = validate_pool([task], backend, 1, (), AgentFreeParams())
     assert kept == [] and report["rejected"], report
     assert not _leaks(value, report)
+
+
+def test_task_env_cannot_undo_the_clean_world(backend: str) -> None:
+    undo = {"HOME": "/root", "TMPDIR": "/tmp", "PYTHONSAFEPATH": "", "PYTHONNOUSERSITE": "",
+            "GIT_CONFIG_COUNT": "0", "GIT_CONFIG_GLOBAL": "/root/.gitconfig"}
+    world = ('[ "$HOME" != /root ] && [ -z "$(find "$HOME" "$TMPDIR" -mindepth 1)" ] && [ "$PWD" = /workspace ] && '
+             '[ "$PYTHONSAFEPATH$PYTHONNOUSERSITE" = 11 ] && [ "$(git config core.fsmonitor)" = false ] && '
+             '[ "$(git config --global --list | wc -l)" = 0 ]')
+    task = impossible(f"if {world}; {SCORE}").model_copy(
+        update={"env": undo, "metadata": {"harbor": {"task_toml": {"verifier": {"env": undo}}}}})
+    rec = run_episode(task, agent("mkdir -p /root/x /tmp/y && git config --global core.fsmonitor true"), backend)
+    assert (rec.outcome, rec.reward) == ("passed", 1.0), rec
