@@ -15,7 +15,6 @@ are outcome "error", never "failed".
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 import shutil
 import tempfile
@@ -33,6 +32,7 @@ from clawloop.tasks.verifier import (  # noqa: F401  (re-exported: the episode p
     PASS_THRESHOLD,
     Verdict,
     harbor_env,
+    host_mounts,
     read_logs_file,
     read_reward,
     run_verifier,
@@ -232,19 +232,15 @@ def check_oracle(sb: Sandbox, task: Task, *, noop_first: bool = False) -> Oracle
     dirs = {h: Path(tempfile.mkdtemp(prefix="clawloop-harness-", dir=tmp_base()))}
     if task.solution.files:
         dirs["/solution"] = write_dir(task.solution.files, "clawloop-solution-")
-    mounted: list[str] = []
-    try:
-        for target, host in dirs.items():
-            host.chmod(0o777)
-            try:
-                sb.mount(host, target, writable=True)
-            except SandboxError:
-                if target != "/solution":
-                    raise
-                for rel, spec in task.solution.files.items():  # a backend that cannot mount there
-                    sb.write_file(f"/solution/{rel}", spec.data(), spec.mode)
-                continue
-            mounted.append(target)
+
+    def as_files(target: str) -> bool:  # a backend that cannot mount at /solution gets plain files
+        if target == "/solution" and task.solution is not None:
+            for rel, spec in task.solution.files.items():
+                sb.write_file(f"/solution/{rel}", spec.data(), spec.mode)
+            return True
+        return False
+
+    with host_mounts(sb, dirs, as_files):
         hd = dirs[h]
         if not noop_first or task.setup or task.workdir != sb.config.workspace:  # else nothing to set up
             r = sb.exec("\n".join(setup if noop_first else setup + oracle), cwd="/", env=env,
@@ -263,12 +259,6 @@ def check_oracle(sb: Sandbox, task: Task, *, noop_first: bool = False) -> Oracle
             return OracleCheck(Verdict("error", None, f"the oracle timed out (budget {lim.agent_timeout_s:g}s)",
                                        r.output, r.duration_s), noop, touched)
         return OracleCheck(verify(sb, task), noop, touched)
-    finally:
-        for target in reversed(mounted):
-            with contextlib.suppress(SandboxError, OSError):
-                sb.unmount(target)
-        for host in dirs.values():
-            shutil.rmtree(host, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------ episodes

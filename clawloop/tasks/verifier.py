@@ -39,7 +39,7 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -156,33 +156,48 @@ def write_dir(files: dict[str, FileSpec], prefix: str) -> Path:
 
 
 @contextlib.contextmanager
-def run_verifier(sb: Sandbox, task: Task) -> Iterator[VerifierRun]:
-    """Mount fresh /tests, /logs/verifier and WORLD, run the verifier, unmount (a copying backend
-    brings the logs back then); the logs dir lives until the block ends."""
-    dirs = {"/tests": write_dir(task.verifier.files, "clawloop-tests-"),
-            "/logs/verifier": Path(tempfile.mkdtemp(prefix="clawloop-logs-", dir=tmp_base())),
-            WORLD: Path(tempfile.mkdtemp(prefix="clawloop-world-", dir=tmp_base()))}
-    for sub in ("home", "tmp"):
-        (dirs[WORLD] / sub).mkdir()
-    for d in dirs.values():
-        d.chmod(0o777)
-    t0 = time.monotonic()
+def host_mounts(sb: Sandbox, dirs: dict[str, Path],
+                fallback: Callable[[str], bool] | None = None) -> Iterator[list[str]]:
+    """Mount each host dir writable at its target (where `sb.mount` refuses, `fallback(target)`
+    may place the files otherwise and return True); yields the targets mounted, which the block
+    may unmount early by popping them. On exit: unmount the rest, delete every host dir."""
     mounted: list[str] = []
     try:
         for target, host in dirs.items():
-            sb.mount(host, target, writable=True)
+            host.chmod(0o777)
+            try:
+                sb.mount(host, target, writable=True)
+            except SandboxError:
+                if fallback is None or not fallback(target):
+                    raise
+                continue
             mounted.append(target)
-        r = sb.exec(verifier_command(task), timeout=task.limits.verifier_timeout_s, cwd=task.workdir,
-                    env=verifier_env(task))
-        while mounted:
-            sb.unmount(mounted.pop())
-        yield VerifierRun(r, dirs["/logs/verifier"], time.monotonic() - t0)
+        yield mounted
     finally:
         for target in reversed(mounted):
             with contextlib.suppress(SandboxError, OSError):
                 sb.unmount(target)
         for host in dirs.values():
             shutil.rmtree(host, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def run_verifier(sb: Sandbox, task: Task) -> Iterator[VerifierRun]:
+    """Mount fresh /tests, /logs/verifier and WORLD, run the verifier, unmount (a copying backend
+    brings the logs back then); the logs dir lives until the block ends."""
+    t0 = time.monotonic()
+    dirs = {"/tests": write_dir(task.verifier.files, "clawloop-tests-"),
+            "/logs/verifier": Path(tempfile.mkdtemp(prefix="clawloop-logs-", dir=tmp_base())),
+            WORLD: Path(tempfile.mkdtemp(prefix="clawloop-world-", dir=tmp_base()))}
+    for sub in ("home", "tmp"):
+        (dirs[WORLD] / sub).mkdir()
+        (dirs[WORLD] / sub).chmod(0o777)
+    with host_mounts(sb, dirs) as mounted:
+        r = sb.exec(verifier_command(task), timeout=task.limits.verifier_timeout_s, cwd=task.workdir,
+                    env=verifier_env(task))
+        while mounted:
+            sb.unmount(mounted.pop())
+        yield VerifierRun(r, dirs["/logs/verifier"], time.monotonic() - t0)
 
 
 # ------------------------------------------------------------------------------ the reward

@@ -29,12 +29,17 @@ def unavailable(backend: str) -> str | None:
     return sandbox.unavailable_reason(backend)
 
 
-@pytest.fixture(scope="module", params=[*sandbox.ISOLATED_BACKENDS, "bwrap-oneshot"])
-def backend(request: pytest.FixtureRequest) -> str:
-    why = unavailable(request.param.split("-")[0])
+def available(backend: str) -> str:
+    """`backend` (its mode after a dash), or a skip with the reason it cannot run here."""
+    why = unavailable(backend.split("-")[0])
     if why:
         pytest.skip(why)
-    return request.param
+    return backend
+
+
+@pytest.fixture(scope="module", params=[*sandbox.ISOLATED_BACKENDS, "bwrap-oneshot"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return available(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +55,7 @@ def sb(backend: str) -> Iterator[sandbox.Sandbox]:
 @pytest.fixture(scope="module", params=sandbox.ISOLATED_BACKENDS)
 def episode_backend(request: pytest.FixtureRequest) -> str:
     """An isolated backend for whole episodes (`run_episode`, validation open their own sandboxes)."""
-    why = unavailable(request.param)
-    if why:
-        pytest.skip(why)
-    return request.param
+    return available(request.param)
 
 
 @pytest.fixture
