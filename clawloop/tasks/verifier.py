@@ -71,7 +71,9 @@ makes `git diff` fail rather than run the agent's command)."""
 
 _DRIVERS = (r"^(filter|diff|merge)\..+\.(clean|smudge|process|textconv|command|driver)$"
             r"|^remote\..+\.(uploadpack|receivepack)$|^submodule\..+\.update$")
-GIT_DRIVER_PRELUDE = f"""if command -v git >/dev/null 2>&1; then
+GIT_DRIVER_PRELUDE = f"""__cl_d=$PWD
+while [ ! -e "$__cl_d/.git" ] && [ -n "$__cl_d" ]; do __cl_d=${{__cl_d%/*}}; done
+if {{ [ -e "$__cl_d/.git" ] || [ -n "${{GIT_DIR:-}}" ]; }} && command -v git >/dev/null 2>&1; then
   __cl_n=${{GIT_CONFIG_COUNT:-0}}
   while IFS= read -r -d '' __cl_k; do
     case $__cl_k in
@@ -82,10 +84,12 @@ GIT_DRIVER_PRELUDE = f"""if command -v git >/dev/null 2>&1; then
   done < <(git config -z --name-only --get-regexp {shlex.quote(_DRIVERS)} 2>/dev/null)
   export GIT_CONFIG_COUNT=$__cl_n; unset __cl_n __cl_k __cl_v
 fi
+unset __cl_d
 """
 """Per-driver keys (filter.<name>.clean, ...) cannot be listed in advance: the names are the repo's
 own. This runs before the verifier (same exec) and neutralizes those the workdir's repo defines
-(identity filters, `cat` as textconv, no external diff or merge driver: git fails instead)."""
+(identity filters, `cat` as textconv, no external diff or merge driver: git fails instead); a
+bash walk up from the workdir skips git (~2 ms) where there is no repo."""
 
 
 @dataclass(frozen=True)
