@@ -51,7 +51,13 @@ def test_read_reward(tmp_path: Path) -> None:
     assert read_reward(tmp_path) == (0.25, None)
     (tmp_path / "reward.txt").write_text("yes!")
     assert read_reward(tmp_path)[1] == "reward.txt is not a number ('yes!')"
-    (tmp_path / "reward.json").write_text('{"reward": 1, "extra": 2}')  # read first
+    (tmp_path / "reward.json").write_text('{"reward": 1, "extra": 2}')  # both must parse and agree
+    assert read_reward(tmp_path)[1] == "reward.txt is not a number ('yes!')"
+    (tmp_path / "reward.txt").write_text("1\n")
+    assert read_reward(tmp_path) == (1.0, None)
+    (tmp_path / "reward.txt").write_text("0\n")
+    assert "disagree" in (read_reward(tmp_path)[1] or "")
+    (tmp_path / "reward.txt").unlink()
     assert read_reward(tmp_path) == (1.0, None)
     (tmp_path / "reward.json").write_text("{oops")
     assert read_reward(tmp_path) == (None, "reward.json is not valid JSON")

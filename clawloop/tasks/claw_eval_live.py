@@ -37,9 +37,7 @@ import inspect
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import types
@@ -50,13 +48,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.episode import Verdict, tmp_base
-from clawloop.tasks.harbor import read_tree, write_tree
+from clawloop.tasks.episode import Verdict
+from clawloop.tasks.harbor import read_tree
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.tasks.pool import describe_validation_error
+from clawloop.tasks.verifier import read_logs_file, run_verifier
 from sandbox.base import Sandbox, SandboxError
 
 KEY = "claw_eval_live"
+SNAPSHOT_MAX_BYTES = 64 << 20
+"""Largest snapshot.json read back (files are capped by the snapshot step, not by the sandbox)."""
 PASS_THRESHOLD = 0.80
 """Claw-Eval-Live's published pass threshold on the completion score."""
 GRADER_ROOT_ENV = "CLAWLOOP_GRADER_ROOT"
@@ -406,30 +407,16 @@ def grade(task: Task, snapshot: dict[str, Any], messages: list[dict[str, Any]]) 
 
 # ------------------------------------------------------------------------------- verification
 def verify_claw_eval(sb: Sandbox, task: Task, messages: list[dict[str, Any]] | None = None) -> ScoredVerdict:
-    """Snapshot in the sandbox (fresh /tests and /logs/verifier), then grade on the host."""
-    tests = Path(tempfile.mkdtemp(prefix="clawloop-tests-", dir=tmp_base()))
-    logs = Path(tempfile.mkdtemp(prefix="clawloop-logs-", dir=tmp_base()))
-    tests.chmod(0o755)
-    logs.chmod(0o777)
-    write_tree(tests, dict(task.verifier.files))
+    """Snapshot in the sandbox (the verifier's clean world of `run_verifier`), then grade on the host."""
     t0 = time.monotonic()
-    mounted: list[str] = []
-    try:
-        sb.mount(tests, "/tests", writable=True)
-        mounted.append("/tests")
-        sb.mount(logs, "/logs/verifier", writable=True)
-        mounted.append("/logs/verifier")
-        r = sb.exec(f"bash /tests/{task.verifier.entry}", timeout=task.limits.verifier_timeout_s,
-                    cwd=task.workdir, env=dict(task.env))
-        while mounted:
-            sb.unmount(mounted.pop())
-        took = time.monotonic() - t0
+    with run_verifier(sb, task) as run:
+        r, took = run.result, run.duration_s
         if r.timed_out:
             return ScoredVerdict("error", None, f"snapshot timed out after {task.limits.verifier_timeout_s:g}s",
                                  r.output, took)
         try:
-            snapshot = json.loads((logs / "snapshot.json").read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            snapshot = json.loads(read_logs_file(run.logs, "snapshot.json", SNAPSHOT_MAX_BYTES) or b"")
+        except (SandboxError, json.JSONDecodeError, UnicodeDecodeError):
             return ScoredVerdict("error", None, f"the snapshot step wrote no snapshot (exit status {r.exit_code})",
                                  r.output, took)
         try:
@@ -440,9 +427,3 @@ def verify_claw_eval(sb: Sandbox, task: Task, messages: list[dict[str, Any]] | N
         outcome = "passed" if completion >= threshold else "failed"
         out = f"{r.output}\n[clawloop] scores: {json.dumps(scores, sort_keys=True)}".lstrip("\n")
         return ScoredVerdict(outcome, completion, None, out, time.monotonic() - t0, scores)
-    finally:
-        for target in reversed(mounted):
-            with contextlib.suppress(SandboxError, OSError):
-                sb.unmount(target)
-        shutil.rmtree(tests, ignore_errors=True)
-        shutil.rmtree(logs, ignore_errors=True)

@@ -1,17 +1,20 @@
 """The episode protocol: prepare → agent → verify, as pieces other stages reuse.
 
 `prepare` places the task's files and runs its setup; `run_oracle` runs the reference solution;
-`verify` copies the hidden tests in only now (a fresh mount at /tests) with a fresh, empty
-/logs/verifier over whatever the agent left there, runs the entry script on the workspace as the
-agent left it and reads the reward from the host side of that mount. `run_episode` ties them
-together for simple agents (oracle, noop). Errors (setup broke, verifier wrote no reward,
-sandbox failed) are outcome "error", never "failed".
+`verify` runs the hidden verifier in a clean world built only now, after every command of the
+agent ended (`clawloop.tasks.verifier`): fresh /tests, an empty /logs/verifier, a fresh HOME and
+TMPDIR, Python and git that take nothing from the workspace, cwd the workdir as the agent left it.
+`run_episode` ties them together for simple agents (oracle, noop).
+
+Reward precedence: only reward.txt / reward.json in that fresh /logs/verifier count, read on the
+host without following symlinks and size-capped; either one counts, and when both exist they must
+agree (an agent script the verifier executes can write either). A reward that is not a finite
+number in [0, 1] is an error. Errors (setup broke, verifier wrote no usable reward, sandbox failed)
+are outcome "error", never "failed".
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
 import shlex
 import shutil
 import tempfile
@@ -24,11 +27,21 @@ from typing import Any, Literal
 import orjson
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.model import FileSpec, Task
+from clawloop.tasks.model import Task
+from clawloop.tasks.verifier import (  # noqa: F401  (re-exported: the episode protocol's names)
+    PASS_THRESHOLD,
+    Verdict,
+    harbor_env,
+    host_mounts,
+    read_logs_file,
+    read_reward,
+    run_verifier,
+    tmp_base,
+    verdict,
+    write_dir,
+)
 from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError
 
-PASS_THRESHOLD = 1.0 - 1e-9
-"""A verdict passes when reward >= this."""
 SETUP_TIMEOUT_S = 120.0
 _SETUP_FAILED = 97
 
@@ -39,21 +52,6 @@ class TaskSetupError(ClawloopError):
     def __init__(self, message: str, output: str = "") -> None:
         super().__init__(message)
         self.output = output
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What the verifier said."""
-
-    outcome: Literal["passed", "failed", "error"]
-    reward: float | None
-    reason: str | None
-    output: str
-    duration_s: float = 0.0
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome == "passed"
 
 
 @dataclass(frozen=True)
@@ -110,22 +108,17 @@ class EpisodeRecord:
 
 
 # ------------------------------------------------------------------------------ the pieces
-def harbor_env(task: Task, section: str) -> dict[str, str]:
-    """`[<section>] env` of the task's original task.toml (verifier, solution), if any."""
-    h = task.metadata.get("harbor")
-    toml = h.get("task_toml") if isinstance(h, dict) else None
-    sec = toml.get(section) if isinstance(toml, dict) else None
-    env = sec.get("env") if isinstance(sec, dict) else None
-    return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
-
-
-def prepare(sb: Sandbox, task: Task) -> None:
-    """Write the task's files and run its setup (one exec, none when there is nothing to run)."""
+def _write_files(sb: Sandbox, task: Task) -> None:
     try:
         for path, spec in task.files.items():
             sb.write_file(path, spec.data(), spec.mode)
     except (SandboxError, OSError) as e:
         raise TaskSetupError(f"task {task.id}: cannot write its files ({e})") from None
+
+
+def prepare(sb: Sandbox, task: Task) -> None:
+    """Write the task's files and run its setup (one exec, none when there is nothing to run)."""
+    _write_files(sb, task)
     lines = []
     if task.workdir != sb.config.workspace:
         lines.append(f"mkdir -p {shlex.quote(task.workdir)} || exit {_SETUP_FAILED}")
@@ -144,30 +137,12 @@ def prepare(sb: Sandbox, task: Task) -> None:
         raise TaskSetupError(f"task {task.id}: setup failed ({why}) {last[0][:200]}".rstrip(), r.output)
 
 
-def tmp_base() -> str:
-    """Where host-side temp dirs go: the sandbox's own temp root (fast /dev/shm where it exists)."""
-    from sandbox._paths import tmp_root
-
-    return str(tmp_root())
-
-
-def _write_dir(files: dict[str, FileSpec], prefix: str) -> Path:
-    d = Path(tempfile.mkdtemp(prefix=prefix, dir=tmp_base()))
-    d.chmod(0o755)
-    for rel, spec in files.items():
-        p = d / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(spec.data())
-        p.chmod(spec.mode)
-    return d
-
-
 def run_oracle(sb: Sandbox, task: Task) -> list[ExecResult]:
     """Run the reference solution: helper files at /solution, each step in the workdir."""
     if task.solution is None:
         raise ClawloopError(f"task {task.id}: has no reference solution")
     env = {**task.env, **harbor_env(task, "solution")}
-    host = _write_dir(task.solution.files, "clawloop-solution-") if task.solution.files else None
+    host = write_dir(task.solution.files, "clawloop-solution-") if task.solution.files else None
     results: list[ExecResult] = []
     mounted = False
     try:
@@ -194,156 +169,96 @@ def run_oracle(sb: Sandbox, task: Task) -> list[ExecResult]:
     return results
 
 
-def read_reward(logs: Path) -> tuple[float | None, str | None]:
-    """(reward, None) from reward.json (its "reward") or reward.txt; (None, reason) otherwise."""
-    pj, pt = logs / "reward.json", logs / "reward.txt"
-    if pj.is_file():
-        try:
-            obj = orjson.loads(pj.read_bytes())
-        except orjson.JSONDecodeError:
-            return None, "reward.json is not valid JSON"
-        val = obj.get("reward") if isinstance(obj, dict) else obj
-        if isinstance(val, bool) or not isinstance(val, int | float):
-            return None, f"reward.json has no numeric 'reward' ({str(obj)[:60]!r})"
-        reward = float(val)
-    elif pt.is_file():
-        text = pt.read_bytes()[:200].decode("utf-8", errors="replace").strip()
-        try:
-            reward = float(text)
-        except ValueError:
-            return None, f"reward.txt is not a number ({text[:60]!r})"
-    else:
-        return None, "the verifier wrote no reward file"
-    if not math.isfinite(reward):
-        return None, f"reward is not finite ({reward})"
-    return reward, None
-
-
-def _verdict(logs: Path, r: ExecResult, timeout: float, took: float) -> Verdict:
-    if r.timed_out:
-        return Verdict("error", None, f"verifier timed out after {timeout:g}s", r.output, took)
-    reward, why = read_reward(logs)
-    if reward is None:
-        return Verdict("error", None, f"{why} (verifier exit status {r.exit_code})", r.output, took)
-    return Verdict("passed" if reward >= PASS_THRESHOLD else "failed", reward, None, r.output, took)
-
-
 def verify(sb: Sandbox, task: Task) -> Verdict:
-    """Copy the tests in now, run the entry script on the workspace as left, read the reward."""
-    tests = _write_dir(task.verifier.files, "clawloop-tests-")
-    logs = Path(tempfile.mkdtemp(prefix="clawloop-logs-", dir=tmp_base()))
-    logs.chmod(0o777)
-    t0 = time.monotonic()
-    mounted: list[str] = []
-    try:
-        sb.mount(tests, "/tests", writable=True)
-        mounted.append("/tests")
-        sb.mount(logs, "/logs/verifier", writable=True)
-        mounted.append("/logs/verifier")
-        r = sb.exec(f"bash /tests/{shlex.quote(task.verifier.entry)}", timeout=task.limits.verifier_timeout_s,
-                    cwd=task.workdir, env={**task.env, **harbor_env(task, "verifier")})
-        for target in reversed(mounted):  # a copying backend brings the logs back here
-            sb.unmount(target)
-        mounted.clear()
-        return _verdict(logs, r, task.limits.verifier_timeout_s, time.monotonic() - t0)
-    finally:
-        for target in reversed(mounted):
-            with contextlib.suppress(SandboxError, OSError):
-                sb.unmount(target)
-        shutil.rmtree(tests, ignore_errors=True)
-        shutil.rmtree(logs, ignore_errors=True)
+    """Run the verifier in a clean world on the workspace as the agent left it; read the reward."""
+    with run_verifier(sb, task) as run:
+        return verdict(run.logs, run.result, task.limits.verifier_timeout_s, run.duration_s)
 
 
 # ------------------------------------------------------------------ trusted fast path (validation)
+HARNESS = "/logs/clawloop"
+"""Where check_oracle's script leaves notes for the host (which setup command failed, the phase)."""
+_HARNESS_MAX = 4096
+LIST_TOUCHED = 'for d in /logs/verifier /tests; do [ -z "$(ls -A "$d" 2>/dev/null)" ] || echo "$d"; done'
+"""Shell that lists the verifier's dirs holding anything: a task's setup or solution must leave
+nothing there (the agent-visible ones; the verifier gets fresh ones)."""
+
+
 @dataclass(frozen=True)
 class OracleCheck:
-    """Verdicts of one scripted run: the no-op's (when asked) and the oracle's."""
+    """Verdicts of one validation run: the no-op's (when asked) and the oracle's."""
 
     oracle: Verdict
     noop: Verdict | None = None
+    touched: tuple[str, ...] = ()
+    """Verifier dirs (/logs/verifier, /tests) the setup or the oracle left files in: the task's
+    solution reaches for its reward (in vain: the verifier gets fresh ones)."""
 
 
 def _exports(env: dict[str, str]) -> str:
     return "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items() if k.isidentifier())
 
 
-def check_oracle(sb: Sandbox, task: Task, *, noop_first: bool = False) -> OracleCheck:
-    """Files, setup, [no-op verdict,] oracle and verdict in ONE exec — for validation only.
+def _harness(hd: Path, name: str) -> str:
+    """A note of the harness dir as text ("" when absent). The oracle could have replaced it:
+    no symlink is followed and at most _HARNESS_MAX bytes are read."""
+    try:
+        data = read_logs_file(hd, name, _HARNESS_MAX)
+    except SandboxError as e:
+        return f"[{e}]"
+    return (data or b"").decode(errors="replace").strip()
 
-    The oracle is trusted, so /tests and /solution are mounted from the start; /logs/verifier
-    is fresh for the no-op verdict and emptied again before the oracle runs. Raises
-    TaskSetupError when the setup fails. Same verdict rules as `verify`.
+
+def check_oracle(sb: Sandbox, task: Task, *, noop_first: bool = False) -> OracleCheck:
+    """Setup and oracle scripted in one exec, then the verifier as `verify` runs it — for validation.
+
+    The oracle never sees the verifier's dirs: /tests and /logs/verifier are mounted, fresh, only
+    for `verify`, so a solution that writes the reward or edits the tests just fails, and
+    `touched` says that it tried. With `noop_first`, a no-op verdict comes between the setup and
+    the oracle (one exec each). Raises TaskSetupError when the setup fails.
     """
     if task.solution is None:
         raise ClawloopError(f"task {task.id}: has no reference solution")
-    try:
-        for path, spec in task.files.items():
-            sb.write_file(path, spec.data(), spec.mode)
-    except (SandboxError, OSError) as e:
-        raise TaskSetupError(f"task {task.id}: cannot write its files ({e})") from None
-    wd, h = shlex.quote(task.workdir), "/logs/clawloop"
-    lines = [f"mkdir -p {wd} && cd {wd} || {{ echo 'workdir' > {h}/failed; exit {_SETUP_FAILED}; }}"]
-    for i, cmd in enumerate(task.setup, 1):
-        lines.append(f"(\n{cmd}\n) >> {h}/setup.out 2>&1 || {{ echo \"setup command {i} failed with status $?\" "
-                     f"> {h}/failed; exit {_SETUP_FAILED}; }}")
-    test = f"cd {wd} && {_exports(harbor_env(task, 'verifier'))}bash /tests/{shlex.quote(task.verifier.entry)}"
-    if noop_first:
-        lines += ["echo noop > " + h + "/phase", f"( {test} ) > {h}/noop.out 2>&1; echo $? > {h}/noop.status",
-                  f"mkdir -p {h}/noop && cp -a /logs/verifier/. {h}/noop/ && find /logs/verifier -mindepth 1 -delete"]
-    lines.append(f"echo oracle > {h}/phase")
+    _write_files(sb, task)
+    wd, h = shlex.quote(task.workdir), HARNESS
+    setup = [f"mkdir -p {wd} && cd {wd} || {{ echo workdir > {h}/failed; exit {_SETUP_FAILED}; }}"]
+    setup += [f"(\n{cmd}\n) || {{ s=$?; echo \"setup command {i} failed with status $s\" > {h}/failed; "
+              f"exit {_SETUP_FAILED}; }}" for i, cmd in enumerate(task.setup, 1)]
     sol_env = _exports(harbor_env(task, "solution"))
-    lines += [f"( cd {wd} && {sol_env}\n{step}\n) >> {h}/oracle.out 2>&1" for step in task.solution.steps]
-    lines += [f"echo verify > {h}/phase", f"( {test} )"]
-    lim = task.limits
-    timeout = lim.agent_timeout_s + lim.verifier_timeout_s * (2 if noop_first else 1) + \
-        (max(SETUP_TIMEOUT_S, lim.command_timeout_s) if task.setup else 0)
-    dirs = {"/logs/verifier": Path(tempfile.mkdtemp(prefix="clawloop-logs-", dir=tmp_base())),
-            h: Path(tempfile.mkdtemp(prefix="clawloop-harness-", dir=tmp_base())),
-            "/tests": _write_dir(task.verifier.files, "clawloop-tests-")}
+    oracle = [f"echo oracle > {h}/phase", *(f"( cd {wd} && {sol_env}\n{step}\n)" for step in task.solution.steps),
+              f"{LIST_TOUCHED} >> {h}/touched; exit 0"]
+    lim, env = task.limits, dict(task.env)
+    setup_s = max(SETUP_TIMEOUT_S, lim.command_timeout_s)
+    dirs = {h: Path(tempfile.mkdtemp(prefix="clawloop-harness-", dir=tmp_base()))}
     if task.solution.files:
-        dirs["/solution"] = _write_dir(task.solution.files, "clawloop-solution-")
-    mounted: list[str] = []
-    t0 = time.monotonic()
-    try:
-        for target, host in dirs.items():
-            host.chmod(0o777)
-            try:
-                sb.mount(host, target, writable=True)
-            except SandboxError:
-                if target != "/solution":
-                    raise
-                for rel, spec in task.solution.files.items():  # a backend that cannot mount there
-                    sb.write_file(f"/solution/{rel}", spec.data(), spec.mode)
-                continue
-            mounted.append(target)
-        r = sb.exec("\n".join(lines), timeout=timeout, cwd="/", env=dict(task.env))
-        while mounted:
-            sb.unmount(mounted.pop())
-        took = time.monotonic() - t0
+        dirs["/solution"] = write_dir(task.solution.files, "clawloop-solution-")
+
+    def as_files(target: str) -> bool:  # a backend that cannot mount at /solution gets plain files
+        if target == "/solution" and task.solution is not None:
+            for rel, spec in task.solution.files.items():
+                sb.write_file(f"/solution/{rel}", spec.data(), spec.mode)
+            return True
+        return False
+
+    with host_mounts(sb, dirs, as_files):
         hd = dirs[h]
-        if (hd / "failed").exists():
-            out = (hd / "setup.out").read_bytes()[-2000:].decode(errors="replace") if (hd / "setup.out").exists() else ""
-            last = out.strip().splitlines()[-1:] or [""]
-            raise TaskSetupError(f"task {task.id}: setup failed ({(hd / 'failed').read_text().strip()}) "
-                                 f"{last[0][:200]}".rstrip(), out)
-        phase = (hd / "phase").read_text().strip() if (hd / "phase").exists() else ""
+        if not noop_first or task.setup or task.workdir != sb.config.workspace:  # else nothing to set up
+            r = sb.exec("\n".join(setup if noop_first else setup + oracle), cwd="/", env=env,
+                        timeout=setup_s if noop_first else setup_s + lim.agent_timeout_s)
+            failed = _harness(hd, "failed")
+            if failed or (r.timed_out and _harness(hd, "phase") != "oracle"):
+                last = r.output.strip().splitlines()[-1:] or [""]
+                raise TaskSetupError(f"task {task.id}: setup failed ({failed or 'timed out'}) "
+                                     f"{last[0][:200]}".rstrip(), r.output)
         noop = None
         if noop_first:
-            nout = (hd / "noop.out").read_bytes()[-sb.config.output_limit:].decode(errors="replace") \
-                if (hd / "noop.out").exists() else ""
-            status = (hd / "noop.status").read_text().strip() if (hd / "noop.status").exists() else ""
-            nr = ExecResult(int(status) if status.isdigit() else -1, nout, r.timed_out and phase == "noop", 0.0)
-            noop = _verdict(hd / "noop", nr, lim.verifier_timeout_s, 0.0)
-        if r.timed_out and phase in ("noop", "oracle"):
-            why = "the no-op's verifier" if phase == "noop" else "the oracle"
-            return OracleCheck(Verdict("error", None, f"{why} timed out (budget {timeout:g}s)", r.output, took), noop)
-        return OracleCheck(_verdict(dirs["/logs/verifier"], r, lim.verifier_timeout_s, took), noop)
-    finally:
-        for target in reversed(mounted):
-            with contextlib.suppress(SandboxError, OSError):
-                sb.unmount(target)
-        for host in dirs.values():
-            shutil.rmtree(host, ignore_errors=True)
+            noop = verify(sb, task)
+            r = sb.exec("\n".join(oracle), timeout=lim.agent_timeout_s, cwd="/", env=env)
+        touched = tuple(_harness(hd, "touched").split())
+        if r.timed_out:
+            return OracleCheck(Verdict("error", None, f"the oracle timed out (budget {lim.agent_timeout_s:g}s)",
+                                       r.output, r.duration_s), noop, touched)
+        return OracleCheck(verify(sb, task), noop, touched)
 
 
 # ------------------------------------------------------------------------------ episodes

@@ -8,8 +8,12 @@ it is no near-duplicate (word-shingle Jaccard of instruction and files) of a tas
 Sandboxes: per task, sandbox A runs the oracle from a clean start (it must pass); sandbox B
 runs the no-op verdict (it must fail: a no-op leaves the workspace as prepared, so B is reused)
 and then the oracle a second time (same verdict and reward: determinism). With `fast` each
-sandbox needs one exec: the trusted oracle is scripted together with setup and verifier
-(`episode.check_oracle`). Cheap static checks run first so no sandbox time goes to them.
+sandbox needs few execs: setup and oracle are scripted together, then the verifier runs as in an
+episode (`episode.check_oracle`). The oracle never sees the verifier's dirs (/tests and
+/logs/verifier are mounted fresh for the verifier only), so a reference solution that writes the
+reward or edits the tests fails; one that left files there is rejected as "oracle_tampers" —
+routine B's proposer must not emit tasks whose solution reaches for the reward. Cheap static checks
+run first so no sandbox time goes to them.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks.episode import (
+    LIST_TOUCHED,
+    OracleCheck,
     TaskSetupError,
-    Verdict,
     check_oracle,
     open_sandbox,
     prepare,
@@ -40,7 +45,7 @@ from clawloop.tasks.model import Task
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
 
 REASONS = ("parse", "duplicate", "heldout_overlap", "needs_image", "no_solution", "setup_error",
-           "noop_passes", "noop_error", "oracle_fails", "oracle_error", "nondeterministic",
+           "noop_passes", "noop_error", "oracle_tampers", "oracle_fails", "oracle_error", "nondeterministic",
            "sandbox_error", "near_duplicate")
 """Rejection reasons, in the order the checks run."""
 
@@ -156,7 +161,11 @@ def check_in_sandbox(task: Task, backend: str = "bwrap", config: SandboxConfig |
         return "no_solution", "no reference solution"
     try:
         with open_sandbox(backend, config) as sb:
-            first = check_oracle(sb, task).oracle if fast else _oracle_slow(sb, task)
+            check = check_oracle(sb, task) if fast else _oracle_slow(sb, task)
+        first = check.oracle
+        if check.touched:
+            return "oracle_tampers", (f"the setup or reference solution wrote under {', '.join(check.touched)}, "
+                                      f"the verifier's dirs (oracle verdict: {first.outcome}, reward {first.reward})")
         if first.outcome != "passed":
             return ("oracle_error" if first.outcome == "error" else "oracle_fails"), (
                 first.reason or f"reward {first.reward}: {first.output.strip()[-300:]}")
@@ -167,7 +176,7 @@ def check_in_sandbox(task: Task, backend: str = "bwrap", config: SandboxConfig |
             else:
                 prepare(sb, task)
                 noop = verify(sb, task)
-                second = _oracle_slow(sb, task, prepared=True) if determinism else None
+                second = _oracle_slow(sb, task, prepared=True).oracle if determinism else None
         assert noop is not None
         if noop.outcome == "passed":
             return "noop_passes", f"reward {noop.reward} with an untouched workspace"
@@ -183,11 +192,13 @@ def check_in_sandbox(task: Task, backend: str = "bwrap", config: SandboxConfig |
     return None, ""
 
 
-def _oracle_slow(sb: Sandbox, task: Task, prepared: bool = False) -> Verdict:
+def _oracle_slow(sb: Sandbox, task: Task, prepared: bool = False) -> OracleCheck:
+    """The episode protocol step by step; `touched` as `check_oracle` reports it (one more exec)."""
     if not prepared:
         prepare(sb, task)
     run_oracle(sb, task)
-    return verify(sb, task)
+    left = sb.exec(LIST_TOUCHED, timeout=30, cwd="/")
+    return OracleCheck(verify(sb, task), touched=tuple(left.output.split()))
 
 
 def default_heldout() -> list[Path]:

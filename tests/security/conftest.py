@@ -11,7 +11,9 @@ first command after open() or a mount change).
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -27,12 +29,17 @@ def unavailable(backend: str) -> str | None:
     return sandbox.unavailable_reason(backend)
 
 
-@pytest.fixture(scope="module", params=[*sandbox.ISOLATED_BACKENDS, "bwrap-oneshot"])
-def backend(request: pytest.FixtureRequest) -> str:
-    why = unavailable(request.param.split("-")[0])
+def available(backend: str) -> str:
+    """`backend` (its mode after a dash), or a skip with the reason it cannot run here."""
+    why = unavailable(backend.split("-")[0])
     if why:
         pytest.skip(why)
-    return request.param
+    return backend
+
+
+@pytest.fixture(scope="module", params=[*sandbox.ISOLATED_BACKENDS, "bwrap-oneshot"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return available(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -43,3 +50,19 @@ def sb(backend: str) -> Iterator[sandbox.Sandbox]:
         if name == "bwrap":  # every command through the exec server, or none
             box.oneshot_commands = 10**9 if mode == "oneshot" else 0  # type: ignore[attr-defined]
         yield box
+
+
+@pytest.fixture(scope="module", params=sandbox.ISOLATED_BACKENDS)
+def episode_backend(request: pytest.FixtureRequest) -> str:
+    """An isolated backend for whole episodes (`run_episode`, validation open their own sandboxes)."""
+    return available(request.param)
+
+
+@pytest.fixture
+def host_secret() -> Iterator[tuple[Path, str]]:
+    """A secret planted in the host user's real home directory (removed afterwards)."""
+    value = "SECRET-" + secrets.token_hex(8)
+    path = Path.home() / f".clawloop-test-secret-{secrets.token_hex(4)}"
+    path.write_text(value)
+    yield path, value
+    path.unlink(missing_ok=True)

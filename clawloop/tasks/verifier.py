@@ -1,0 +1,271 @@
+"""How a hidden verifier runs, and what counts as its reward.
+
+The agent owns everything the verifier can see (workspace, /root, /tmp, /logs, a repo's
+.git/config), and a policy trained on these rewards is pushed toward whatever fools them. So the
+verifier runs in a clean world, built after every command of the agent ended (no agent process
+survives its command):
+
+- fresh dirs mounted only while it runs: its tests at /tests, an empty /logs/verifier for the
+  reward, and an empty HOME and TMPDIR under `WORLD`, all host temp dirs the agent never saw;
+- cwd stays the task's workdir (Harbor verifiers use relative paths such as `python3 total.py`);
+  what made that dangerous is Python putting the cwd on sys.path for `python3 -`, `-c` and `-m`
+  (`/workspace/json.py` shadowing the stdlib): `PYTHONSAFEPATH` removes it, and the script's
+  own dir with it. The price: a program the verifier runs as a script (`python3 /app/main.py`)
+  no longer imports its siblings unless the verifier sets PYTHONPATH. `PYTHONNOUSERSITE` keeps
+  user site-packages (`usercustomize.py` under ~/.local) out, `PYTHONDONTWRITEBYTECODE` keeps
+  /tests and the workspace free of bytecode;
+- git reads no system config, a global config pinned to the fresh HOME (so `git config --global`
+  still works), and the repo's own config cannot name a program: `GIT_CONFIG_COUNT` entries
+  (command-line scope, above the repo's) neutralize the keys that run one (`GIT_GUARD`), and a
+  prelude does the same for the filter/diff/merge drivers the repo config of the workdir defines.
+  A verifier that reads one of these keys with plain `git config KEY` sees our value (use
+  `git config --local`);
+- the task's own env (task.env, then its `[verifier] env`) comes first, these settings last, so
+  a task cannot undo them.
+
+Reward: only reward.txt and reward.json in that fresh /logs/verifier count, read on the host
+without following a symlink and with a size cap (`sandbox._paths.read_beneath`). Precedence:
+whichever exists; when both exist they must agree, else the verdict is an error — a script of
+the agent that the verifier executes can write either file, and the verifier writes its own after
+it, so neither file may overrule the other. The value must be finite and within [0, 1]; anything
+else is an error, never a pass. Errors are outcome "error" (masked in training), never "failed".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import shlex
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import orjson
+
+from clawloop.tasks.harbor import write_tree
+from clawloop.tasks.model import FileSpec, Task
+from sandbox._paths import read_beneath
+from sandbox.base import ExecResult, Sandbox, SandboxError
+
+PASS_THRESHOLD = 1.0 - 1e-9
+"""A verdict passes when reward >= this."""
+WORLD = "/logs/clawloop-verifier"
+"""Mount point of the verifier's fresh HOME (`WORLD/home`) and TMPDIR (`WORLD/tmp`). Under /logs
+because every isolated backend can mount there (docker only there, /tests and the workspace)."""
+REWARD_MAX_BYTES = 64 << 10
+"""Largest reward file read (reward.json may carry other metrics besides "reward")."""
+
+GIT_GUARD: dict[str, str] = {
+    "core.fsmonitor": "false", "core.hooksPath": "/dev/null", "core.pager": "cat", "core.editor": ":",
+    "sequence.editor": ":", "core.sshCommand": "false", "core.askPass": "", "credential.helper": "",
+    "core.alternateRefsCommand": "true", "diff.external": "", "gpg.program": "false",
+    "gpg.ssh.program": "false", "gpg.x509.program": "false", "log.showSignature": "false",
+    "protocol.ext.allow": "never",
+}
+"""Repo config keys that make git run a program, and harmless values (an empty diff.external
+makes `git diff` fail rather than run the agent's command)."""
+
+_DRIVERS = (r"^(filter|diff|merge)\..+\.(clean|smudge|process|textconv|command|driver)$"
+            r"|^remote\..+\.(uploadpack|receivepack)$|^submodule\..+\.update$")
+GIT_DRIVER_PRELUDE = f"""__cl_d=$PWD
+while [ ! -e "$__cl_d/.git" ] && [ -n "$__cl_d" ]; do __cl_d=${{__cl_d%/*}}; done
+if {{ [ -e "$__cl_d/.git" ] || [ -n "${{GIT_DIR:-}}" ]; }} && command -v git >/dev/null 2>&1; then
+  __cl_n=${{GIT_CONFIG_COUNT:-0}}
+  while IFS= read -r -d '' __cl_k; do
+    case $__cl_k in
+      *.textconv) __cl_v=cat ;; *.uploadpack) __cl_v=git-upload-pack ;;
+      *.receivepack) __cl_v=git-receive-pack ;; *.update) __cl_v=checkout ;; *) __cl_v= ;;
+    esac
+    export "GIT_CONFIG_KEY_$__cl_n=$__cl_k" "GIT_CONFIG_VALUE_$__cl_n=$__cl_v"; __cl_n=$((__cl_n + 1))
+  done < <(git config -z --name-only --get-regexp {shlex.quote(_DRIVERS)} 2>/dev/null)
+  export GIT_CONFIG_COUNT=$__cl_n; unset __cl_n __cl_k __cl_v
+fi
+unset __cl_d
+"""
+"""Per-driver keys (filter.<name>.clean, ...) cannot be listed in advance: the names are the repo's
+own. This runs before the verifier (same exec) and neutralizes those the workdir's repo defines
+(identity filters, `cat` as textconv, no external diff or merge driver: git fails instead); a
+bash walk up from the workdir skips git (~2 ms) where there is no repo."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the verifier said."""
+
+    outcome: Literal["passed", "failed", "error"]
+    reward: float | None
+    reason: str | None
+    output: str
+    duration_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+
+@dataclass(frozen=True)
+class VerifierRun:
+    """One run of a verifier: its result, and the host dir that was its /logs/verifier."""
+
+    result: ExecResult
+    logs: Path
+    duration_s: float
+
+
+def harbor_env(task: Task, section: str) -> dict[str, str]:
+    """`[<section>] env` of the task's original task.toml (verifier, solution), if any."""
+    h = task.metadata.get("harbor")
+    toml = h.get("task_toml") if isinstance(h, dict) else None
+    sec = toml.get(section) if isinstance(toml, dict) else None
+    env = sec.get("env") if isinstance(sec, dict) else None
+    return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+
+
+def verifier_env(task: Task) -> dict[str, str]:
+    """The verifier's environment: the task's, then its `[verifier] env`, then the clean world."""
+    home, tmp = f"{WORLD}/home", f"{WORLD}/tmp"
+    env = {**task.env, **harbor_env(task, "verifier")}
+    env.update({"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, "XDG_CONFIG_HOME": f"{home}/.config",
+                "XDG_CACHE_HOME": f"{home}/.cache", "XDG_DATA_HOME": f"{home}/.local/share",
+                "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1",
+                "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": f"{home}/.gitconfig",
+                "GIT_CONFIG_PARAMETERS": "", "GIT_CONFIG_COUNT": str(len(GIT_GUARD))})
+    for i, (key, value) in enumerate(GIT_GUARD.items()):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
+
+
+def verifier_command(task: Task) -> str:
+    """The verifier's command line: the git prelude, then its entry script."""
+    return f"{GIT_DRIVER_PRELUDE}bash /tests/{shlex.quote(task.verifier.entry)}"
+
+
+def tmp_base() -> str:
+    """Where host-side temp dirs go: the sandbox's own temp root (fast /dev/shm where it exists)."""
+    from sandbox._paths import tmp_root
+
+    return str(tmp_root())
+
+
+def write_dir(files: dict[str, FileSpec], prefix: str) -> Path:
+    """A fresh host temp dir holding `files` (tests, solution helpers)."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir=tmp_base()))
+    d.chmod(0o755)
+    write_tree(d, files)
+    return d
+
+
+@contextlib.contextmanager
+def host_mounts(sb: Sandbox, dirs: dict[str, Path],
+                fallback: Callable[[str], bool] | None = None) -> Iterator[list[str]]:
+    """Mount each host dir writable at its target (where `sb.mount` refuses, `fallback(target)`
+    may place the files otherwise and return True); yields the targets mounted, which the block
+    may unmount early by popping them. On exit: unmount the rest, delete every host dir."""
+    mounted: list[str] = []
+    try:
+        for target, host in dirs.items():
+            host.chmod(0o777)
+            try:
+                sb.mount(host, target, writable=True)
+            except SandboxError:
+                if fallback is None or not fallback(target):
+                    raise
+                continue
+            mounted.append(target)
+        yield mounted
+    finally:
+        for target in reversed(mounted):
+            with contextlib.suppress(SandboxError, OSError):
+                sb.unmount(target)
+        for host in dirs.values():
+            shutil.rmtree(host, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def run_verifier(sb: Sandbox, task: Task) -> Iterator[VerifierRun]:
+    """Mount fresh /tests, /logs/verifier and WORLD, run the verifier, unmount (a copying backend
+    brings the logs back then); the logs dir lives until the block ends."""
+    t0 = time.monotonic()
+    dirs = {"/tests": write_dir(task.verifier.files, "clawloop-tests-"),
+            "/logs/verifier": Path(tempfile.mkdtemp(prefix="clawloop-logs-", dir=tmp_base())),
+            WORLD: Path(tempfile.mkdtemp(prefix="clawloop-world-", dir=tmp_base()))}
+    for sub in ("home", "tmp"):
+        (dirs[WORLD] / sub).mkdir()
+        (dirs[WORLD] / sub).chmod(0o777)
+    with host_mounts(sb, dirs) as mounted:
+        r = sb.exec(verifier_command(task), timeout=task.limits.verifier_timeout_s, cwd=task.workdir,
+                    env=verifier_env(task))
+        while mounted:
+            sb.unmount(mounted.pop())
+        yield VerifierRun(r, dirs["/logs/verifier"], time.monotonic() - t0)
+
+
+# ------------------------------------------------------------------------------ the reward
+def read_logs_file(logs: Path, name: str, max_bytes: int) -> bytes | None:
+    """A file the verifier (or a script it ran) wrote: None when absent; SandboxError when it is
+    a symlink, not a regular file, or over `max_bytes` (never the bytes of a host file)."""
+    try:
+        return read_beneath(logs, name, max_bytes)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise SandboxError(f"{name}: cannot be read ({e.strerror})") from None
+
+
+def _parse(name: str, data: bytes) -> tuple[float | None, str | None]:
+    if name == "reward.json":
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return None, "reward.json is not valid JSON"
+        val = obj.get("reward") if isinstance(obj, dict) else obj
+        if isinstance(val, bool) or not isinstance(val, int | float):
+            return None, f"reward.json has no numeric 'reward' ({str(obj)[:60]!r})"
+        return float(val), None
+    text = data.decode("utf-8", errors="replace").strip()
+    try:
+        return float(text), None
+    except ValueError:
+        return None, f"reward.txt is not a number ({text[:60]!r})"
+
+
+def read_reward(logs: Path) -> tuple[float | None, str | None]:
+    """(reward, None) from reward.txt and/or reward.json (its "reward"); (None, reason) otherwise:
+    no file, an unreadable or unparsable one, two that disagree, or a value outside [0, 1]."""
+    found: dict[str, float] = {}
+    for name in ("reward.json", "reward.txt"):
+        try:
+            data = read_logs_file(logs, name, REWARD_MAX_BYTES)
+        except SandboxError as e:
+            return None, str(e)
+        if data is None:
+            continue
+        val, why = _parse(name, data)
+        if val is None:
+            return None, why
+        found[name] = val
+    if not found:
+        return None, "the verifier wrote no reward file"
+    if len(found) == 2 and found["reward.json"] != found["reward.txt"]:  # NaN disagrees too
+        return None, (f"reward.json ({found['reward.json']:g}) and reward.txt ({found['reward.txt']:g}) "
+                      "disagree: only what the verifier wrote counts")
+    reward = next(iter(found.values()))
+    if not math.isfinite(reward):
+        return None, f"reward is not finite ({reward})"
+    if not 0.0 <= reward <= 1.0:
+        return None, f"reward {reward:g} is outside [0, 1]"
+    return reward, None
+
+
+def verdict(logs: Path, r: ExecResult, timeout: float, took: float) -> Verdict:
+    """The verdict of a verifier run whose /logs/verifier is the host dir `logs`."""
+    if r.timed_out:
+        return Verdict("error", None, f"verifier timed out after {timeout:g}s", r.output, took)
+    reward, why = read_reward(logs)
+    if reward is None:
+        return Verdict("error", None, f"{why} (verifier exit status {r.exit_code})", r.output, took)
+    return Verdict("passed" if reward >= PASS_THRESHOLD else "failed", reward, None, r.output, took)
