@@ -108,7 +108,8 @@ def rollout_settings(params: Any, *, temperature: float | None = None) -> tuple[
     from clawloop.models.policy import SamplingParams
 
     r = params.rollout
-    harness = HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s)
+    harness = HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
+                            max_format_errors=r.max_format_errors)
     sampling = SamplingParams(temperature=r.temperature if temperature is None else temperature,
                               max_new_tokens=r.max_new_tokens, seed=params.synthesis.seed)
     return harness, sampling
@@ -116,9 +117,10 @@ def rollout_settings(params: Any, *, temperature: float | None = None) -> tuple[
 
 def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
     """The policy at checkpoint dir `path`, on the backend params.yaml's `rollout` names."""
-    from clawloop.models.policy import PolicySpec, load_policy
+    from clawloop.models.policy import HFPolicyConfig, PolicySpec, load_policy
 
-    return load_policy(PolicySpec(backend=params.rollout.backend, model=str(path), policy_id=policy_id))
+    return load_policy(PolicySpec(backend=params.rollout.backend, model=str(path), policy_id=policy_id,
+                                  hf=HFPolicyConfig(threads=params.rollout.threads)))
 
 
 def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:

@@ -79,6 +79,11 @@ class RolloutParams(_Section):
     """Most assistant turns per episode."""
     command_timeout_s: float = Field(10.0, gt=0)
     """Timeout of one agent command."""
+    max_format_errors: int = Field(3, ge=1)
+    """Replies in a row without a valid tool call that end an episode (a base model that answers
+    in prose pays max_new_tokens for each)."""
+    threads: int | None = Field(None, ge=1)
+    """torch CPU threads for generation; null = half the cores (sandbox commands run beside it)."""
 
 
 class SynthesisParams(_Section):
