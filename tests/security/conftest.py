@@ -11,14 +11,19 @@ first command after open() or a mount change).
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import sandbox
 from clawloop.runtime import runtime_dir
 
-LIMITS = {"memory_mb": 512, "max_processes": 64, "max_file_size_mb": 8, "cpu_seconds": 1}
+LIMITS: dict[str, Any] = {"memory_mb": 512, "max_processes": 64, "max_file_size_mb": 8, "cpu_seconds": 1,
+                          "disk_mb": 64}
 
 
 @functools.cache
@@ -35,11 +40,29 @@ def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture(scope="module")
-def sb(backend: str) -> Iterator[sandbox.Sandbox]:
-    """A sandbox shared by the tests of a module (each test cleans up what it leaves)."""
+@contextmanager
+def fresh_sandbox(backend: str, **overrides: Any) -> Iterator[sandbox.Sandbox]:
+    """A sandbox of a `backend` fixture value, LIMITS with `overrides` (for attacks that would
+    spoil a shared sandbox if they worked, or need other limits)."""
     name, _, mode = backend.partition("-")
-    with sandbox.open(name, runtime_dir=runtime_dir(), **LIMITS) as box:
+    with sandbox.open(name, runtime_dir=runtime_dir(), **{**LIMITS, **overrides}) as box:
         if name == "bwrap":  # every command through the exec server, or none
             box.oneshot_commands = 10**9 if mode == "oneshot" else 0  # type: ignore[attr-defined]
         yield box
+
+
+@pytest.fixture(scope="module")
+def sb(backend: str) -> Iterator[sandbox.Sandbox]:
+    """A sandbox shared by the tests of a module (each test cleans up what it leaves)."""
+    with fresh_sandbox(backend) as box:
+        yield box
+
+
+@pytest.fixture
+def host_secret() -> Iterator[tuple[Path, str]]:
+    """A secret planted in the host user's real home directory (removed afterwards)."""
+    value = "SECRET-" + secrets.token_hex(8)
+    path = Path.home() / f".clawloop-test-secret-{secrets.token_hex(4)}"
+    path.write_text(value)
+    yield path, value
+    path.unlink(missing_ok=True)

@@ -42,16 +42,6 @@ def _wait_gone(token: str, seconds: float = 3.0) -> list[str]:
     return left
 
 
-@pytest.fixture
-def host_secret() -> tuple[Path, str]:
-    """A secret planted in the host user's real home directory (removed afterwards)."""
-    value = "SECRET-" + secrets.token_hex(8)
-    path = Path.home() / f".clawloop-test-secret-{secrets.token_hex(4)}"
-    path.write_text(value)
-    yield path, value
-    path.unlink(missing_ok=True)
-
-
 def test_write_outside_workspace(sb: sandbox.Sandbox) -> None:
     marker = f"clawloop-escape-{secrets.token_hex(4)}"
     r = sb.exec(f"""
