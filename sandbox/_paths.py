@@ -348,6 +348,8 @@ def reap_state_dirs(tmp: Path | None = None) -> int:
     """Delete sandbox state dirs whose owning process is gone (killed, or exited via os._exit)."""
     import tempfile
 
+    from sandbox._limits import unmount_tmpfs
+
     n = 0
     for base in {Path(tmp or tempfile.gettempdir()), tmp_root()}:
         if not base.is_dir():
@@ -355,6 +357,7 @@ def reap_state_dirs(tmp: Path | None = None) -> int:
         for entry in base.iterdir():
             m = _STATE_RE.match(entry.name)
             if m and entry.is_dir() and not entry.is_symlink() and not _pid_alive(int(m.group(2))):
+                unmount_tmpfs(entry / "root")  # bwrap's disk quota, if its process died first
                 rmtree_force(entry)
                 n += 1
     return n

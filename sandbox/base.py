@@ -31,6 +31,9 @@ class SandboxConfig(BaseModel):
     """Most processes (threads count) a command may have alive at once."""
     max_file_size_mb: int = Field(256, gt=0)
     """Largest file a command may write, in MiB (RLIMIT_FSIZE)."""
+    disk_mb: int = Field(1024, gt=0)
+    """Most MiB all files of the sandbox's private dirs may take together (workspace, /tmp,
+    /root, ...), where the backend can enforce it (bwrap: as root; `limits` says)."""
     cpu_seconds: int = Field(600, gt=0)
     """CPU time limit per command (RLIMIT_CPU), in seconds."""
     output_limit: int = Field(16_384, gt=0)
