@@ -24,6 +24,7 @@ import errno
 import functools
 import itertools
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -106,15 +107,20 @@ def _v1_host() -> tuple[CgroupHost | None, str]:
 class Cgroup:
     """One sandbox's cgroup: a directory per hierarchy (v2: one; v1: memory and pids)."""
 
-    def __init__(self, host: CgroupHost, memory_bytes: int, pids: int) -> None:
+    def __init__(self, version: int, dirs: list[Path]) -> None:
+        self.version = version
+        self.dirs = dirs
+
+    @classmethod
+    def create(cls, host: CgroupHost, memory_bytes: int, pids: int) -> Cgroup:
+        """A new cgroup with these limits (memory: no swap either)."""
         name = f"clawloop-{os.getpid()}-{next(_names)}"
-        self.version = host.version
-        self.dirs = [p / name for p in host.parents]
+        cg = cls(host.version, [p / name for p in host.parents])
         try:
-            for d in self.dirs:
+            for d in cg.dirs:
                 d.mkdir()
-            mem, pid = self.dirs[0], self.dirs[-1]
-            if self.version == 2:
+            mem, pid = cg.dirs[0], cg.dirs[-1]
+            if cg.version == 2:
                 _write(mem / "memory.max", memory_bytes)
                 _write(mem / "memory.swap.max", 0, optional=True)
             else:  # memsw (memory + swap) must be set after, and not below, the memory limit
@@ -122,8 +128,9 @@ class Cgroup:
                 _write(mem / "memory.memsw.limit_in_bytes", memory_bytes, optional=True)
             _write(pid / "pids.max", pids)
         except OSError as e:
-            self.remove()
-            raise SandboxError(f"cannot set up the sandbox's cgroup {self.dirs[0]}: {e}") from None
+            cg.remove()
+            raise SandboxError(f"cannot set up the sandbox's cgroup {cg.dirs[0]}: {e}") from None
+        return cg
 
     def add(self, pid: int) -> None:
         """Move process `pid` (and so its future children) into the cgroup."""
@@ -140,6 +147,7 @@ class Cgroup:
         """SIGKILL every process in the cgroup until none is left; False if some remain."""
         end = time.monotonic() + wait_s
         kill_file = self.dirs[0] / "cgroup.kill"  # v2 since Linux 5.14: one write, no races
+        pause = 0.0002  # a pid namespace takes about a millisecond to go: poll fast, then less
         while True:
             pids = self.procs()
             if not pids:
@@ -154,7 +162,8 @@ class Cgroup:
                         pass
             if time.monotonic() > end:
                 return False
-            time.sleep(0.005)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
 
     def remove(self) -> None:
         """Delete the cgroup (empty by now, or about to be: exiting processes linger a moment)."""
@@ -169,6 +178,26 @@ class Cgroup:
                     if e.errno != errno.EBUSY:
                         break
                     time.sleep(0.005)
+
+
+def reap_cgroups() -> int:
+    """Kill and delete the sandbox cgroups of processes that are gone (killed before close)."""
+    from sandbox._paths import _pid_alive
+
+    host, _ = cgroup_host()
+    if host is None:
+        return 0
+    dead: dict[str, list[Path]] = {}
+    for parent in host.parents:
+        for d in parent.glob("clawloop-*-*"):
+            m = re.fullmatch(r"clawloop-(\d+)-\d+", d.name)
+            if m and d.is_dir() and not _pid_alive(int(m.group(1))):
+                dead.setdefault(d.name, []).append(d)
+    for dirs in dead.values():
+        cg = Cgroup(host.version, dirs)
+        cg.kill()
+        cg.remove()
+    return len(dead)
 
 
 def _write(path: Path, value: int, optional: bool = False) -> None:

@@ -345,10 +345,11 @@ def tmp_root() -> Path:
 
 
 def reap_state_dirs(tmp: Path | None = None) -> int:
-    """Delete sandbox state dirs whose owning process is gone (killed, or exited via os._exit)."""
+    """Delete sandbox state dirs whose owning process is gone (killed, or exited via os._exit),
+    with their tmpfs and cgroups."""
     import tempfile
 
-    from sandbox._limits import unmount_tmpfs
+    from sandbox._limits import reap_cgroups, unmount_tmpfs
 
     n = 0
     for base in {Path(tmp or tempfile.gettempdir()), tmp_root()}:
@@ -360,6 +361,7 @@ def reap_state_dirs(tmp: Path | None = None) -> int:
                 unmount_tmpfs(entry / "root")  # bwrap's disk quota, if its process died first
                 rmtree_force(entry)
                 n += 1
+    reap_cgroups()
     return n
 
 

@@ -170,7 +170,7 @@ class BwrapSandbox:
         host, cg_note = cgroup_host()
         if host is not None:
             # pids: the commands' max_processes, plus the server or bwrap's init
-            self._cgroups.append(Cgroup(host, c.memory_mb << 20, c.max_processes + 2))
+            self._cgroups.append(Cgroup.create(host, c.memory_mb << 20, c.max_processes + 2))
         limits = SandboxLimits(
             memory=(f"{c.memory_mb} MiB for all processes and the files they write ({cg_note}); "
                     "RLIMIT_AS per process" if host else
