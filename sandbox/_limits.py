@@ -243,11 +243,8 @@ class SandboxLimits:
     memory: str
     processes: str
     disk: str
-
-    @property
-    def whole_sandbox(self) -> bool:
-        """Memory, processes and disk all counted for the sandbox as a whole."""
-        return all(not x.startswith("per ") for x in (self.memory, self.processes, self.disk))
+    whole_sandbox: bool
+    """Memory, processes and disk all counted for the sandbox as a whole."""
 
 
 def require_whole_sandbox_limits() -> bool:

@@ -200,6 +200,10 @@ class FileView:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+        except OSError as e:
+            if e.errno == errno.ENOSPC:  # the sandbox's own quota (bwrap's tmpfs): its problem
+                raise SandboxError(f"{path}: no space left in the sandbox") from None
+            raise
         finally:
             os.close(fd)
 

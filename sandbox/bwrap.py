@@ -86,7 +86,7 @@ class BwrapSandbox:
         self._ident = host_identity(self._bwrap)
         # No user namespaces inside (less kernel attack surface); the option is new in 0.8.
         self._no_nested_userns = ["--disable-userns"] if bwrap_version(self._bwrap) >= (0, 8) else []
-        self._sized_tmpfs = bwrap_version(self._bwrap) >= (0, 6)  # --size
+        self._sized_tmpfs = bwrap_version(self._bwrap) >= (0, 6)  # --size (and --perms)
         self.process_limit_enforced = self._ident.process_limit_enforced
         self._workspace = check_workspace(config.workspace)
         self._runtime = check_runtime(config.runtime_dir)
@@ -169,8 +169,10 @@ class BwrapSandbox:
         disk_why = mount_tmpfs(self.root, c.disk_mb, owner)
         host, cg_note = cgroup_host()
         if host is not None:
-            # pids: the commands' max_processes, plus the server or bwrap's init
-            self._cgroups.append(Cgroup.create(host, c.memory_mb << 20, c.max_processes + 2))
+            try:  # pids: the commands' max_processes, plus the server or bwrap's init
+                self._cgroups.append(Cgroup.create(host, c.memory_mb << 20, c.max_processes + 2))
+            except SandboxError as e:
+                host, cg_note = None, str(e)
         limits = SandboxLimits(
             memory=(f"{c.memory_mb} MiB for all processes and the files they write ({cg_note}); "
                     "RLIMIT_AS per process" if host else
@@ -180,7 +182,8 @@ class BwrapSandbox:
                        + ("" if self.process_limit_enforced else ", NOT enforced as root") + f"): {cg_note}"),
             disk=(f"{c.disk_mb} MiB for all files (a tmpfs), /dev/shm {min(_SHM_MB, c.disk_mb)} MiB"
                   if disk_why is None else
-                  f"per file only (RLIMIT_FSIZE {c.max_file_size_mb} MiB): tmpfs {disk_why}"))
+                  f"per file only (RLIMIT_FSIZE {c.max_file_size_mb} MiB): tmpfs {disk_why}"),
+            whole_sandbox=host is not None and disk_why is None)
         if require_whole_sandbox_limits() and not limits.whole_sandbox:
             raise SandboxError(f"CLAWLOOP_SANDBOX_LIMITS=require, but this host cannot limit the "
                                f"whole sandbox: {limits}")
@@ -215,7 +218,10 @@ class BwrapSandbox:
         if not seed.is_dir():
             raise SandboxError(f"seed_dir {seed}: not a directory")
         assert dest is not None
-        shutil.copytree(seed, dest, symlinks=True, dirs_exist_ok=True)
+        try:
+            shutil.copytree(seed, dest, symlinks=True, dirs_exist_ok=True)
+        except shutil.Error as e:  # a file that did not fit the disk quota, say
+            raise SandboxError(f"seed_dir {seed}: {str(e)[:300]}") from None
         if self._ident.run_as:
             for dirpath, dirnames, filenames in os.walk(dest):
                 for n in [*dirnames, *filenames]:
@@ -230,8 +236,9 @@ class BwrapSandbox:
              "--uid", "0", "--gid", "0", *self._no_nested_userns, "--new-session",
              "--hostname", "sandbox", "--bind", str(self.root), "/", "--proc", "/proc", "--dev", "/dev"]
         # /dev read-only but for a sized /dev/shm: bwrap's /dev is a tmpfs without a size.
-        size = ["--size", str(min(_SHM_MB, self.config.disk_mb) << 20)] if self._sized_tmpfs else []
-        a += ["--perms", "1777", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+        if self._sized_tmpfs:
+            a += ["--perms", "1777", "--size", str(min(_SHM_MB, self.config.disk_mb) << 20)]
+        a += ["--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         # Parents before children: /opt before the runtime in /opt, /logs before /logs/verifier.
         for m in sorted(self._view.mounts.values(), key=lambda m: m.target.count("/")):
             if m.host is not None:
