@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.base import SandboxError
+from sandbox.base import SandboxConfig, SandboxError
 
 _CGROUP_FS = Path("/sys/fs/cgroup")
 _CONTROLLERS = ("memory", "pids")
@@ -247,6 +247,33 @@ class SandboxLimits:
     """Memory, processes and disk all counted for the sandbox as a whole."""
 
 
-def require_whole_sandbox_limits() -> bool:
-    """CLAWLOOP_SANDBOX_LIMITS=require: refuse to open a sandbox without them."""
-    return os.environ.get("CLAWLOOP_SANDBOX_LIMITS", "") == "require"
+def whole_sandbox_limits(c: SandboxConfig, root: Path, owner: tuple[int, int] | None,
+                         nproc_enforced: bool, shm_mb: int) -> tuple[SandboxLimits, Cgroup | None]:
+    """Set up what the host allows for a new sandbox of config `c`: a tmpfs of `disk_mb` on
+    `root` (its state dir's root), a cgroup. Raises SandboxError if that is not all and
+    CLAWLOOP_SANDBOX_LIMITS=require."""
+    disk_why = mount_tmpfs(root, c.disk_mb, owner)
+    host, cg_note = cgroup_host()
+    cgroup = None
+    if host is not None:
+        try:  # pids: the commands' max_processes, plus the exec server or bwrap's init
+            cgroup = Cgroup.create(host, c.memory_mb << 20, c.max_processes + 2)
+        except SandboxError as e:
+            cg_note = str(e)
+    limits = SandboxLimits(
+        memory=(f"{c.memory_mb} MiB for all processes and the files they write ({cg_note}); "
+                "RLIMIT_AS per process" if cgroup else
+                f"per process only (RLIMIT_AS {c.memory_mb} MiB): {cg_note}"),
+        processes=(f"{c.max_processes} for the whole sandbox ({cg_note})" if cgroup else
+                   f"per command only (RLIMIT_NPROC {c.max_processes}"
+                   + ("" if nproc_enforced else ", NOT enforced as root") + f"): {cg_note}"),
+        disk=(f"{c.disk_mb} MiB for all files (a tmpfs), /dev/shm {min(shm_mb, c.disk_mb)} MiB"
+              if disk_why is None else
+              f"per file only (RLIMIT_FSIZE {c.max_file_size_mb} MiB): tmpfs {disk_why}"),
+        whole_sandbox=cgroup is not None and disk_why is None)
+    if os.environ.get("CLAWLOOP_SANDBOX_LIMITS", "") == "require" and not limits.whole_sandbox:
+        if cgroup:
+            cgroup.remove()
+        raise SandboxError(f"CLAWLOOP_SANDBOX_LIMITS=require, but this host cannot limit the "
+                           f"whole sandbox: {limits}")
+    return limits, cgroup

@@ -46,14 +46,7 @@ from sandbox._layout import (
     shell_script,
     venv_origin,
 )
-from sandbox._limits import (
-    Cgroup,
-    SandboxLimits,
-    cgroup_host,
-    mount_tmpfs,
-    require_whole_sandbox_limits,
-    unmount_tmpfs,
-)
+from sandbox._limits import Cgroup, unmount_tmpfs, whole_sandbox_limits
 from sandbox._paths import FileView, Mount, copy_back, rmtree_force, sandbox_path, state_prefix, tmp_root
 from sandbox._pid1 import Launch, PidOne
 from sandbox._proc import run_captured
@@ -118,7 +111,9 @@ class BwrapSandbox:
         os.chmod(self.state_dir, 0o711)  # the sandbox uid must reach root/, nothing else
         self.root = self.state_dir / "root"
         self.root.mkdir()
-        self.limits = self._limit(owner)
+        self.limits, cgroup = whole_sandbox_limits(self.config, self.root, owner,
+                                                   self.process_limit_enforced, _SHM_MB)
+        self._cgroups += [cgroup] if cgroup else []
         self._view = FileView(self.root, owner)
         self._view.root_writable = False
         self._chown(self.root)
@@ -162,32 +157,6 @@ class BwrapSandbox:
         self._view.makedirs(self._workspace, ws_mount)
         if self.config.seed_dir is not None:
             self._seed(Path(self.config.seed_dir), ws_host)
-
-    def _limit(self, owner: tuple[int, int] | None) -> SandboxLimits:
-        """Set up the limits of the whole sandbox that the host allows (tmpfs, cgroup)."""
-        c = self.config
-        disk_why = mount_tmpfs(self.root, c.disk_mb, owner)
-        host, cg_note = cgroup_host()
-        if host is not None:
-            try:  # pids: the commands' max_processes, plus the server or bwrap's init
-                self._cgroups.append(Cgroup.create(host, c.memory_mb << 20, c.max_processes + 2))
-            except SandboxError as e:
-                host, cg_note = None, str(e)
-        limits = SandboxLimits(
-            memory=(f"{c.memory_mb} MiB for all processes and the files they write ({cg_note}); "
-                    "RLIMIT_AS per process" if host else
-                    f"per process only (RLIMIT_AS {c.memory_mb} MiB): {cg_note}"),
-            processes=(f"{c.max_processes} for the whole sandbox ({cg_note})" if host else
-                       f"per command only (RLIMIT_NPROC {c.max_processes}"
-                       + ("" if self.process_limit_enforced else ", NOT enforced as root") + f"): {cg_note}"),
-            disk=(f"{c.disk_mb} MiB for all files (a tmpfs), /dev/shm {min(_SHM_MB, c.disk_mb)} MiB"
-                  if disk_why is None else
-                  f"per file only (RLIMIT_FSIZE {c.max_file_size_mb} MiB): tmpfs {disk_why}"),
-            whole_sandbox=host is not None and disk_why is None)
-        if require_whole_sandbox_limits() and not limits.whole_sandbox:
-            raise SandboxError(f"CLAWLOOP_SANDBOX_LIMITS=require, but this host cannot limit the "
-                               f"whole sandbox: {limits}")
-        return limits
 
     def _chown(self, p: Path, follow: bool = True) -> None:
         if self._ident.run_as:
@@ -436,15 +405,20 @@ class BwrapSandbox:
 
 
 def _cleanup(servers: list[ExecServer], state_dir: Path, cgroups: list[Cgroup]) -> None:
-    """Stop the server, kill whatever is left in the cgroup, free the tmpfs, delete the rest."""
-    while servers:
-        servers.pop().stop()
-    for cg in cgroups:
-        cg.kill()
-    unmount_tmpfs(state_dir / "root")
-    rmtree_force(state_dir)
-    while cgroups:
-        cgroups.pop().remove()
+    """Stop the server, kill whatever is left in the cgroup, free the tmpfs, delete the rest.
+    Each step runs even if one before failed (this runs at close, collection or exit)."""
+    try:
+        while servers:
+            servers.pop().stop()
+    finally:
+        try:
+            for cg in cgroups:
+                cg.kill()
+        finally:
+            unmount_tmpfs(state_dir / "root")
+            rmtree_force(state_dir)
+            while cgroups:
+                cgroups.pop().remove()
 
 
 def _check_strings(command: str, env: dict[str, str]) -> ExecResult | None:

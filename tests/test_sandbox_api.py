@@ -236,7 +236,7 @@ def test_bwrap_limits_say_what_is_enforced(monkeypatch: pytest.MonkeyPatch) -> N
     line saying so either way, and CLAWLOOP_SANDBOX_LIMITS=require refusing a host without."""
     if unavailable("bwrap"):
         pytest.skip(unavailable("bwrap"))
-    import sandbox.bwrap as bw
+    import sandbox._limits as limits_module
     from sandbox._limits import cgroup_host
 
     with sandbox.open("bwrap", disk_mb=32, memory_mb=300) as box:
@@ -245,7 +245,7 @@ def test_bwrap_limits_say_what_is_enforced(monkeypatch: pytest.MonkeyPatch) -> N
             assert limits.whole_sandbox, limits
             assert "300 MiB" in limits.memory and "32 MiB" in limits.disk
             assert box.exec("df -m / | tail -1").output.split()[1] == "32"
-    monkeypatch.setattr(bw, "cgroup_host", lambda: (None, "no cgroups in this test"))
+    monkeypatch.setattr(limits_module, "cgroup_host", lambda: (None, "no cgroups in this test"))
     with sandbox.open("bwrap") as box:
         assert "per process only" in box.limits.memory  # type: ignore[attr-defined]
         assert "no cgroups in this test" in box.limits.memory  # type: ignore[attr-defined]
