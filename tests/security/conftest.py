@@ -5,7 +5,8 @@
 
 bwrap runs commands two ways, each attacked on its own: `bwrap` through its exec server (one
 container for all commands), `bwrap-oneshot` in a container per command (what it does for the
-first command after open() or a mount change).
+first command after open() or a mount change; its pid 1 is bwrap's own init, which a command
+can ptrace, and which the host kills after every command).
 """
 
 from __future__ import annotations
