@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sandbox._pid1 import Launch, PidOne
 from sandbox._proc import HeadTail, open_to_sandbox_uid, read_chunk
 from sandbox.base import ExecResult, SandboxError
 
@@ -58,10 +59,14 @@ class ExecServer:
     """One running container with its exec server; `run` one command at a time (not thread-safe:
     the sandbox's lock serialises)."""
 
-    def __init__(self, argv: Sequence[str], *, log: Path, popen_kw: dict[str, Any]) -> None:
-        self.argv = list(argv)
+    def __init__(self, argv: Sequence[str], *, key: Sequence[str], launch: Launch, log: Path,
+                 popen_kw: dict[str, Any]) -> None:
+        """`argv` starts bwrap with `launch`'s options; `key` is the same without them (what a
+        sandbox compares to know whether its mounts changed)."""
+        self.key = list(key)
         self.dead = False
         self.log = log
+        self.pid1: PidOne | None = None
         self._buf = b""
         host_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = host_end
@@ -71,15 +76,17 @@ class ExecServer:
                 # readable inside; --as-pid-1 makes the server pid 1, where commands cannot
                 # signal it.
                 self.proc = subprocess.Popen(
-                    [*self.argv, "-I", "-S", "-c", _BOOT, str(server_end.fileno())],
+                    [*argv, "-I", "-S", "-c", _BOOT, str(server_end.fileno())],
                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
-                    pass_fds=(server_end.fileno(),), env={}, cwd="/", **popen_kw)
+                    pass_fds=(server_end.fileno(), *launch.pass_fds), env={}, cwd="/", **popen_kw)
         except (OSError, ValueError) as e:
             host_end.close()
+            launch.close()
             raise SandboxError(f"cannot start bwrap: {e}") from None
         finally:
             server_end.close()
         try:
+            self.pid1 = launch.hold(self.proc)
             assert self.proc.stdin is not None
             with contextlib.suppress(BrokenPipeError):  # died at once: the log says why
                 self.proc.stdin.write(server_source())
@@ -198,13 +205,15 @@ class ExecServer:
         return ExecResult(int(status), output, False, took, truncated)
 
     def stop(self) -> None:
-        """End the container now: bwrap is killed, the server dies with it (its parent-death
-        signal), and the kernel kills what is left of the pid namespace with its pid 1.
+        """End the container now: its pid 1, the server, is killed (and bwrap), and the kernel
+        kills what is left of the pid namespace with it.
 
         Not waiting for the server's own exit saves ~5 ms per sandbox; between commands there
-        is nothing else in the namespace anyway."""
+        is nothing else in the namespace anyway (the sandbox's close waits on its cgroup)."""
         self.dead = True
         self.sock.close()
+        if self.pid1 is not None:
+            self.pid1.kill(wait=False)
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         self.proc.wait()

@@ -4,9 +4,14 @@ The host reads and writes a sandbox's files directly (no process needed), which 
 sandbox could attack the host: a symlink `/workspace/x -> /etc/shadow` is harmless inside, but
 a naive `open(state_dir + "/workspace/x")` on the host would follow it to the host's file.
 `FileView` therefore resolves every symlink chroot-style (absolute targets restart at the
-sandbox's root, `..` stops at it), maps the result through the sandbox's mount table, and
-opens the final host path with O_NOFOLLOW. Nothing can race it: no command's process runs
-between commands (bwrap's exec server, which stays, touches no files but its own /dev).
+sandbox's root, `..` stops at it), maps the result through the sandbox's mount table, and then
+opens it one component at a time, each relative to the directory fd of the last and with
+O_NOFOLLOW (as openat2's RESOLVE_NO_SYMLINKS would). No process of the sandbox should run while
+the host does this, but if one did (a command still running in another thread, a process that
+escaped its command) and swapped a directory of the path with a symlink to a host directory
+between the resolution and the open (rename(2) with RENAME_EXCHANGE is atomic), the open fails
+instead of following it: the host never reads or writes a file of its own through a sandbox
+path, and at worst reads or writes another file of the same sandbox.
 """
 
 from __future__ import annotations
@@ -67,18 +72,38 @@ class FileView:
 
     def locate(self, spath: str) -> tuple[Mount | None, Path | None]:
         """Host path of a normalised sandbox path, and the mount it lies in (None: the root)."""
+        mount, base, rest = self.split(spath)
+        return mount, (None if base is None else base.joinpath(*rest))
+
+    def split(self, spath: str) -> tuple[Mount | None, Path | None, list[str]]:
+        """(mount, its host dir, the path's components below it) of a normalised sandbox path:
+        the host dir is trusted (the host made it), the components are not."""
         best: Mount | None = None
         for m in self.mounts.values():
             if (spath == m.target or spath.startswith(m.target + "/")) and (
                 best is None or len(m.target) > len(best.target)
             ):
                 best = m
-        if best is None:
-            return None, self.root / spath.lstrip("/")
-        if best.host is None:
-            return best, None
-        rest = spath[len(best.target):].lstrip("/")
-        return best, (best.host / rest if rest else best.host)
+        base = self.root if best is None else best.host
+        rest = spath[len(best.target) if best else 0:].split("/")
+        return best, base, [p for p in rest if p]
+
+    def _lstat(self, spath: str) -> tuple[os.stat_result, str | None] | None:
+        """lstat of a sandbox path whose parents are plain directories, and the symlink's target
+        if it is one; None when absent (or a parent is not a directory, or was swapped)."""
+        _, base, parts = self.split(spath)
+        assert base is not None and parts
+        try:
+            fd = open_dirs(base, parts[:-1], spath)
+        except (SandboxError, FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            return st, (os.readlink(parts[-1], dir_fd=fd) if stat.S_ISLNK(st.st_mode) else None)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        finally:
+            os.close(fd)
 
     def resolve(self, path: str, follow_last: bool = True) -> tuple[str, Path | None, Mount | None]:
         """Follow symlinks chroot-style; return (sandbox path, host path, mount)."""
@@ -92,20 +117,16 @@ class FileView:
                     done.pop()
                 continue
             cand = "/" + "/".join([*done, part])
-            _, host = self.locate(cand)
-            if host is None:  # inside /proc or /dev: nothing on the host to follow
+            _, base, rest = self.split(cand)
+            found = self._lstat(cand) if base is not None and rest else None
+            if found is None:  # absent, a mount's root, or in /proc or /dev (nothing on the host)
                 done.append(part)
                 continue
-            try:
-                st = os.lstat(host)
-            except (FileNotFoundError, NotADirectoryError):
-                done.append(part)
-                continue
-            if stat.S_ISLNK(st.st_mode) and (todo or follow_last):
+            target = found[1]
+            if target is not None and (todo or follow_last):
                 hops += 1
                 if hops > _MAX_SYMLINKS:
                     raise SandboxError(f"{path}: too many levels of symbolic links")
-                target = os.readlink(host)
                 if target.startswith("/"):
                     done = []
                 todo = [p for p in target.split("/") if p and p != "."] + todo
@@ -120,27 +141,18 @@ class FileView:
         spath, host, mount = self.resolve(path)
         if host is None or (mount is not None and mount.system):
             raise SandboxError(f"{path}: resolves to {spath}, outside the sandbox's own files")
+        _, base, parts = self.split(spath)
+        assert base is not None
+        if not parts:
+            raise SandboxError(f"{path}: not a regular file")
         try:
-            fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = open_beneath(base, parts, os.O_RDONLY | os.O_NONBLOCK, path)
         except FileNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path) from None
-        except OSError as e:
-            if e.errno == errno.ELOOP:
-                raise SandboxError(f"{path}: is a symlink") from None
-            raise
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise SandboxError(f"{path}: not a regular file")
-            chunks = []
-            left = max_bytes if max_bytes is not None else -1
-            while left != 0:
-                data = os.read(fd, 1 << 20 if left < 0 else min(left, 1 << 20))
-                if not data:
-                    break
-                chunks.append(data)
-                if left > 0:
-                    left -= len(data)
-            return b"".join(chunks)
+            return _read_fd(fd, max_bytes)
         finally:
             os.close(fd)
 
@@ -157,31 +169,26 @@ class FileView:
 
     def makedirs(self, spath: str, mount: Mount | None) -> None:
         """Create the missing directories of `spath` (resolved) under its mount or the root."""
-        base_target = mount.target if mount else "/"
-        base_host = mount.host if mount else self.root
-        assert base_host is not None
-        cur = base_host
-        for part in [p for p in spath[len(base_target):].split("/") if p]:
-            cur = cur / part
-            try:
-                os.mkdir(cur, 0o755)
-            except FileExistsError:
-                if not stat.S_ISDIR(os.lstat(cur).st_mode):
-                    raise SandboxError(f"{spath}: a parent is not a directory") from None
-                continue
-            self._chown(cur)
+        base, parts = self._below(spath, mount)
+        os.close(open_dirs(base, parts, spath, create=True, owner=self.owner))
+
+    def _below(self, spath: str, mount: Mount | None) -> tuple[Path, list[str]]:
+        """The host dir of `mount` (None: the root) and the components of `spath` below it."""
+        base = mount.host if mount else self.root
+        assert base is not None
+        return base, [p for p in spath[len(mount.target) if mount else 0:].split("/") if p]
 
     def write(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         """Create or replace a regular file (parents created) owned by the sandbox user."""
         if isinstance(data, str):
             data = data.encode()
-        spath, host, mount = self.writable_host_path(path)
-        self.makedirs(posixpath.dirname(spath), mount)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        spath, _, mount = self.writable_host_path(path)
+        base, parts = self._below(spath, mount)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK
         try:
-            fd = os.open(host, flags, 0o600)
+            fd = open_beneath(base, parts, flags, path, mode=0o600, create=True, owner=self.owner)
         except OSError as e:
-            if e.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            if e.errno in (errno.ENXIO, errno.EISDIR):
                 raise SandboxError(f"{path}: not a regular file") from None
             raise
         try:
@@ -193,12 +200,76 @@ class FileView:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+        except OSError as e:
+            if e.errno == errno.ENOSPC:  # the sandbox's own quota (bwrap's tmpfs): its problem
+                raise SandboxError(f"{path}: no space left in the sandbox") from None
+            raise
         finally:
             os.close(fd)
 
-    def _chown(self, p: Path) -> None:
-        if self.owner:
-            os.lchown(p, *self.owner)
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_dirs(base: Path, parts: list[str], what: str, *, create: bool = False,
+              owner: tuple[int, int] | None = None) -> int:
+    """An fd of the directory `base/parts...`, each component opened relative to the fd of the
+    one before with O_NOFOLLOW: a symlink at any component below the trusted `base` (one swapped
+    in meanwhile included) or anything but a directory raises SandboxError, naming `what`. A
+    missing one raises FileNotFoundError, or with `create` is made (0755, given to `owner`)."""
+    fd = os.open(base, _DIR_FLAGS)
+    try:
+        for part in parts:
+            made = False
+            if create:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    made = True
+                except FileExistsError:
+                    pass
+            try:
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise SandboxError(f"{what}: {part} is not a plain directory") from None
+                raise
+            os.close(fd)
+            fd = nfd
+            if made and owner:
+                os.fchown(fd, *owner)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_beneath(base: Path, parts: list[str], flags: int, what: str, *, mode: int = 0o600,
+                 create: bool = False, owner: tuple[int, int] | None = None) -> int:
+    """Open the file `base/parts...` with `flags`, following no symlink below `base` (see
+    `open_dirs`; `create` makes missing parent dirs). A symlink there raises SandboxError."""
+    dfd = open_dirs(base, parts[:-1], what, create=create, owner=owner)
+    try:
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise SandboxError(f"{what}: is a symlink") from None
+        raise
+    finally:
+        os.close(dfd)
+
+
+def _read_fd(fd: int, max_bytes: int | None) -> bytes:
+    """Read to EOF, or the first `max_bytes` bytes."""
+    chunks = []
+    left = max_bytes if max_bytes is not None else -1
+    while left != 0:
+        data = os.read(fd, 1 << 20 if left < 0 else min(left, 1 << 20))
+        if not data:
+            break
+        chunks.append(data)
+        if left > 0:
+            left -= len(data)
+    return b"".join(chunks)
 
 
 def read_beneath(base: Path, rel: str, max_bytes: int) -> bytes:
@@ -210,40 +281,14 @@ def read_beneath(base: Path, rel: str, max_bytes: int) -> bytes:
     parts = [p for p in rel.split("/") if p and p != "."]
     if not parts or ".." in parts:
         raise SandboxError(f"{rel!r}: not a relative path beneath {base}")
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(base, flags | os.O_DIRECTORY)
-    try:
-        for part in parts[:-1]:
-            try:
-                nfd = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
-            except OSError as e:
-                if e.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise SandboxError(f"{rel}: {part} is not a plain directory") from None
-                raise
-            os.close(fd)
-            fd = nfd
-        try:
-            ffd = os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=fd)
-        except OSError as e:
-            if e.errno == errno.ELOOP:
-                raise SandboxError(f"{rel}: is a symlink") from None
-            raise
-    finally:
-        os.close(fd)
+    ffd = open_beneath(base, parts, os.O_RDONLY | os.O_NONBLOCK, rel)
     try:
         st = os.fstat(ffd)
         if not stat.S_ISREG(st.st_mode):
             raise SandboxError(f"{rel}: not a regular file")
         if st.st_size > max_bytes:
             raise SandboxError(f"{rel}: {st.st_size} bytes, more than {max_bytes}")
-        chunks, left = [], max_bytes + 1
-        while left > 0:
-            data = os.read(ffd, min(left, 1 << 20))
-            if not data:
-                break
-            chunks.append(data)
-            left -= len(data)
-        out = b"".join(chunks)
+        out = _read_fd(ffd, max_bytes + 1)
         if len(out) > max_bytes:  # grew after the fstat
             raise SandboxError(f"{rel}: more than {max_bytes} bytes")
         return out
@@ -251,35 +296,14 @@ def read_beneath(base: Path, rel: str, max_bytes: int) -> bytes:
         os.close(ffd)
 
 
-def rmtree_force(path: Path) -> None:
-    """Delete a tree even where the sandbox made directories read-only (chmod then retry)."""
-    import shutil
-    import sys
+def rmtree_force(path: Path) -> bool:
+    """Delete a tree a sandbox wrote: without recursion (it may nest dirs thousands deep), also
+    where it made directories unreadable or read-only. Best effort, never raises (it runs at
+    close and at exit); True when nothing is left."""
+    from sandbox._server import remove_tree  # the exec server's own, iterative and flat
 
-    def onerror(func, p, exc_info):  # type: ignore[no-untyped-def]
-        # Unlock the parent (and the dir itself), then retry removals; a dir that could not
-        # be listed (os.open/os.scandir failed) is handled by the second pass below.
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            if os.path.isdir(p) and not os.path.islink(p):
-                os.chmod(p, 0o700)
-            if func in (os.unlink, os.remove, os.rmdir):
-                func(p)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            if func is not os.rmdir:  # a non-empty dir is retried by the second pass
-                raise
-
-    # Python 3.12 renamed the hook (onerror is deprecated there).
-    hook = {"onexc": onerror} if sys.version_info >= (3, 12) else {"onerror": onerror}
-    for _ in range(2):  # the first pass may only unlock directories it could not list
-        if not (path.exists() or path.is_symlink()):
-            return
-        if path.is_symlink() or not path.is_dir():
-            path.unlink()
-            return
-        shutil.rmtree(path, **hook)
+    remove_tree(str(path))
+    return not os.path.lexists(path)
 
 
 def copy_back(src: Path, dest: Path) -> None:
@@ -325,8 +349,11 @@ def tmp_root() -> Path:
 
 
 def reap_state_dirs(tmp: Path | None = None) -> int:
-    """Delete sandbox state dirs whose owning process is gone (killed, or exited via os._exit)."""
+    """Delete sandbox state dirs whose owning process is gone (killed, or exited via os._exit),
+    with their tmpfs and cgroups."""
     import tempfile
+
+    from sandbox._limits import reap_cgroups, unmount_tmpfs
 
     n = 0
     for base in {Path(tmp or tempfile.gettempdir()), tmp_root()}:
@@ -335,8 +362,10 @@ def reap_state_dirs(tmp: Path | None = None) -> int:
         for entry in base.iterdir():
             m = _STATE_RE.match(entry.name)
             if m and entry.is_dir() and not entry.is_symlink() and not _pid_alive(int(m.group(2))):
+                unmount_tmpfs(entry / "root")  # bwrap's disk quota, if its process died first
                 rmtree_force(entry)
                 n += 1
+    reap_cgroups()
     return n
 
 

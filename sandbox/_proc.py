@@ -67,13 +67,16 @@ def run_captured(
     env: dict[str, str],
     cwd: str | None = None,
     kill: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    started: Callable[[subprocess.Popen[bytes]], None] | None = None,
     after_exit: Callable[[subprocess.Popen[bytes]], None] | None = None,
     **popen_kw: Any,
 ) -> ExecResult:
     """Run `argv`, stdout+stderr interleaved through one pipe, killed with `kill` at `timeout`.
 
-    `after_exit` runs once the main process has exited (the local backend kills its process
-    group there, since leftovers may still hold the pipe open).
+    `started` runs right after the process is created (bwrap: take hold of its pid 1; if it
+    raises, the process is killed). `after_exit` runs once the main process has exited (the
+    local backend kills its process group there, bwrap its pid namespace, since leftovers may
+    still hold the pipe open).
     """
     start = time.monotonic()
     out, w = os.pipe()
@@ -89,6 +92,14 @@ def run_captured(
     finally:
         os.close(w)  # only the command holds the write end: EOF when it and its children are done
     kill = kill or _kill
+    if started is not None:
+        try:
+            started(proc)
+        except BaseException:
+            kill(proc)
+            proc.wait()
+            os.close(out)
+            raise
     buf = HeadTail(output_limit)
     deadline = start + timeout
     timed_out = eof = exited = False

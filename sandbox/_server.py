@@ -34,7 +34,7 @@ _RESET_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ)
 """Ignored by Python at startup, and ignored dispositions survive exec: commands get defaults."""
 _IPC_RMID = 0
 _renamed = [0]
-"""Counter for unique names in remove_tree."""
+"""Counter for unique names in remove_tree (per process: names are tried until free)."""
 
 
 def libc_functions(*names: str) -> tuple:
@@ -123,39 +123,57 @@ def _link(path: str) -> str | None:
 
 
 def remove_tree(path: str) -> None:
-    """rm -rf without recursion or long paths (a command may nest dirs thousands deep, or make
-    them unreadable): each subdirectory is first renamed next to `path`, then emptied."""
-    parent = os.path.dirname(path)
-    todo = [path]
+    """rm -rf without recursion or long paths, also where directories were made unreadable (a
+    command may nest dirs thousands deep, deeper than any recursion limit or PATH_MAX; the host
+    deletes a sandbox's state dir with this too). Each directory found inside is first renamed
+    to a fresh name directly in `path`, so none is ever more than two levels down; emptied, it
+    is removed. Best effort: what cannot be removed (a mount point) stays."""
+    try:
+        os.unlink(path)
+        return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass  # a directory, or a mount point (which stays)
+    todo = [path]  # dirs to empty: `path`, then the ones moved up into it
     while todo:
         d = todo.pop()
-        try:
-            os.unlink(d)
-            continue
-        except FileNotFoundError:
-            continue
-        except OSError:
-            pass  # a directory, or a mount point (which stays)
         try:
             os.chmod(d, 0o700)  # d is a directory here (unlink refused it), not a symlink
             entries = list(os.scandir(d))
         except OSError:
-            continue
+            entries = []
         for e in entries:
             try:
-                if e.is_dir(follow_symlinks=False):
-                    _renamed[0] += 1
-                    flat = f"{parent}/.rm-{_renamed[0]}"
-                    os.rename(e.path, flat)
-                    todo.append(flat)
-                else:
+                if not e.is_dir(follow_symlinks=False):
                     os.unlink(e.path)
+                elif d == path:
+                    todo.append(e.path)  # already at the top: no move needed
+                else:
+                    todo.append(_move_up(e.path, path))
             except OSError:
                 pass
-        try:  # noqa: SIM105 (contextlib would slow the start)
-            os.rmdir(d)
-        except OSError:
-            pass
+        if d != path:
+            _rmdir(d)
+    _rmdir(path)
+
+
+def _rmdir(path: str) -> None:
+    try:  # noqa: SIM105 (contextlib would slow the start)
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def _move_up(src: str, top: str) -> str:
+    """Rename the directory `src` to a new name directly in `top`; its new path."""
+    while True:
+        _renamed[0] += 1
+        dest = f"{top}/.rm-{_renamed[0]}"
+        if os.path.lexists(dest):
+            continue  # rename() would replace an empty dir, or fail on a file
+        os.rename(src, dest)
+        return dest
 
 
 def remove_ipc() -> None:
@@ -166,10 +184,16 @@ def remove_ipc() -> None:
             fd = os.open("/proc/sysvipc/" + kind, os.O_RDONLY)
         except OSError:
             continue
-        try:
-            lines = os.read(fd, 1 << 20).splitlines()[1:]  # a header, then one line per object
+        try:  # one read returns about a page of the listing: read to the end
+            chunks = []
+            while True:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
         finally:
             os.close(fd)
+        lines = b"".join(chunks).splitlines()[1:]  # a header, then one line per object
         if lines:
             (ctl,) = libc_functions(kind + "ctl")
         for line in lines:

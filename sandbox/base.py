@@ -26,11 +26,18 @@ class SandboxConfig(BaseModel):
     workspace: str = "/workspace"
     """Absolute path of the writable workspace inside the sandbox (also the default cwd)."""
     memory_mb: int = Field(2048, gt=0)
-    """Address-space / memory limit per command, in MiB."""
+    """Memory limit in MiB: of each process (address space, RLIMIT_AS), and of the whole sandbox
+    (its processes with the files they write to RAM-backed dirs) where the backend can: docker,
+    bwrap with a cgroup (its `limits` says)."""
     max_processes: int = Field(256, gt=0)
-    """Most processes (threads count) a command may have alive at once."""
+    """Most processes (threads count) a command may have alive at once (the whole sandbox's
+    where a cgroup counts them)."""
     max_file_size_mb: int = Field(256, gt=0)
     """Largest file a command may write, in MiB (RLIMIT_FSIZE)."""
+    disk_mb: int = Field(1024, gt=0)
+    """Most MiB all files of the sandbox's private dirs may take together (workspace, /tmp,
+    /root, ...) where the backend can: bwrap as root (a tmpfs; `limits` says); docker sizes each
+    of its tmpfs dirs so."""
     cpu_seconds: int = Field(600, gt=0)
     """CPU time limit per command (RLIMIT_CPU), in seconds."""
     output_limit: int = Field(16_384, gt=0)

@@ -14,28 +14,25 @@ mounts are fixed when bwrap starts, so the first command after open() or a `moun
 runs in a one-shot container of its own (as every command used to: often it is the only one),
 and the server (re)starts at the next; one that died is replaced.
 
-The process limit: RLIMIT_NPROC is not enforced for processes whose real uid is host root, even
-inside a user namespace (the kernel exempts INIT_USER). So when clawloop runs as root, bwrap
-itself is started as an unprivileged host uid (`CLAWLOOP_SANDBOX_UID`, default 65534 "nobody")
-and maps it to uid 0 inside; the limit is then enforced, and counted per sandbox because each
-container gets its own user namespace. The sandbox's state dir is owned by that uid. If
-unprivileged user namespaces are unavailable, bwrap runs as root and `process_limit_enforced` is
-False (`clawloop sandbox doctor` says so).
+When clawloop runs as root, bwrap runs as an unprivileged host uid (sandbox/_host.py), which owns
+the sandbox's state dir. Limits of the whole sandbox (a cgroup for memory and processes, a tmpfs
+for files: sandbox/_limits.py) come on top of per-command rlimits where the host allows them;
+`limits` says which. The host holds every container's pid 1 (sandbox/_pid1.py): it ends the pid
+namespace after a one-shot command and at close, whatever pid 1 was made to do.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox._execserver import ExecServer, Gone, find_python
+from sandbox._host import HostIdentity, bwrap_version, find_bwrap, host_identity
 from sandbox._layout import (
     LONG_COMMAND,
     RESERVED_TOPS,
@@ -49,70 +46,21 @@ from sandbox._layout import (
     shell_script,
     venv_origin,
 )
+from sandbox._limits import Cgroup, unmount_tmpfs, whole_sandbox_limits
 from sandbox._paths import FileView, Mount, copy_back, rmtree_force, sandbox_path, state_prefix, tmp_root
+from sandbox._pid1 import Launch, PidOne
 from sandbox._proc import run_captured
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
+
+__all__ = ["BwrapSandbox", "HostIdentity", "bwrap_version", "find_bwrap", "host_identity"]
 
 _SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
 _COMMAND_FILE = "/.clawloop-command"
 """A command too long for one argument is written here (in the read-only root) while it runs."""
 _SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64",
              "lib32": "usr/lib32", "libx32": "usr/libx32"}
-
-
-def find_bwrap() -> str:
-    """Path of the bwrap binary (`CLAWLOOP_BWRAP` overrides the PATH lookup)."""
-    explicit = os.environ.get("CLAWLOOP_BWRAP")
-    found = explicit if explicit and os.access(explicit, os.X_OK) else None
-    if not explicit:
-        found = shutil.which("bwrap")
-    if not found:
-        raise SandboxError(
-            f"bubblewrap not found ({explicit or 'bwrap on PATH'}): install it "
-            "(apt-get install bubblewrap) or use --backend docker|local")
-    return found
-
-
-@functools.cache
-def bwrap_version(bwrap: str) -> tuple[int, ...]:
-    """(major, minor, patch) of the bwrap binary; (0,) when unknown."""
-    try:
-        out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout
-        return tuple(int(x) for x in out.split()[-1].split("."))
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
-        return (0,)
-
-
-@dataclass(frozen=True)
-class HostIdentity:
-    """Which host uid bwrap runs as, and what that means for the process limit."""
-
-    run_as: tuple[int, int] | None
-    """(uid, gid) bwrap is started as; None: the calling user."""
-    process_limit_enforced: bool
-    note: str
-
-
-@functools.cache
-def host_identity(bwrap: str) -> HostIdentity:
-    """Decide (once per process) how to run bwrap so that RLIMIT_NPROC is enforced."""
-    if os.geteuid() != 0:
-        return HostIdentity(None, True, f"bwrap runs as uid {os.geteuid()}")
-    uid = int(os.environ.get("CLAWLOOP_SANDBOX_UID", "65534"))
-    gid = int(os.environ.get("CLAWLOOP_SANDBOX_GID", str(uid)))
-    probe = [bwrap, "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0",
-             "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "true"]
-    try:
-        r = subprocess.run(probe, env={}, user=uid, group=gid, extra_groups=[],
-                           capture_output=True, timeout=20)
-        ok, why = r.returncode == 0, r.stderr.decode(errors="replace").strip()
-    except (OSError, subprocess.SubprocessError) as e:
-        ok, why = False, str(e)
-    if ok:
-        return HostIdentity((uid, gid), True, f"running as root: bwrap drops to host uid {uid}")
-    return HostIdentity(None, False, "running as root and bwrap cannot run as an unprivileged uid "
-                        f"({why or 'no user namespaces'}): the process limit is NOT enforced")
+_SHM_MB = 64
+"""Size of /dev/shm (docker's default), within disk_mb."""
 
 
 class BwrapSandbox:
@@ -131,6 +79,7 @@ class BwrapSandbox:
         self._ident = host_identity(self._bwrap)
         # No user namespaces inside (less kernel attack surface); the option is new in 0.8.
         self._no_nested_userns = ["--disable-userns"] if bwrap_version(self._bwrap) >= (0, 8) else []
+        self._sized_tmpfs = bwrap_version(self._bwrap) >= (0, 6)  # --size (and --perms)
         self.process_limit_enforced = self._ident.process_limit_enforced
         self._workspace = check_workspace(config.workspace)
         self._runtime = check_runtime(config.runtime_dir)
@@ -147,8 +96,9 @@ class BwrapSandbox:
             raise SandboxError(f"{base}: not traversable by the sandbox uid {owner[0]}; "
                                "set CLAWLOOP_SANDBOX_TMP to a world-accessible dir such as /tmp")
         self.state_dir = Path(tempfile.mkdtemp(prefix=state_prefix("bwrap"), dir=base))
+        self._cgroups: list[Cgroup] = []  # the sandbox's cgroup, if the host gives one
         # Stopped and deleted at close, garbage collection or interpreter exit, whichever first.
-        self._finalizer = weakref.finalize(self, _cleanup, self._servers, self.state_dir)
+        self._finalizer = weakref.finalize(self, _cleanup, self._servers, self.state_dir, self._cgroups)
         try:
             self._setup(owner)
         except BaseException:
@@ -161,6 +111,9 @@ class BwrapSandbox:
         os.chmod(self.state_dir, 0o711)  # the sandbox uid must reach root/, nothing else
         self.root = self.state_dir / "root"
         self.root.mkdir()
+        self.limits, cgroup = whole_sandbox_limits(self.config, self.root, owner,
+                                                   self.process_limit_enforced, _SHM_MB)
+        self._cgroups += [cgroup] if cgroup else []
         self._view = FileView(self.root, owner)
         self._view.root_writable = False
         self._chown(self.root)
@@ -234,7 +187,10 @@ class BwrapSandbox:
         if not seed.is_dir():
             raise SandboxError(f"seed_dir {seed}: not a directory")
         assert dest is not None
-        shutil.copytree(seed, dest, symlinks=True, dirs_exist_ok=True)
+        try:
+            shutil.copytree(seed, dest, symlinks=True, dirs_exist_ok=True)
+        except shutil.Error as e:  # a file that did not fit the disk quota, say
+            raise SandboxError(f"seed_dir {seed}: {str(e)[:300]}") from None
         if self._ident.run_as:
             for dirpath, dirnames, filenames in os.walk(dest):
                 for n in [*dirnames, *filenames]:
@@ -242,11 +198,16 @@ class BwrapSandbox:
 
     # -- Sandbox protocol -----------------------------------------------------------------
 
-    def _bwrap_argv(self, *rest: str) -> list[str]:
-        """setpriv + bwrap + the current mount set + `rest` (options, then the command)."""
-        a = [self._bwrap, "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0",
-             *self._no_nested_userns, "--new-session", "--hostname", "sandbox",
-             "--bind", str(self.root), "/", "--proc", "/proc", "--dev", "/dev"]
+    def _bwrap_argv(self, launch: Launch | None, *rest: str) -> list[str]:
+        """setpriv + bwrap + `launch`'s options + the current mount set + `rest` (options, then
+        the command)."""
+        a = [self._bwrap, *(launch.args() if launch else ()), "--unshare-all", "--unshare-user",
+             "--uid", "0", "--gid", "0", *self._no_nested_userns, "--new-session",
+             "--hostname", "sandbox", "--bind", str(self.root), "/", "--proc", "/proc", "--dev", "/dev"]
+        # /dev read-only but for a sized /dev/shm: bwrap's /dev is a tmpfs without a size.
+        if self._sized_tmpfs:
+            a += ["--perms", "1777", "--size", str(min(_SHM_MB, self.config.disk_mb) << 20)]
+        a += ["--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         # Parents before children: /opt before the runtime in /opt, /logs before /logs/verifier.
         for m in sorted(self._view.mounts.values(), key=lambda m: m.target.count("/")):
             if m.host is not None:
@@ -271,18 +232,21 @@ class BwrapSandbox:
         # --as-pid-1: the server is pid 1, which commands cannot signal; no --die-with-parent:
         # bwrap would die with the host *thread* that started it, and the server ends anyway
         # when this process closes its socket or dies.
-        argv = self._bwrap_argv("--as-pid-1", "--chdir", "/", "--clearenv", self._python)
-        if self._servers and (self._servers[0].argv != argv or not self._servers[0].alive()):
+        server = ("--as-pid-1", "--chdir", "/", "--clearenv", self._python)
+        key = self._bwrap_argv(None, *server)
+        if self._servers and (self._servers[0].key != key or not self._servers[0].alive()):
             self._servers.pop().stop()
         if not self._servers:
-            if self._oneshot_argv != argv:
-                self._oneshot_argv, self._oneshots = argv, 0
+            if self._oneshot_argv != key:
+                self._oneshot_argv, self._oneshots = key, 0
             if self._oneshots < self.oneshot_commands:
                 self._oneshots += 1
                 return self._run_oneshot(script, cwd, env, timeout)
         for attempt in (1, 2):
             if not self._servers:
-                self._servers.append(ExecServer(argv, log=self.state_dir / "server.log",
+                launch = Launch(self._cgroup())
+                self._servers.append(ExecServer(self._bwrap_argv(launch, *server), key=key,
+                                                launch=launch, log=self.state_dir / "server.log",
                                                 popen_kw=self._popen_kw()))
             try:
                 return self._servers[0].run(script, cwd, env, timeout, self.config.output_limit)
@@ -293,15 +257,38 @@ class BwrapSandbox:
         raise AssertionError("unreachable")
 
     def _run_oneshot(self, script: str, cwd: str, env: dict[str, str], timeout: float) -> ExecResult:
-        """A container for one command, as before the server existed: bwrap's init is pid 1;
-        the pid namespace, and everything in it, ends with bash."""
+        """A container for one command, as before the server existed. Its pid 1 is bwrap's own
+        init, which the command can ptrace (same uid, dumpable) and keep alive past bwrap: the
+        host kills it, and so the whole pid namespace, as soon as bwrap exits or times out."""
         setenv = [x for k, v in env.items() for x in ("--setenv", k, v)]
-        argv = self._bwrap_argv("--die-with-parent", "--chdir", cwd, "--clearenv", *setenv,
+        launch = Launch(self._cgroup())
+        argv = self._bwrap_argv(launch, "--die-with-parent", "--chdir", cwd, "--clearenv", *setenv,
                                 "bash", "-c", script)
+        held: list[PidOne | None] = [None]
+
+        def hold(proc: subprocess.Popen[bytes]) -> None:
+            held[0] = launch.hold(proc)
+
+        def end(_: object = None) -> None:  # bwrap exited, timed out, or we are done
+            if held[0] is not None and not held[0].kill() and self._cgroups:
+                self._cgroups[0].kill()  # pid 1 would not die: every process of the sandbox
+
+        def kill(proc: subprocess.Popen[bytes]) -> None:
+            proc.kill()
+            end(proc)
+
         # bwrap gets an empty environment: under --unshare-pid its init process keeps bwrap's
         # environment, which the sandbox can read in /proc/1/environ.
-        return run_captured(argv, timeout=timeout, output_limit=self.config.output_limit,
-                            env={}, cwd="/", **self._popen_kw())
+        try:
+            return run_captured(argv, timeout=timeout, output_limit=self.config.output_limit,
+                                env={}, cwd="/", pass_fds=launch.pass_fds, started=hold,
+                                after_exit=end, kill=kill, **self._popen_kw())
+        finally:
+            launch.close()
+            end()
+
+    def _cgroup(self) -> Cgroup | None:
+        return self._cgroups[0] if self._cgroups else None
 
     def _check_open(self) -> None:
         if self._closed:
@@ -417,10 +404,21 @@ class BwrapSandbox:
         self.close()
 
 
-def _cleanup(servers: list[ExecServer], state_dir: Path) -> None:
-    while servers:
-        servers.pop().stop()
-    rmtree_force(state_dir)
+def _cleanup(servers: list[ExecServer], state_dir: Path, cgroups: list[Cgroup]) -> None:
+    """Stop the server, kill whatever is left in the cgroup, free the tmpfs, delete the rest.
+    Each step runs even if one before failed (this runs at close, collection or exit)."""
+    try:
+        while servers:
+            servers.pop().stop()
+    finally:
+        try:
+            for cg in cgroups:
+                cg.kill()
+        finally:
+            unmount_tmpfs(state_dir / "root")
+            rmtree_force(state_dir)
+            while cgroups:
+                cgroups.pop().remove()
 
 
 def _check_strings(command: str, env: dict[str, str]) -> ExecResult | None:

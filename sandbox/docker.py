@@ -1,8 +1,8 @@
 """The `docker` backend: one container per sandbox, one `docker exec` per command.
 
 The container has no network, a memory and a pids limit, a read-only root with private tmpfs
-dirs (/tmp, /var/tmp, /root, /home, /srv, /mnt, /run), and host-backed binds of a per-sandbox
-state dir at the workspace, /logs and /tests. Its pid 1 is a small shell loop that reaps
+dirs (/tmp, /var/tmp, /root, /home, /srv, /mnt, /run; `disk_mb` each), and host-backed binds of
+a per-sandbox state dir at the workspace, /logs and /tests (no quota there). Its pid 1 is a small shell loop that reaps
 orphans (what `init=True` would do) and, unlike docker-init, survives the `kill -9 -1` with
 which every command ends: nothing a command starts outlives it, setsid'd daemons included.
 
@@ -48,8 +48,10 @@ _TMPFS = ("/tmp", "/var/tmp", "/root", "/home", "/srv", "/mnt", "/run")
 # pid 1: reap orphans, exit promptly on `docker stop`, and restart its sleep when killed.
 _INIT = 'trap "exit 0" TERM; mkdir -p /home/user; while :; do sleep 86400 & wait $!; done'
 # stderr joins stdout before the command starts: docker would deliver them on two streams in
-# no fixed order. Every command ends by killing everything but pid 1 (and the killer itself).
-_WRAP = 'exec 2>&1; timeout -s KILL "$1" bash -c "$2"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+# no fixed order. Every command ends by killing everything but pid 1 (and the killer itself),
+# and by deleting the SysV IPC objects it left (the container's IPC namespace outlives it).
+_WRAP = ('exec 2>&1; timeout -s KILL "$1" bash -c "$2"; rc=$?; kill -9 -1 2>/dev/null; '
+         'ipcrm -a 2>/dev/null; exit $rc')
 _DROP_CAPS = ["NET_RAW", "MKNOD", "SYS_CHROOT", "AUDIT_WRITE", "SETFCAP", "NET_BIND_SERVICE"]
 
 _STATE_DIR = re.compile(r"/[\w./-]*/clawloop-docker-\d+-\w+")
@@ -174,8 +176,8 @@ class DockerSandbox:
             self._ctr = self._client.containers.run(
                 image_name(), ["/bin/sh", "-c", _INIT], detach=True, network_mode="none",
                 mem_limit=mb, memswap_limit=mb, pids_limit=config.max_processes + 8,
-                read_only=True, tmpfs={p: "rw,exec,nosuid,nodev,mode=1777" if "tmp" in p else "rw,exec,nosuid,nodev"
-                                       for p in _TMPFS},
+                read_only=True, tmpfs={p: f"rw,exec,nosuid,nodev,size={config.disk_mb}m"
+                                       + (",mode=1777" if "tmp" in p else "") for p in _TMPFS},
                 volumes=volumes, working_dir=self._workspace, hostname="sandbox",
                 environment=self._env, cap_drop=_DROP_CAPS, security_opt=["no-new-privileges"],
                 labels={LABEL: "1", "clawloop.pid": str(os.getpid()),

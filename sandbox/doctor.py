@@ -47,6 +47,10 @@ def check_backend(name: str, runtime_dir: Path | None = None) -> BackendStatus:
                     raise SandboxError(f"`echo ok` gave exit {r.exit_code}: {r.output.strip()[:200]}")
             if not getattr(sb, "process_limit_enforced", True) and isolated:
                 notes.append("process limit NOT enforced")
+            limits = getattr(sb, "limits", None)  # bwrap: which limits hold for the whole sandbox
+            if limits is not None:
+                notes += [f"memory: {limits.memory}", f"processes: {limits.processes}",
+                          f"disk: {limits.disk}"]
     except SandboxError as e:
         return BackendStatus(name, False, isolated, str(e))
     except Exception as e:  # doctor reports, it does not crash

@@ -231,6 +231,62 @@ def test_bwrap_exec_server_lifecycle(tmp_path: Path) -> None:
     assert inside and not any(Path(f"/proc/{pid}").exists() for pid in inside)
 
 
+def test_bwrap_limits_say_what_is_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole-sandbox limits where the host gives them (as root here: a cgroup and a tmpfs), a
+    line saying so either way, and CLAWLOOP_SANDBOX_LIMITS=require refusing a host without."""
+    if unavailable("bwrap"):
+        pytest.skip(unavailable("bwrap"))
+    import sandbox._limits as limits_module
+    from sandbox._limits import cgroup_host
+
+    with sandbox.open("bwrap", disk_mb=32, memory_mb=300) as box:
+        limits = box.limits  # type: ignore[attr-defined]
+        if os.geteuid() == 0 and cgroup_host()[0] is not None:
+            assert limits.whole_sandbox, limits
+            assert "300 MiB" in limits.memory and "32 MiB" in limits.disk
+            assert box.exec("df -m / | tail -1").output.split()[1] == "32"
+    monkeypatch.setattr(limits_module, "cgroup_host", lambda: (None, "no cgroups in this test"))
+    with sandbox.open("bwrap") as box:
+        assert "per process only" in box.limits.memory  # type: ignore[attr-defined]
+        assert "no cgroups in this test" in box.limits.memory  # type: ignore[attr-defined]
+    monkeypatch.setenv("CLAWLOOP_SANDBOX_LIMITS", "require")
+    with pytest.raises(SandboxError, match="require"):
+        sandbox.create("bwrap")
+
+
+_ABANDON = """
+import os, sys, sandbox
+sb = sandbox.create("bwrap")
+sb.oneshot_commands = 0
+sb.exec("sleep 300 &")  # a process in the container when its owner dies
+print(sb.state_dir, *(d for cg in sb._cgroups for d in cg.dirs), flush=True)
+os._exit(0)  # no close(), no finalizer: a crash
+"""
+
+
+def test_bwrap_reap_after_a_crashed_owner() -> None:
+    """A process that dies without closing its sandboxes leaves a state dir (with its tmpfs) and
+    cgroups: `reap_state_dirs` (`clawloop sandbox reap`) removes them."""
+    if unavailable("bwrap"):
+        pytest.skip(unavailable("bwrap"))
+    import subprocess
+    import sys
+
+    from sandbox._paths import reap_state_dirs
+
+    out = subprocess.run([sys.executable, "-c", _ABANDON], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    paths = [Path(p) for p in out.stdout.split()]
+    assert paths and paths[0].is_dir(), out
+    deadline = time.monotonic() + 5  # the server sees its socket close and ends the container
+    while time.monotonic() < deadline and any((d / "cgroup.procs").read_text().strip()
+                                              for d in paths[1:] if d.exists()):
+        time.sleep(0.05)
+    reap_state_dirs()
+    assert not any(p.exists() for p in paths), paths
+    assert str(paths[0]) not in Path("/proc/self/mounts").read_text()
+
+
 def test_bwrap_commands_leave_nothing_in_dev_or_ipc() -> None:
     """/dev, /dev/shm and SysV IPC are per container: the exec server cleans them after every
     command, as a container per command would."""

@@ -5,7 +5,8 @@
 
 bwrap runs commands two ways, each attacked on its own: `bwrap` through its exec server (one
 container for all commands), `bwrap-oneshot` in a container per command (what it does for the
-first command after open() or a mount change).
+first command after open() or a mount change; its pid 1 is bwrap's own init, which a command
+can ptrace, and which the host kills after every command).
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ from __future__ import annotations
 import functools
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import sandbox
 from clawloop.runtime import runtime_dir
 
-LIMITS = {"memory_mb": 512, "max_processes": 64, "max_file_size_mb": 8, "cpu_seconds": 1}
+LIMITS: dict[str, Any] = {"memory_mb": 512, "max_processes": 64, "max_file_size_mb": 8, "cpu_seconds": 1,
+                          "disk_mb": 64}
 
 
 @functools.cache
@@ -42,13 +46,21 @@ def backend(request: pytest.FixtureRequest) -> str:
     return available(request.param)
 
 
+@contextmanager
+def fresh_sandbox(backend: str, **overrides: Any) -> Iterator[sandbox.Sandbox]:
+    """A sandbox of a `backend` fixture value, LIMITS with `overrides` (for attacks that would
+    spoil a shared sandbox if they worked, or need other limits)."""
+    name, _, mode = backend.partition("-")
+    with sandbox.open(name, runtime_dir=runtime_dir(), **{**LIMITS, **overrides}) as box:
+        if name == "bwrap":  # every command through the exec server, or none
+            box.oneshot_commands = 10**9 if mode == "oneshot" else 0  # type: ignore[attr-defined]
+        yield box
+
+
 @pytest.fixture(scope="module")
 def sb(backend: str) -> Iterator[sandbox.Sandbox]:
     """A sandbox shared by the tests of a module (each test cleans up what it leaves)."""
-    name, _, mode = backend.partition("-")
-    with sandbox.open(name, runtime_dir=runtime_dir(), **LIMITS) as box:
-        if name == "bwrap":  # every command through the exec server, or none
-            box.oneshot_commands = 10**9 if mode == "oneshot" else 0  # type: ignore[attr-defined]
+    with fresh_sandbox(backend) as box:
         yield box
 
 
