@@ -72,6 +72,12 @@ def check_metrics(path: Path) -> None:
     read_metrics(path)
 
 
+def check_eval_detail(path: Path) -> None:
+    from clawloop.loop import read_eval_detail
+
+    read_eval_detail(path)
+
+
 def check_checkpoint(path: Path) -> None:
     from clawloop.training.checkpoint import check_base
 
@@ -101,6 +107,7 @@ ITERATION_ARTIFACTS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("policy", "checkpoint", check_checkpoint),
     ("eval", "trajectories", check_trajectories),
     ("metrics.json", "iteration metrics", check_metrics),
+    ("eval/summary.json", "evaluation detail", check_eval_detail),
     ("diagnosis/diagnosis.json", "capability report", check_diagnosis),
     ("?pool/pool.jsonl", "task pool", check_pool),
     ("?pool/manifest.json", "pool manifest", check_json),
