@@ -38,7 +38,7 @@ def check_trajectories(path: Path) -> None:
     """Every Parquet part has the contract's columns with the contract's types and values."""
     import pyarrow.parquet as pq
 
-    from clawloop.trajectory import EPISODE_SCHEMA, OUTCOMES, STEP_SCHEMA, TERMINATIONS
+    from clawloop.trajectory import EPISODE_SCHEMA, OPTIONAL_EPISODE_COLUMNS, OUTCOMES, STEP_SCHEMA, TERMINATIONS
 
     parts = sorted(path.rglob("*.parquet"))
     if not parts:
@@ -47,6 +47,8 @@ def check_trajectories(path: Path) -> None:
         expected = EPISODE_SCHEMA if part.name.startswith("episodes") else STEP_SCHEMA
         schema = pq.read_schema(part)
         for field in expected:
+            if field.name not in schema.names and field.name in OPTIONAL_EPISODE_COLUMNS:
+                continue
             if field.name not in schema.names:
                 raise ClawloopError(f"{part}: {field.name}: missing column")
             got = schema.field(field.name).type
