@@ -197,7 +197,7 @@ def run_rollouts(
                 verdict = _verify(slot.sb, slot.task, st.messages if st is not None else [])
                 slot.outcome = verdict.outcome
                 slot.reward = getattr(verdict, "reward", None)
-                slot.verifier_output = clip(getattr(verdict, "output", None) or None)
+                slot.verifier_output = clip(getattr(verdict, "output", None) or "")
                 if slot.outcome not in ("passed", "failed"):
                     slot.error = getattr(verdict, "reason", None) or slot.error
                     slot.reward = None
