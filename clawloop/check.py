@@ -38,7 +38,13 @@ def check_trajectories(path: Path) -> None:
     """Every Parquet part has the contract's columns with the contract's types and values."""
     import pyarrow.parquet as pq
 
-    from clawloop.trajectory import EPISODE_SCHEMA, OPTIONAL_EPISODE_COLUMNS, OUTCOMES, STEP_SCHEMA, TERMINATIONS
+    from clawloop.trajectory import (
+        EPISODE_SCHEMA,
+        OPTIONAL_EPISODE_COLUMNS,
+        OUTCOMES,
+        STEP_SCHEMA,
+        TERMINATIONS,
+    )
 
     parts = sorted(path.rglob("*.parquet"))
     if not parts:
