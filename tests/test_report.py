@@ -163,6 +163,7 @@ def test_ablations_from_dvc_exp_show() -> None:
         ("exp-b", "both-routines", 3), ("exp-c", "sft+grpo", 3)]
     assert rows[2]["rate"] == 0.2 and rows[2]["params"]["synthesis.conditioning"] == "false"
     assert ablations.read(Path("/nonexistent")) == []
+    assert not any(r["experiment"] for r in ablations.parse(entries[:1]))   # no experiment: read() shows none
 
 
 def test_viewer_reads_eval_jsonl_and_cli(tmp_path: Path) -> None:

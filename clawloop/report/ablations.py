@@ -27,15 +27,15 @@ def _get(tree: dict[str, Any], dotted: str) -> Any:
     return tree
 
 
-def _nodes(entries: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(name, data) of the baseline commits and every experiment under them (DVC 3 layout)."""
+def _nodes(entries: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """(name, data, is an experiment) of the baseline commits and every experiment under them (DVC 3 layout)."""
     for e in entries or []:
         if e.get("data"):
-            yield e.get("name") or e.get("rev", "?"), e["data"]
+            yield e.get("name") or e.get("rev", "?"), e["data"], False
         for exp in e.get("experiments") or []:
             for r in exp.get("revs") or []:
                 if r.get("data"):
-                    yield r.get("name") or r.get("rev", "?")[:7], r["data"]
+                    yield r.get("name") or r.get("rev", "?")[:7], r["data"], True
 
 
 def label(params: dict[str, Any]) -> str:
@@ -55,7 +55,7 @@ def label(params: dict[str, Any]) -> str:
 def parse(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per experiment with a final held-out figure: name, ablation, params, last iteration."""
     rows = []
-    for name, data in _nodes(entries):
+    for name, data, is_exp in _nodes(entries):
         params = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         finals = []
         for path, m in (data.get("metrics") or {}).items():
@@ -65,7 +65,7 @@ def parse(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not finals:
             continue
         it, m = max(finals, key=lambda x: x[0])
-        rows.append({"name": name, "ablation": label(params), "iteration": it,
+        rows.append({"name": name, "ablation": label(params), "iteration": it, "experiment": is_exp,
                      "params": {k: json.dumps(_get(params, k), sort_keys=True) for k in KNOBS},
                      "rate": m["heldout_pass_rate"], "low": m.get("heldout_ci_low"), "high": m.get("heldout_ci_high"),
                      "best": m.get("best_heldout_pass_rate"), "format_errors": m.get("format_error_episodes")})
@@ -82,4 +82,4 @@ def read(repo: str | Path, timeout: float = 120) -> list[dict[str, Any]]:
         rows = parse(json.loads(p.stdout or "[]"))
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, AttributeError, TypeError):
         return []
-    return rows if len(rows) > 1 else []
+    return rows if any(r["experiment"] for r in rows) else []  # the workspace and HEAD alone compare nothing
