@@ -38,7 +38,13 @@ def check_trajectories(path: Path) -> None:
     """Every Parquet part has the contract's columns with the contract's types and values."""
     import pyarrow.parquet as pq
 
-    from clawloop.trajectory import EPISODE_SCHEMA, OUTCOMES, STEP_SCHEMA, TERMINATIONS
+    from clawloop.trajectory import (
+        EPISODE_SCHEMA,
+        OPTIONAL_EPISODE_COLUMNS,
+        OUTCOMES,
+        STEP_SCHEMA,
+        TERMINATIONS,
+    )
 
     parts = sorted(path.rglob("*.parquet"))
     if not parts:
@@ -47,6 +53,8 @@ def check_trajectories(path: Path) -> None:
         expected = EPISODE_SCHEMA if part.name.startswith("episodes") else STEP_SCHEMA
         schema = pq.read_schema(part)
         for field in expected:
+            if field.name not in schema.names and field.name in OPTIONAL_EPISODE_COLUMNS:
+                continue
             if field.name not in schema.names:
                 raise ClawloopError(f"{part}: {field.name}: missing column")
             got = schema.field(field.name).type
@@ -70,6 +78,12 @@ def check_metrics(path: Path) -> None:
     from clawloop.loop import read_metrics
 
     read_metrics(path)
+
+
+def check_eval_detail(path: Path) -> None:
+    from clawloop.loop import read_eval_detail
+
+    read_eval_detail(path)
 
 
 def check_checkpoint(path: Path) -> None:
@@ -101,6 +115,7 @@ ITERATION_ARTIFACTS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("policy", "checkpoint", check_checkpoint),
     ("eval", "trajectories", check_trajectories),
     ("metrics.json", "iteration metrics", check_metrics),
+    ("eval/summary.json", "evaluation detail", check_eval_detail),
     ("diagnosis/diagnosis.json", "capability report", check_diagnosis),
     ("?pool/pool.jsonl", "task pool", check_pool),
     ("?pool/manifest.json", "pool manifest", check_json),

@@ -1,7 +1,9 @@
 """Loop bookkeeping between stages: the held-out gate, iteration metrics, policy hand-over.
 
-An iteration's `metrics.json` is what `dvc metrics show` reads; `policy/` is the checkpoint the
-next iteration starts from: the new one when the gate promotes it, else the best so far.
+An iteration's `metrics.json` is what `dvc metrics show` reads, so it holds only the headline
+numbers (a table of 60+ columns answers nothing); the per-suite figures go to `eval/summary.json`
+(EvalDetail), which the report reads. `policy/` is the checkpoint the next iteration starts
+from: the new one when the gate promotes it, else the best so far.
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
 from clawloop.io import link_tree, read_json, write_json
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class SuiteMetrics(BaseModel):
@@ -35,25 +39,57 @@ class SuiteMetrics(BaseModel):
     heldout: bool = True
     format_error_episodes: int = Field(0, ge=0)
     """Episodes ended by format errors in a row: what moves first in a from-scratch loop."""
+    graded: int = Field(0, ge=0)
+    """Episodes that passed or failed (errors and skips are not graded): the interval's n."""
 
 
 class IterationMetrics(BaseModel):
-    """runs/iter-N/metrics.json."""
+    """runs/iter-N/metrics.json: the headline numbers, one row of `dvc metrics show`."""
 
     model_config = ConfigDict(extra="forbid")
 
     iteration: int = Field(ge=0)
-    suites: dict[str, SuiteMetrics]
     heldout_pass_rate: float = Field(ge=0, le=1)
     """Mean pass@1 over the held-out suites."""
+    heldout_ci_low: float = Field(0.0, ge=0, le=1)
+    """Wilson 95% interval of the held-out pass rate (graded episodes pooled), low end."""
+    heldout_ci_high: float = Field(1.0, ge=0, le=1)
     promoted: bool
     """Whether this iteration's checkpoint became the policy."""
     best_heldout_pass_rate: float = Field(ge=0, le=1)
     """Held-out pass@1 of the promoted policy after this iteration."""
     policy_from: int = Field(ge=0)
     """Iteration whose checkpoint `policy/` holds."""
+    format_error_episodes: int = Field(0, ge=0)
+    """Held-out episodes ended by format errors: what moves first in a from-scratch loop."""
+    wall_s: float = Field(ge=0)
+    """Wall time of the evaluation stage."""
+
+
+class EvalDetail(BaseModel):
+    """runs/iter-N/eval/summary.json: every suite's figures, for the report and `dvc plots`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iteration: int = Field(ge=0)
+    suites: dict[str, SuiteMetrics]
     episodes_per_s: float = Field(ge=0)
     wall_s: float = Field(ge=0)
+
+
+def headline(iteration: int, suites: dict[str, SuiteMetrics], *, promoted: bool, best: float,
+             policy_from: int, wall_s: float) -> IterationMetrics:
+    """The metrics.json row of an iteration from its suite figures and the gate's decision."""
+    from clawloop.stats import wilson_interval
+
+    held = [s for s in suites.values() if s.heldout]
+    graded = sum(s.graded for s in held)
+    low, high = wilson_interval(sum(s.passed for s in held), graded)
+    return IterationMetrics(
+        iteration=iteration, heldout_pass_rate=heldout_rate(suites), heldout_ci_low=round(low, 4),
+        heldout_ci_high=round(high, 4), promoted=promoted, best_heldout_pass_rate=best,
+        policy_from=policy_from, format_error_episodes=sum(s.format_error_episodes for s in held),
+        wall_s=wall_s)
 
 
 def heldout_rate(suites: dict[str, SuiteMetrics]) -> float:
@@ -75,19 +111,28 @@ def gate(current: float, previous: IterationMetrics | None, tolerance: float,
     return promoted, (max(best, current) if promoted else best)
 
 
-def read_metrics(path: str | Path) -> IterationMetrics:
-    """Read and check an iteration's metrics.json."""
+def _read_model(cls: type[_M], path: str | Path) -> _M:
     from pydantic import ValidationError
 
     try:
-        return IterationMetrics.model_validate(read_json(path))
+        return cls.model_validate(read_json(path))
     except ValidationError as e:
         err = e.errors()[0]
         raise ClawloopError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
-def write_metrics(path: str | Path, metrics: IterationMetrics) -> None:
+def read_metrics(path: str | Path) -> IterationMetrics:
+    """Read and check an iteration's metrics.json."""
+    return _read_model(IterationMetrics, path)
+
+
+def write_metrics(path: str | Path, metrics: IterationMetrics | EvalDetail) -> None:
     write_json(path, metrics.model_dump(mode="json"))
+
+
+def read_eval_detail(path: str | Path) -> EvalDetail:
+    """Read and check an iteration's eval/summary.json."""
+    return _read_model(EvalDetail, path)
 
 
 def hand_over(src: str | Path, dst: str | Path) -> None:
@@ -143,4 +188,5 @@ def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:
         skipped=sum(s.outcome == "skipped" for s in summaries),
         pass_at_1=sum(p1) / len(p1) if p1 else 0.0, pass_at_k=sum(pk) / len(pk) if pk else 0.0,
         mean_reward=min(1.0, max(0.0, sum(rewards) / len(rewards))) if rewards else 0.0,
-        heldout=heldout, format_error_episodes=sum(s.termination == "format_errors" for s in summaries))
+        heldout=heldout, format_error_episodes=sum(s.termination == "format_errors" for s in summaries),
+        graded=sum(s.outcome in ("passed", "failed") for s in summaries))

@@ -38,7 +38,22 @@ EPISODE_SCHEMA = pa.schema([
     ("completion_tokens", pa.int64()),
     ("duration_s", pa.float64()),
     ("messages", pa.string()),          # the whole conversation, JSON (chat format with tool calls)
+    ("verifier_output", pa.string()),   # what the verifier printed (head and tail), null without a verdict
 ])
+
+OPTIONAL_EPISODE_COLUMNS = frozenset({"verifier_output"})
+"""Columns added after the first trajectories were written: readers accept parts without them."""
+
+VERIFIER_OUTPUT_CHARS = 4000
+"""Most characters of verifier output kept per episode (head and tail): enough to read why."""
+
+
+def clip(text: str | None, limit: int = VERIFIER_OUTPUT_CHARS) -> str | None:
+    """`text` cut to `limit` characters, keeping its head and tail (where errors and totals are)."""
+    if text is None or len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
 
 STEP_SCHEMA = pa.schema([
     ("episode_id", pa.string()),

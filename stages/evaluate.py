@@ -6,8 +6,9 @@
 Rolls out every suite of `eval.suites` (held-out) and a sample of the validated pool (held-in,
 for the diagnosis), writing trajectories under --out. The held-out gate then decides whether
 the checkpoint becomes the policy the next iteration starts from (`<out>/../policy`), or the
-best policy so far stays. Figures go to `<out>/../metrics.json`. Without --previous (the
-bootstrap policy, iteration 0) there is nothing to gate.
+best policy so far stays. The headline figures go to `<out>/../metrics.json` (what `dvc metrics
+show` reads), every suite's figures to `<out>/summary.json`. Without --previous (the bootstrap
+policy, iteration 0) there is nothing to gate.
 """
 
 import argparse
@@ -52,7 +53,10 @@ def main(params: Params) -> None:
             figures[name] = loop.suite_metrics(summaries, heldout=heldout)
             episodes += len(summaries)
             print(f"[evaluate] {name}: pass@1 {figures[name].pass_at_1:.3f} over {figures[name].tasks} tasks")
-    wall = time.perf_counter() - t0
+        wall = time.perf_counter() - t0
+        loop.write_metrics(tmp / "summary.json", loop.EvalDetail(
+            iteration=args.iteration, suites=figures, wall_s=round(wall, 1),
+            episodes_per_s=round(episodes / wall, 3) if wall else 0.0))
 
     rate = loop.heldout_rate(figures)
     previous = loop.read_metrics(args.previous / "metrics.json") if args.previous else None
@@ -60,10 +64,8 @@ def main(params: Params) -> None:
     if previous is not None:
         loop.hand_over(args.policy if promoted else args.previous / "policy", it_dir / "policy")
     policy_from = args.iteration if promoted or previous is None else previous.policy_from
-    loop.write_metrics(it_dir / "metrics.json", loop.IterationMetrics(
-        iteration=args.iteration, suites=figures, heldout_pass_rate=rate, promoted=promoted,
-        best_heldout_pass_rate=best, policy_from=policy_from,
-        episodes_per_s=round(episodes / wall, 3) if wall else 0.0, wall_s=round(wall, 1)))
+    loop.write_metrics(it_dir / "metrics.json", loop.headline(
+        args.iteration, figures, promoted=promoted, best=best, policy_from=policy_from, wall_s=round(wall, 1)))
     print(f"[evaluate] iteration {args.iteration}: held-out pass@1 {rate:.3f}, "
           f"{'promoted' if promoted else 'not promoted (best so far stays)'}")
 

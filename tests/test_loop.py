@@ -10,9 +10,8 @@ from clawloop.errors import ClawloopError
 
 
 def _metrics(best: float, policy_from: int = 1) -> loop.IterationMetrics:
-    return loop.IterationMetrics(iteration=1, suites={}, heldout_pass_rate=best, promoted=True,
-                                 best_heldout_pass_rate=best, policy_from=policy_from,
-                                 episodes_per_s=1.0, wall_s=1.0)
+    return loop.IterationMetrics(iteration=1, heldout_pass_rate=best, promoted=True,
+                                 best_heldout_pass_rate=best, policy_from=policy_from, wall_s=1.0)
 
 
 def test_gate_promotes_within_tolerance_and_keeps_best() -> None:
@@ -60,5 +59,17 @@ def test_hand_over_replaces_atomically(tmp_path: Path) -> None:
 def test_read_metrics_names_the_field(tmp_path: Path) -> None:
     path = tmp_path / "metrics.json"
     path.write_text('{"iteration": 1}')
-    with pytest.raises(ClawloopError, match="metrics.json: suites"):
+    with pytest.raises(ClawloopError, match="metrics.json: heldout_pass_rate"):
         loop.read_metrics(path)
+
+
+def test_headline_keeps_dvc_metrics_show_narrow() -> None:
+    """metrics.json holds a few numbers with the held-out interval; suites go to the detail file."""
+    held = loop.SuiteMetrics(tasks=10, episodes=10, passed=5, errors=0, skipped=0, pass_at_1=0.5,
+                             pass_at_k=0.5, mean_reward=0.5, format_error_episodes=2, graded=10)
+    pool = held.model_copy(update={"heldout": False, "passed": 9, "pass_at_1": 0.9})
+    m = loop.headline(1, {"shell-core": held, "pool": pool}, promoted=True, best=0.5, policy_from=1, wall_s=3.0)
+    row = m.model_dump()
+    assert "suites" not in row and len(row) <= 10
+    assert m.heldout_pass_rate == 0.5 and m.format_error_episodes == 2
+    assert m.heldout_ci_low < 0.5 < m.heldout_ci_high

@@ -26,6 +26,7 @@ from typing import Any
 from clawloop.agent.harness import EpisodeState, HarnessConfig, StepRecord, tools_for
 from clawloop.errors import ClawloopError
 from clawloop.tasks.model import Task
+from clawloop.trajectory import clip
 
 MAX_POLICY_FAILURES = 3
 """Consecutive failed generate calls after which the rollout stops with the policy's error."""
@@ -107,6 +108,7 @@ class _Slot:
     outcome: str | None = None
     reward: float | None = None
     error: str | None = None
+    verifier_output: str | None = None
 
 
 def _short(e: BaseException) -> str:
@@ -195,6 +197,7 @@ def run_rollouts(
                 verdict = _verify(slot.sb, slot.task, st.messages if st is not None else [])
                 slot.outcome = verdict.outcome
                 slot.reward = getattr(verdict, "reward", None)
+                slot.verifier_output = clip(getattr(verdict, "output", None) or "")
                 if slot.outcome not in ("passed", "failed"):
                     slot.error = getattr(verdict, "reason", None) or slot.error
                     slot.reward = None
@@ -351,6 +354,7 @@ def _records(s: _Slot, policy_id: str, iteration: int, suite: str,
         "error": summary.error, "n_turns": summary.n_turns, "n_format_errors": summary.n_format_errors,
         "prompt_tokens": summary.prompt_tokens, "completion_tokens": summary.completion_tokens,
         "duration_s": summary.duration_s, "messages": json.dumps(messages, ensure_ascii=False),
+        "verifier_output": s.verifier_output,
     }
     steps = [{
         "episode_id": s.episode_id, "step": r.step, "role": "assistant", "content": r.content,

@@ -1,4 +1,4 @@
-"""`clawloop check` and `clawloop report`: the loop's artifacts, checked and shown."""
+"""`clawloop check`, `clawloop report` and `clawloop view`: the loop's artifacts, checked and shown."""
 
 from pathlib import Path
 
@@ -33,3 +33,14 @@ def report(runs: Path = typer.Argument(Path("runs"), help="the pipeline's output
     from clawloop.loop_report import write_report
 
     print(write_report(runs, out))
+
+
+@app.command()
+def view(paths: list[Path] = typer.Argument(..., help="evaluation output: rollout dirs (Parquet), "
+                                            "episodes.jsonl, or a loop's runs/ (one group per iteration)"),
+         out: Path = typer.Option(Path("trajectories"), help="directory to write the viewer into")) -> None:
+    """Write a static trajectory viewer (open OUT/index.html; works offline, no server)."""
+    from clawloop.viewer import expand_sources, write_viewer
+
+    res = write_viewer(expand_sources(paths), out)
+    print(f"{res['path']}: {res['episodes']} episodes in {len(res['groups'])} group(s)")

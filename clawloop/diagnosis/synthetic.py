@@ -93,6 +93,7 @@ def random_tables(n_episodes: int, steps_per_episode: int = 10, seed: int = 0,
         "n_turns": nsteps, "n_format_errors": nfmt,
         "prompt_tokens": rng.integers(200, 4000, n), "completion_tokens": rng.integers(20, 800, n),
         "duration_s": rng.random(n) * 30, "messages": np.full(n, "[]", dtype=object),
+        "verifier_output": pa.nulls(n, pa.string()),
     }, schema=EPISODE_SCHEMA)
 
     total = int(nsteps.sum())

@@ -92,6 +92,8 @@ class EpisodeRecord:
     def to_episode_row(self, *, sample: int = 0, policy_id: str | None = None,
                        iteration: int = -1) -> dict[str, Any]:
         """A row of clawloop.trajectory.EPISODE_SCHEMA."""
+        from clawloop.trajectory import clip
+
         messages = [{"role": "assistant", "content": "",
                      "tool_calls": [{"type": "function", "function": {"name": "bash", "arguments":
                                      orjson.dumps({"command": s.command}).decode()}}]} for s in self.steps]
@@ -104,6 +106,7 @@ class EpisodeRecord:
             "error": self.reason if self.outcome in ("error", "skipped") else None,
             "n_turns": len(self.steps), "n_format_errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
             "duration_s": self.duration_s, "messages": orjson.dumps(messages).decode(),
+            "verifier_output": clip(self.verifier_output) if self.verifier_output else None,
         }
 
 

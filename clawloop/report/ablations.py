@@ -1,0 +1,85 @@
+"""Ablations: the README's `dvc exp run -S ...` experiments, read from `dvc exp show --json`.
+
+The report runs inside `dvc repro` too, where experiments may be absent, DVC may hold its lock
+or the directory may not be a Git repo: any of these leaves the table out, never fails the report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+KNOBS = ("synthesis.conditioning", "synthesis.routines", "train.method")
+"""The params the README's ablations change (uniform, both-routines, grpo, sft+grpo)."""
+
+_METRICS = re.compile(r"(?:^|/)runs/iter-(\d+)/metrics\.json$")
+
+
+def _get(tree: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(tree, dict) or part not in tree:
+            return None
+        tree = tree[part]
+    return tree
+
+
+def _nodes(entries: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """(name, data, is an experiment) of the baseline commits and every experiment under them (DVC 3 layout)."""
+    for e in entries or []:
+        if e.get("data"):
+            yield e.get("name") or e.get("rev", "?"), e["data"], False
+        for exp in e.get("experiments") or []:
+            for r in exp.get("revs") or []:
+                if r.get("data"):
+                    yield r.get("name") or r.get("rev", "?")[:7], r["data"], True
+
+
+def label(params: dict[str, Any]) -> str:
+    """The ablation a params set is, in the README's words."""
+    parts = []
+    if _get(params, "synthesis.conditioning") is False:
+        parts.append("uniform")
+    routines = _get(params, "synthesis.routines") or {}
+    if any(v for k, v in routines.items() if k != "procedural"):
+        parts.append("both-routines")
+    method = _get(params, "train.method")
+    if method and method != "sft":
+        parts.append(method)
+    return ", ".join(parts) or "default"
+
+
+def parse(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per experiment with a final held-out figure: name, ablation, params, last iteration."""
+    rows = []
+    for name, data, is_exp in _nodes(entries):
+        params = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
+        finals = []
+        for path, m in (data.get("metrics") or {}).items():
+            hit = _METRICS.search(path)
+            if hit and isinstance(m.get("data"), dict) and "heldout_pass_rate" in m["data"]:
+                finals.append((int(hit.group(1)), m["data"]))
+        if not finals:
+            continue
+        it, m = max(finals, key=lambda x: x[0])
+        rows.append({"name": name, "ablation": label(params), "iteration": it, "experiment": is_exp,
+                     "params": {k: json.dumps(_get(params, k), sort_keys=True) for k in KNOBS},
+                     "rate": m["heldout_pass_rate"], "low": m.get("heldout_ci_low"), "high": m.get("heldout_ci_high"),
+                     "best": m.get("best_heldout_pass_rate"), "format_errors": m.get("format_error_episodes")})
+    return rows
+
+
+def read(repo: str | Path, timeout: float = 120) -> list[dict[str, Any]]:
+    """Rows of `dvc exp show --json` in `repo` (empty when DVC, Git or experiments are missing)."""
+    try:
+        p = subprocess.run(["dvc", "exp", "show", "--json"], cwd=repo, capture_output=True,
+                           text=True, timeout=timeout)
+        if p.returncode != 0:
+            return []
+        rows = parse(json.loads(p.stdout or "[]"))
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, AttributeError, TypeError):
+        return []
+    return rows if any(r["experiment"] for r in rows) else []  # the workspace and HEAD alone compare nothing

@@ -1,0 +1,198 @@
+"""Everything the report shows, gathered from runs/ into plain dicts (no drawing, no HTML).
+
+Sources per iteration: metrics.json (headline, gate), eval/summary.json (per-suite figures; older
+runs kept them in metrics.json), diagnosis/diagnosis.json (cells, failure modes,
+recommendations), pool/manifest.json (what synthesis did with the previous diagnosis),
+validated/valid.jsonl, train.json. Intervals are Wilson 95% everywhere, as in the diagnosis.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from clawloop.errors import ClawloopError
+from clawloop.io import iter_jsonl, read_json
+from clawloop.stats import wilson_interval
+
+
+def iteration_dirs(runs: Path) -> list[tuple[int, Path]]:
+    found = []
+    for d in runs.glob("iter-*"):
+        m = re.fullmatch(r"iter-(\d+)", d.name)
+        if m and d.is_dir():
+            found.append((int(m.group(1)), d))
+    return sorted(found)
+
+
+def _read(path: Path) -> Any:
+    return read_json(path) if path.exists() else None
+
+
+def _graded(s: dict[str, Any]) -> int:
+    return s.get("graded") or max(0, s["episodes"] - s.get("errors", 0) - s.get("skipped", 0))
+
+
+def _heldout(metrics: dict[str, Any], suites: dict[str, Any]) -> dict[str, Any]:
+    """Held-out pass@1 with its interval: metrics.json's, or recomputed from the suites (older runs)."""
+    rate = metrics["heldout_pass_rate"]
+    if "heldout_ci_low" in metrics:
+        low, high = metrics["heldout_ci_low"], metrics["heldout_ci_high"]
+        n = sum(_graded(s) for s in suites.values() if s.get("heldout", True))
+    else:
+        held = [s for s in suites.values() if s.get("heldout", True)]
+        n = sum(_graded(s) for s in held)
+        low, high = wilson_interval(sum(s["passed"] for s in held), n)
+    return {"rate": rate, "low": low, "high": high, "n": n}
+
+
+def _skill_rates(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Pass rate per skill (levels pooled) with a Wilson interval."""
+    acc: dict[str, list[int]] = {}
+    for c in report.get("cells", []):
+        a = acc.setdefault(c["skill"], [0, 0])
+        a[0] += c["passes"]
+        a[1] += c["episodes"]
+    out = {}
+    for skill, (p, n) in acc.items():
+        low, high = wilson_interval(p, n)
+        out[skill] = {"rate": p / n if n else 0.0, "low": low, "high": high, "passes": p, "n": n}
+    return out
+
+
+def _synthesis(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What synthesis did, per skill: the curriculum's decision, quotas by level, knobs; per routine budgets."""
+    proc = (manifest.get("routines") or {}).get("procedural") or {}
+    plan = proc.get("plan") or {}
+    skills: dict[str, dict[str, Any]] = {}
+    for q in plan.get("quotas", []):
+        s = skills.setdefault(q["skill"], {"quotas": {}, "knobs": []})
+        s["quotas"][q["level"]] = s["quotas"].get(q["level"], 0) + q["n"]
+    for skill, d in (plan.get("decisions") or {}).items():
+        s = skills.setdefault(skill, {"quotas": {}, "knobs": []})
+        s["decision"] = d
+    for skill, k in (plan.get("knobs") or {}).items():
+        s = skills.setdefault(skill, {"quotas": {}, "knobs": []})
+        s["knobs"] = [f"{name}={v}" if not isinstance(v, bool) else name for name, v in k.items() if v]
+    return {"skills": skills, "budgets": manifest.get("budgets", {}), "conditioned": bool(proc.get("report")),
+            "knob_fraction": plan.get("knob_fraction"), "tasks": manifest.get("tasks")}
+
+
+def _wall(d: Path, metrics: dict[str, Any] | None, train: dict[str, Any] | None) -> dict[str, float]:
+    """Seconds spent per phase, as far as the stages recorded them."""
+    wall: dict[str, float] = {}
+    if metrics and "wall_s" in metrics:
+        wall["evaluate"] = float(metrics["wall_s"])
+    if train:
+        t = sum(float(v) for k, v in train.items() if k.endswith("runtime_s") and isinstance(v, int | float))
+        if t:
+            wall["train"] = t
+    return wall
+
+
+def collect(runs: str | Path) -> dict[str, Any]:
+    """Gather every figure the report shows from the runs directory."""
+    runs = Path(runs)
+    iters = iteration_dirs(runs)
+    if not iters:
+        raise ClawloopError(f"{runs}: no iteration directories (iter-N) found; run `dvc repro` first")
+    data: dict[str, Any] = {"iterations": [], "suites": {}, "skills": {}, "modes": {}, "pools": {},
+                            "metrics": {}, "heldout": {}, "diagnoses": {}, "synthesis": {}, "wall": {},
+                            "mtimes": {}}
+    for i, d in iters:
+        data["iterations"].append(i)
+        metrics = _read(d / "metrics.json")
+        detail = _read(d / "eval" / "summary.json")
+        suites = (detail or {}).get("suites") or (metrics or {}).get("suites") or {}
+        for name, s in suites.items():
+            data["suites"].setdefault(name, {})[i] = s["pass_at_1"]
+        if metrics:
+            data["metrics"][i] = metrics
+            data["heldout"][i] = _heldout(metrics, suites)
+            data["mtimes"][i] = (d / "metrics.json").stat().st_mtime
+        data["wall"][i] = _wall(d, metrics, _read(d / "train.json"))
+        rep = _read(d / "diagnosis" / "diagnosis.json")
+        if rep:
+            data["diagnoses"][i] = rep
+            for skill, r in _skill_rates(rep).items():
+                data["skills"].setdefault(skill, {})[i] = r
+            for fm in rep.get("failure_modes", []):
+                data["modes"].setdefault(fm["mode"], {})[i] = fm["count"]
+        manifest = _read(d / "pool" / "manifest.json")
+        if manifest:
+            data["synthesis"][i] = _synthesis(manifest)
+        pool = d / "validated" / "valid.jsonl"
+        if pool.exists():
+            skills: Counter[str] = Counter()
+            levels: list[int] = []
+            for _, t in iter_jsonl(pool):
+                skills[t.get("skill", "?")] += 1
+                levels.append(int(t.get("level", 1)))
+            data["pools"][i] = {"skills": dict(skills), "tasks": len(levels),
+                                "mean_level": sum(levels) / len(levels) if levels else 0.0}
+    transfer = runs / "transfer" / "transfer.json"
+    if transfer.exists():
+        data["transfer"] = read_json(transfer)
+    return data
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The first screen: best iteration, gain over iteration 0, and whether the intervals separate."""
+    held = data["heldout"]
+    if not held:
+        return None
+    first = min(held)
+    # Best by the gate's own measure; ties go to the earliest iteration (less training, same result).
+    best = max(sorted(held), key=lambda i: held[i]["rate"])
+    b, f = held[best], held[first]
+    gain = b["rate"] - f["rate"]
+    if best == first or gain <= 0:
+        verdict = f"No iteration beat iteration {first} on the held-out suites"
+    elif b["low"] > f["high"]:
+        verdict = "The 95% intervals do not overlap: the gain is beyond sampling noise"
+    else:
+        verdict = "The 95% intervals overlap: the gain is not distinguishable from sampling noise yet"
+    rows = []
+    prev_t = None
+    for i in sorted(held):
+        m = data["metrics"][i]
+        t = data["mtimes"].get(i)
+        elapsed = t - prev_t if t is not None and prev_t is not None and t > prev_t else None
+        prev_t = t if t is not None else prev_t
+        gate = "start" if i == first else ("promoted" if m["promoted"] else f"rejected (kept iteration {m['policy_from']})")
+        rows.append({"iteration": i, **held[i], "delta": held[i]["rate"] - f["rate"], "gate": gate,
+                     "policy_from": m["policy_from"], "best": m["best_heldout_pass_rate"],
+                     "format_errors": m.get("format_error_episodes", _suite_format_errors(data, i)),
+                     "wall": data["wall"].get(i, {}), "elapsed": elapsed})
+    last = max(held)
+    return {"best": best, "first": first, "last": last, "gain": gain, "verdict": verdict, "best_figures": b,
+            "first_figures": f, "last_figures": held[last], "rows": rows}
+
+
+def _suite_format_errors(data: dict[str, Any], i: int) -> int | None:
+    suites = data["metrics"][i].get("suites")
+    return sum(s.get("format_error_episodes", 0) for s in suites.values() if s.get("heldout")) if suites else None
+
+
+def chain(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Diagnosis of iteration N-1 beside what synthesis did in iteration N, per skill."""
+    out = []
+    for i in sorted(data["synthesis"]):
+        syn = data["synthesis"][i]
+        prev = max((j for j in data["diagnoses"] if j < i), default=None)
+        rep = data["diagnoses"].get(prev, {}) if prev is not None else {}
+        recs = {r["skill"]: r for r in rep.get("recommendations", [])}
+        rates = _skill_rates(rep) if rep else {}
+        modes = sorted((m for m in rep.get("failure_modes", []) if m["count"]),
+                       key=lambda m: -m["count"])[:4]
+        rows = []
+        for skill in sorted(set(recs) | set(syn["skills"])):
+            s = syn["skills"].get(skill, {})
+            rows.append({"skill": skill, "rate": rates.get(skill), "rec": recs.get(skill),
+                         "decision": s.get("decision"), "quotas": dict(sorted(s.get("quotas", {}).items())),
+                         "knobs": s.get("knobs", [])})
+        out.append({"iteration": i, "from": prev, "modes": modes, "rows": rows, "budgets": syn["budgets"],
+                    "conditioned": syn["conditioned"], "tasks": syn["tasks"]})
+    return out
