@@ -99,6 +99,9 @@ class SynthesisParams(_Section):
     """Share of the budget per routine: procedural, hindsight, proposer."""
     skills: list[str] | None = None
     """Restrict to these skill families (None = all)."""
+    conversational: float = Field(0.5, ge=0, le=1)
+    """Share of procedural tasks rephrased as people write requests: absolute paths in backticks, a
+    polite frame (clawloop/synthesis/register.py). 0 = the generators' terse phrasing only."""
     curriculum: dict[str, Any] = Field(default_factory=dict)
     """Curriculum thresholds (clawloop.synthesis.curriculum.CurriculumParams)."""
     hindsight: dict[str, Any] = Field(default_factory=dict)

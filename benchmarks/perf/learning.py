@@ -2,12 +2,18 @@
 after each iteration, with the wall time of each phase.
 
     .venv/bin/python benchmarks/perf/learning.py [--json] [--runs runs]
+    .venv/bin/python benchmarks/perf/learning.py --repro [--json] [--workdir DIR] [--set KEY=VALUE ...]
     .venv/bin/python benchmarks/perf/learning.py --drive [--json] [--params params.yaml]
         [--iterations 3] [--workdir DIR] [--set model.pretrain.steps=0 ...] [--max-tasks N]
 
 --runs (default when runs/iter-0/metrics.json exists and --drive is not given): read what a
 `dvc repro` left (runs/iter-*/metrics.json, train.json, validation.json, the bootstrap's
 model_meta.json) and tabulate it.
+
+--repro: the one command that reproduces the README's figures: a clone of this repository's
+HEAD in --workdir (a temp dir by default; the .venv and .runtime are shared by symlink), --set
+edits of its params.yaml, one `dvc repro` with the wall time of every stage, then the table of
+--runs on what it left.
 
 --drive: run the loop's phases with the library in a work dir (a temp dir by default), with
 params.yaml's knobs (--set overrides dotted keys, for ablations): bootstrap (pretraining
@@ -34,6 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+from clawloop.stats import wilson_interval  # noqa: E402
 
 
 def _set(d: dict[str, Any], dotted: str, value: str) -> None:
@@ -65,10 +73,55 @@ def from_runs(runs: Path) -> dict[str, Any]:
         f = d / "metrics.json"
         if f.exists():
             m = json.loads(f.read_text())
-            rows.append({"phase": "evaluate", "iteration": i, "wall_s": m.get("wall_s"),
-                         "pass_at_1": m.get("heldout_pass_rate"), "promoted": m.get("promoted")})
+            row = {"phase": "evaluate", "iteration": i, "wall_s": m.get("wall_s"),
+                   "pass_at_1": m.get("heldout_pass_rate"), "promoted": m.get("promoted")}
+            for name, s in (m.get("suites") or {}).items():
+                if s.get("heldout") and s.get("episodes"):
+                    lo, hi = wilson_interval(s["passed"], s["episodes"] - s.get("skipped", 0) - s.get("errors", 0))
+                    row[name] = f"{s['passed']}/{s['episodes']} [{lo:.3f}, {hi:.3f}]"
+            rows.append(row)
     return {"mode": "runs", "runs": str(runs), "rows": rows,
             "heldout_pass_at_1": [r["pass_at_1"] for r in rows if r["phase"] == "evaluate"]}
+
+
+def repro(workdir: Path, sets: list[str]) -> dict[str, Any]:
+    """Clone HEAD into `workdir`, apply `sets` to its params.yaml, `dvc repro` timing each stage."""
+    import re
+    import subprocess
+
+    import yaml
+
+    repo = workdir / "repo"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
+    for shared in (".venv", ".runtime"):
+        (repo / shared).symlink_to((ROOT / shared).resolve())
+    if sets:
+        raw = yaml.safe_load((repo / "params.yaml").read_text())
+        for kv in sets:
+            key, _, value = kv.partition("=")
+            _set(raw, key, value)
+        (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    env = {**os.environ, "PATH": f"{repo / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    t0 = time.time()
+    stages: list[dict[str, Any]] = []
+    with subprocess.Popen(["dvc", "repro"], cwd=repo, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, bufsize=1) as p:
+        assert p.stdout is not None
+        for line in p.stdout:
+            print(line, end="", flush=True)
+            m = re.match(r"Running stage '([^']+)'", line)
+            if m:
+                now = time.time() - t0
+                if stages:
+                    stages[-1]["wall_s"] = round(now - stages[-1]["start_s"], 1)
+                stages.append({"stage": m.group(1), "start_s": round(now, 1)})
+    if stages:
+        stages[-1]["wall_s"] = round(time.time() - t0 - stages[-1]["start_s"], 1)
+    if p.returncode != 0:
+        raise SystemExit(f"dvc repro exited {p.returncode} in {repo}")
+    result = from_runs(repo / "runs")
+    result.update(mode="repro", repo=str(repo), total_wall_s=round(time.time() - t0, 1), stages=stages)
+    return result
 
 
 def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: Path,
@@ -163,6 +216,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--runs", type=Path, default=ROOT / "runs")
     ap.add_argument("--drive", action="store_true")
+    ap.add_argument("--repro", action="store_true", help="clone HEAD, dvc repro, tabulate (see the docstring)")
     ap.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     ap.add_argument("--set", action="append", default=[], help="dotted.key=yaml-value (repeatable)")
     ap.add_argument("--iterations", type=int, default=None)
@@ -172,7 +226,11 @@ def main() -> None:
     ap.add_argument("--skip-eval0", action="store_true", help="do not evaluate the starting policy")
     args = ap.parse_args()
 
-    if args.drive or not (args.runs / "iter-0" / "metrics.json").exists():
+    if args.repro:
+        workdir = args.workdir or Path(tempfile.mkdtemp(prefix="clawloop-repro-"))
+        workdir.mkdir(parents=True, exist_ok=True)
+        result = repro(workdir, args.set)
+    elif args.drive or not (args.runs / "iter-0" / "metrics.json").exists():
         if args.workdir:
             result = drive(args.params, args.set, args.iterations, args.workdir, args.max_tasks,
                                args.policy, args.skip_eval0)
@@ -188,6 +246,10 @@ def main() -> None:
         notes = {k: v for k, v in r.items() if k not in ("phase", "iteration", "wall_s", "pass_at_1")}
         print(f"{r['iteration']:>4}  {r['phase']:<20} {r['wall_s'] if r['wall_s'] is not None else '-':>8}"
               f"  {'' if p is None else f'{p:.3f}':>7}  {json.dumps(notes) if notes else ''}")
+    for st in result.get("stages", []):
+        print(f"stage {st['stage']:<22} {st.get('wall_s', '-'):>8} s")
+    if "total_wall_s" in result:
+        print(f"dvc repro: {result['total_wall_s'] / 60:.1f} min in {result['repo']}")
     if args.json:
         print(json.dumps(result))
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from clawloop.diagnosis.schema import Diversity
+from clawloop.synthesis.register import restyle
 from clawloop.synthesis.curriculum import Plan
 from clawloop.synthesis.knobs import NO_KNOBS
 from clawloop.synthesis.skills import check_level, families, family
@@ -30,8 +31,9 @@ def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, att
     return int.from_bytes(hashlib.sha256(key).digest()[:7], "big")
 
 
-def synthesize(plan: Plan, seed: int, iteration: int = 0) -> list[Task]:
-    """Tasks for every (skill, level) quota of `plan`, in skill then level order."""
+def synthesize(plan: Plan, seed: int, iteration: int = 0, conversational: float = 0.0) -> list[Task]:
+    """Tasks for every (skill, level) quota of `plan`, in skill then level order; a share
+    `conversational` of them rephrased in the conversational register (synthesis/register.py)."""
     order = list(families())
     keys = sorted(plan.quotas, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
     seen: set[str] = set()
@@ -47,6 +49,8 @@ def synthesize(plan: Plan, seed: int, iteration: int = 0) -> list[Task]:
                 # only a share of a skill's tasks carry its knobs, so the pool keeps plain tasks too
                 use = knobs if knobs != NO_KNOBS and rng.random() < plan.knob_fraction else NO_KNOBS
                 task = fam.generate(level, rng, use)
+                if conversational and rng.random() < conversational:
+                    task = restyle(task, rng)
                 key = " ".join(task.instruction.split())
                 if key not in seen:
                     seen.add(key)

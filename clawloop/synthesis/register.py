@@ -1,0 +1,70 @@
+"""The conversational register: a templated instruction rephrased the way people write requests.
+
+Generators phrase tasks tersely ("Delete old.log."), with bare or double-quoted relative names.
+People writing to a shell agent mostly do not: they name files as absolute paths in backticks
+(`/workspace/old.log`), and wrap the request in a polite frame ("Could you ...", "Thanks!").
+A small model trained on one register alone copies names only from that register (measured:
+SmolLM2-135M after SFT on terse tasks wrote commands on unrelated names for backticked paths),
+so a share of every pool is rewritten here. Only the surface changes: the same files, verifier
+and solution (relative names still work, the agent's cwd is the workdir).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from clawloop.tasks.model import Task
+
+_QUOTED = re.compile(r'"([^"\n`]+)"|\'([^\'\n`]+)\'')
+_EXTENSIONS = ("txt|log|csv|tsv|json|jsonl|md|sh|py|conf|cfg|ini|toml|yaml|yml|xml|html|tar|gz|tgz|zip|"
+               "bz2|xz|old|bak|tmp|out|err|dat|pdf|jpg|png|env|list|sql|js|c|h|lock|rst|diff|patch")
+_BARE_FILE = re.compile(r"(?<![\w/.`'\"-])((?:[\w-]+/)*[\w-]+(?:\.(?:" + _EXTENSIONS + r"))+)(?![\w/`'\"-])",
+                        re.IGNORECASE)
+_OPENERS = ("Please {v}", "Could you {v}", "Can you {v}", "I need you to {v}", "Quick task: {V}",
+            "Hey, {v}", "When you get a chance, {v}", "{V}")
+_PLAIN_OPENERS = ("Quick task: {V}", "Hi! {V}", "{V}")
+"""For instructions that do not start with an imperative ("Which lines ...", "There is ...")."""
+_VERBS = frozenset("""add append archive bundle calculate change clean collect combine commit compress compute
+convert copy count create cut delete determine drop duplicate edit empty extract filter find fix gather
+get give grant keep link list lock look make merge move overwrite pack pick point print provide pull put
+remove rename replace report restore restrict run save script select set show sort split store strip
+take tidy turn uncompress undo unpack update work write""".split())
+_CLOSERS = ("", "", " Thanks!", " Thank you.", " Thanks in advance.")
+
+
+def _path(name: str, workdir: str, absolute: bool) -> str:
+    if absolute and not name.startswith("/"):
+        name = f"{workdir.rstrip('/')}/{name}"
+    return f"`{name}`"
+
+
+def restyle(task: Task, rng: random.Random) -> Task:
+    """`task` with its instruction in the conversational register (names in backticks, absolute
+    paths half the time, a polite frame); unchanged when it carries a literal block or backticks."""
+    text = task.instruction
+    if "`" in text or "\n" in text.strip():
+        return task
+    absolute = rng.random() < 0.6
+
+    def quoted(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        looks_like_path = "." in name or "/" in name or name in task.files
+        return _path(name, task.workdir, absolute) if looks_like_path else m.group(0)
+
+    def bare(m: re.Match[str]) -> str:
+        return _path(m.group(1), task.workdir, absolute)
+
+    text = _BARE_FILE.sub(bare, _QUOTED.sub(quoted, text))
+    body = text.strip()
+    verb_first = body.split(" ", 1)[0].lower() in _VERBS and body[:1].isupper()
+    openers = _OPENERS if verb_first else _PLAIN_OPENERS
+    opener = openers[rng.randrange(len(openers))]
+    if "{v}" in opener:
+        body = opener.format(v=body[0].lower() + body[1:])
+        if body.endswith(".") and opener.startswith(("Could", "Can")):
+            body = body[:-1] + "?"
+    else:
+        body = opener.format(V=body)
+    body += _CLOSERS[rng.randrange(len(_CLOSERS))]
+    return task.model_copy(update={"instruction": body})
