@@ -4,7 +4,10 @@ and consoles that never wrap. A fake clock keeps every test deterministic."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -150,3 +153,32 @@ def test_train_progress_callback() -> None:
         assert p.tick()
     assert stream.getvalue().splitlines()[1] == (
         "[train sft] 12/30 steps (40%) · loss 1.5 · 200 tok/s · 0.2 steps/s · elapsed 0:10 · ETA 1:30")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_synth_shows_progress_on_the_command_line_and_in_a_stage_log(tmp_path: Path) -> None:
+    """`clawloop tasks synth` and the DVC stage print the same plain lines when stderr is a log."""
+    from typer.testing import CliRunner
+
+    from clawloop.cli import app
+
+    res = CliRunner().invoke(app, ["tasks", "synth", "--n", "5", "--out", str(tmp_path / "p.jsonl")])
+    assert res.exit_code == 0, res.output
+    assert "[synth] 0/5 tasks (0%)" in res.output and "[synth] 5/5 tasks (100%)" in res.output
+    p = subprocess.run([sys.executable, "-m", "stages.synthesize", "--iteration", "1", "--out",
+                        str(tmp_path / "pool")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.splitlines()
+    assert lines[0].startswith("[synth] 0/") and any(x.startswith("[synth] ") and "(100%)" in x for x in lines)
+    assert len(lines) < 40
+
+
+def test_pretraining_shows_steps_loss_and_tokens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from clawloop.models.bootstrap import bootstrap
+
+    pre = {"steps": 2, "batch_size": 1, "seq_len": 32, "probe_items": 1, "probe_every": 0}
+    bootstrap(tmp_path / "m", size="tiny", seed=0, vocab_size=1024, corpus_pairs=400, pretrain=pre)
+    last = [x for x in capsys.readouterr().err.splitlines() if x.startswith("[pretrain] ")][-1]
+    assert last.startswith("[pretrain] 2/2 steps (100%) · loss ") and " tok/s · " in last and "done in" in last
