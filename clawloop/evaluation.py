@@ -207,7 +207,8 @@ def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", job
     `clawloop.tasks.formats.load_suite_any`: auto | harbor | jsonl | clawgym | claw-eval-live.
     `skip_bad_lines=False` refuses a JSONL suite with a malformed line (check_lines) before
     anything runs. `progress`: True (or the caller's Progress) shows episodes as they end.
-    The summary carries `timing` (wall_s, episodes_per_s, tokens).
+    The summary carries `timing` (wall_s, episodes_per_s, tokens); wall_s runs from after the
+    suites and a model agent's policy are loaded to the last episode.
     """
     if agent not in AGENTS:
         raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
@@ -219,13 +220,18 @@ def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", job
     items = [i for s in suites for i in s.items]
     failed_loads = [error_record(i, agent) for i in items if i.task is None]
     per_task = int((options or {}).get("samples") or 1) if agent == "model" else 1
+    runnable = any(i.task is not None for i in items)
     total = len(failed_loads) + per_task * (len(items) - len(failed_loads))
     with progress_for(progress, f"eval {agent}", total) as bar:
         bar.set_total(total)  # a caller's reporter learns it here
         if failed_loads:
             bar.advance(len(failed_loads), outcome="unloadable")
+        if agent == "model" and runnable:  # loaded under the progress (time shows) but off the clock
+            from clawloop.agent.rollout import agent_policy
+
+            options = {**(options or {}), "model": agent_policy(options or {})}
         t0 = time.perf_counter()
-        if any(i.task is not None for i in items):
+        if runnable:
             preflight(backend, config)
         ran = run_agent(agent, items, backend=backend, jobs=jobs, config=config, options=options, progress=bar)
         wall = time.perf_counter() - t0

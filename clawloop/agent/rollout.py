@@ -299,13 +299,11 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
     temperature (default 0), max_new_tokens, max_turns, out_dir (trajectory directory).
     `progress` (the eval's) is advanced per episode and by the tokens generated.
     """
-    from clawloop.models.policy import SamplingParams, load_policy
+    from clawloop.models.policy import SamplingParams
     from clawloop.tasks.episode import EpisodeRecord, Step
 
     opts = dict(options or {})
-    if not opts.get("model"):
-        raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
-    policy = load_policy(opts["model"])
+    policy = agent_policy(opts)
     sampling = SamplingParams(temperature=float(opts.get("temperature") or 0.0),
                               max_new_tokens=int(opts.get("max_new_tokens") or 256),
                               seed=opts.get("seed"))
@@ -331,6 +329,19 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
             progress=progress if progress is not None else False, sandbox_config=config)
         records += [record(r, by_id[r.task_id]) for r in res]
     return records
+
+
+def agent_policy(options: dict[str, Any]) -> Any:
+    """The policy of `--agent model`: options["model"] is a spec to load, or a loaded policy
+    (evaluate loads it before its clock starts, so wall_s times episodes, not the loading)."""
+    model = options.get("model")
+    if not model:
+        raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
+    if isinstance(model, str | Path):
+        from clawloop.models.policy import load_policy
+
+        return load_policy(model)
+    return model
 
 
 def _records(s: _Slot, policy_id: str, iteration: int, suite: str,
