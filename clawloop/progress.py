@@ -189,14 +189,16 @@ class Progress:
             else:
                 self._emit(final=True)
 
-    def track(self, items: Iterable[T]) -> Iterator[T]:
-        """Iterate `items`, one unit per item, started on the first and closed after the last
-        (or when the loop breaks or raises): a loop gains progress by changing its `for` line."""
+    def track(self, items: Iterable[T], size: Callable[[T], int] | None = None) -> Iterator[T]:
+        """Iterate `items`, one unit per item (or `size(item)` units: a batch), started on the
+        first and closed after the last (or when the loop breaks or raises): a loop gains
+        progress by changing its `for` line. The reporter is closed after: it must be this
+        loop's own."""
         self.start()
         try:
             for item in items:
                 yield item
-                self.advance()
+                self.advance(size(item) if size is not None else 1)
         finally:
             self.close()
 

@@ -86,6 +86,19 @@ def test_track_closes_when_the_loop_raises() -> None:
             if step == 2:
                 raise RuntimeError("boom")
     assert p.closed and stream.getvalue().splitlines()[-1].startswith("[pretrain] 2/5 steps (40%)")
+    q, stream, clock = plain(total=5, unit="proposals", label="propose")
+    assert [len(b) for b in q.track([[1, 2], [3, 4], [5]], size=len)] == [2, 2, 1]
+    assert q.done == 5 and q.closed
+
+
+def test_proposer_shows_proposals_and_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    from clawloop.models.policy import ScriptedPolicy
+    from clawloop.synthesis.proposer import propose_tasks
+
+    tasks, stats = propose_tasks(ScriptedPolicy(["not a proposal"]), n=3, progress=True)
+    assert tasks == [] and stats["attempts"] == 3
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("[propose] 3/3 proposals (100%) · ") and " tok/s · " in last
 
 
 def test_ticker_prints_while_nothing_finishes() -> None:

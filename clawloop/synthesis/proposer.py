@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clawloop.progress import Progress, progress_for
+from clawloop.progress import Progress
 from clawloop.synthesis.routine_b import Stats, failure_modes, plan_targets, weak_skills
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
@@ -213,9 +213,9 @@ def known_skills(params: ProposerParams) -> list[str]:
 
 def propose_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityReport | None = None,
                   iteration: int | None = None, params: ProposerParams | None = None,
-                  progress: bool | Progress = False) -> tuple[list[Task], dict[str, Any]]:
+                  progress: bool = False) -> tuple[list[Task], dict[str, Any]]:
     """n proposals by `policy`; returns (tasks that parsed, stats with rejections by reason).
-    `progress` shows proposals made, tasks kept and tokens/s (clawloop.progress)."""
+    `progress` shows proposals made and tokens/s (clawloop.progress)."""
     from clawloop.models.policy import SamplingParams
 
     params = params or ProposerParams()
@@ -228,32 +228,30 @@ def propose_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityRe
     tasks: list[Task] = []
     ids: set[str] = set()
     by_skill: dict[str, list[str]] = {}
-    with progress_for(progress, "propose", len(targets), "proposals") as bar:
-        for start in range(0, len(targets), params.batch_size):
-            batch = targets[start:start + params.batch_size]
-            convs = [prompt(s, lvl, weak=weak, modes=modes, avoid=by_skill.get(s, [])[-params.avoid:] if params.avoid else [],
-                            workdir=params.workdir) for s, lvl in batch]
-            gens = policy.generate(convs, sampling, tools=None)
-            bar.add_tokens(sum(g.completion_tokens for g in gens))
-            bar.advance(len(batch))
-            for (skill, level), gen in zip(batch, gens, strict=True):
-                stats.attempts += 1
-                if gen.finish_reason == "context":
-                    stats.reject("context", "the prompt does not fit the model's context")
-                    continue
-                try:
-                    prop = parse_proposal(gen.text, workdir=params.workdir, params=params)
-                    task = proposal_task(prop, skill=skill, level=level, workdir=params.workdir, iteration=iteration,
-                                         seed=seed, modes=tuple(modes), known=known)
-                except ProposalError as e:
-                    stats.reject(e.reason, f"{e.detail} | reply: {gen.text[:120]!r}")
-                    continue
-                if task.id in ids:
-                    stats.reject("duplicate", task.id)
-                    continue
-                ids.add(task.id)
-                tasks.append(task)
-                bar.set(kept=len(tasks))
-                by_skill.setdefault(task.skill, []).append(task.instruction.splitlines()[0][:160])
+    bar = Progress("propose", len(targets), "proposals", enabled=progress)
+    batches = [targets[start:start + params.batch_size] for start in range(0, len(targets), params.batch_size)]
+    for batch in bar.track(batches, size=len):
+        convs = [prompt(s, lvl, weak=weak, modes=modes, avoid=by_skill.get(s, [])[-params.avoid:] if params.avoid else [],
+                        workdir=params.workdir) for s, lvl in batch]
+        gens = policy.generate(convs, sampling, tools=None)
+        bar.add_tokens(sum(g.completion_tokens for g in gens))
+        for (skill, level), gen in zip(batch, gens, strict=True):
+            stats.attempts += 1
+            if gen.finish_reason == "context":
+                stats.reject("context", "the prompt does not fit the model's context")
+                continue
+            try:
+                prop = parse_proposal(gen.text, workdir=params.workdir, params=params)
+                task = proposal_task(prop, skill=skill, level=level, workdir=params.workdir, iteration=iteration,
+                                     seed=seed, modes=tuple(modes), known=known)
+            except ProposalError as e:
+                stats.reject(e.reason, f"{e.detail} | reply: {gen.text[:120]!r}")
+                continue
+            if task.id in ids:
+                stats.reject("duplicate", task.id)
+                continue
+            ids.add(task.id)
+            tasks.append(task)
+            by_skill.setdefault(task.skill, []).append(task.instruction.splitlines()[0][:160])
     stats.produced = len(tasks)
     return tasks, stats.to_json()
