@@ -1,7 +1,11 @@
-"""`clawloop check runs/`: every artifact the stages wrote, checked against its schema.
+"""`clawloop check PATH`: artifacts checked against their schemas.
 
-CI runs it after the smoke loop; any violation exits non-zero. Each check names the file and
-the field, like the errors of the stages themselves.
+PATH is a runs/ tree (every iteration's artifacts), one iteration directory, or any single
+artifact — a pool or probe JSONL, eval records, a trajectory directory or Parquet part, a
+diagnosis directory, a checkpoint, metrics.json or another report — or a directory of such
+artifacts (e.g. iter-1/validated). The check is picked by content (`check_path`), so an artifact
+copied elsewhere or renamed is still checked as what it is. CI runs it after the smoke loop; any
+violation exits non-zero. Each check names the file and the field, like the stages' errors.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ def check_probe(path: Path) -> None:
 
 
 def check_trajectories(path: Path) -> None:
-    """Every Parquet part has the contract's columns with the contract's types and values."""
+    """Every Parquet part (of a directory, or the one part given) has the contract's columns
+    with the contract's types and values."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from clawloop.trajectory import (
@@ -46,12 +52,15 @@ def check_trajectories(path: Path) -> None:
         TERMINATIONS,
     )
 
-    parts = sorted(path.rglob("*.parquet"))
+    parts = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
     if not parts:
         raise ClawloopError(f"{path}: no Parquet parts")
     for part in parts:
         expected = EPISODE_SCHEMA if part.name.startswith("episodes") else STEP_SCHEMA
-        schema = pq.read_schema(part)
+        try:
+            schema = pq.read_schema(part)
+        except (pa.ArrowException, OSError) as e:
+            raise ClawloopError(f"{part}: not a readable Parquet file ({e})") from None
         for field in expected:
             if field.name not in schema.names and field.name in OPTIONAL_EPISODE_COLUMNS:
                 continue
@@ -99,6 +108,27 @@ def check_json(path: Path) -> None:
         raise ClawloopError(f"{path}: expected a JSON object")
 
 
+def check_jsonl(path: Path) -> None:
+    """Every line is a JSON object (generic JSONL)."""
+    from clawloop.io import iter_jsonl
+
+    for lineno, obj in iter_jsonl(path):
+        if not isinstance(obj, dict):
+            raise ClawloopError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+
+
+def check_records(path: Path) -> None:
+    """`clawloop eval --out` records: JSON objects with a known outcome."""
+    from clawloop.io import iter_jsonl
+    from clawloop.trajectory import OUTCOMES
+
+    for lineno, obj in iter_jsonl(path):
+        if not isinstance(obj, dict):
+            raise ClawloopError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+        if obj.get("outcome") not in OUTCOMES:
+            raise ClawloopError(f"{path}:{lineno}: outcome: {obj.get('outcome')!r} not one of {', '.join(OUTCOMES)}")
+
+
 def check_validation_report(path: Path) -> None:
     from clawloop.io import read_json
 
@@ -129,34 +159,157 @@ ITERATION_ARTIFACTS: list[tuple[str, str, Callable[[Path], None]]] = [
 ]
 
 
+def _finding(path: Path, kind: str, fn: Callable[[Path], None]) -> Finding:
+    try:
+        fn(path)
+    except ClawloopError as e:
+        return Finding(path, kind, str(e))
+    return Finding(path, kind, None)
+
+
+def iteration_number(d: Path) -> int | None:
+    m = re.fullmatch(r"iter-(\d+)", d.name)
+    return int(m.group(1)) if m else None
+
+
+def check_iteration(d: Path, number: int | None = None) -> list[Finding]:
+    """The artifacts of one iteration directory. Those marked "?" may be missing at iteration 0,
+    and when the number is unknown (a copy under another name) they may be missing anywhere."""
+    findings: list[Finding] = []
+    for rel, kind, fn in ITERATION_ARTIFACTS:
+        optional = rel.startswith("?") and number in (0, None)
+        path = d / rel.lstrip("?")
+        if not path.exists():
+            if not optional:
+                findings.append(Finding(path, kind, "missing"))
+            continue
+        findings.append(_finding(path, kind, fn))
+    return findings
+
+
 def check_runs(runs: str | Path) -> list[Finding]:
     """Check every artifact under `runs`; returns one finding per artifact."""
     runs = Path(runs)
-    iters = sorted((int(m.group(1)), d) for d in runs.glob("iter-*")
-                   if (m := re.fullmatch(r"iter-(\d+)", d.name)))
+    iters = sorted((n, d) for d in runs.glob("iter-*") if (n := iteration_number(d)) is not None)
     if not iters:
         raise ClawloopError(f"{runs}: no iteration directories (iter-N) to check")
-    findings: list[Finding] = []
-    for i, d in iters:
-        for rel, kind, fn in ITERATION_ARTIFACTS:
-            optional_at_zero = rel.startswith("?")
-            rel = rel.lstrip("?")
-            path = d / rel
-            if optional_at_zero and i == 0:
-                continue
-            if not path.exists():
-                findings.append(Finding(path, kind, "missing"))
-                continue
-            try:
-                fn(path)
-                findings.append(Finding(path, kind, None))
-            except ClawloopError as e:
-                findings.append(Finding(path, kind, str(e)))
+    findings = [f for n, d in iters for f in check_iteration(d, n)]
     transfer = runs / "transfer" / "transfer.json"
     if transfer.exists():
-        try:
-            check_json(transfer)
-            findings.append(Finding(transfer, "transfer result", None))
-        except ClawloopError as e:
-            findings.append(Finding(transfer, "transfer result", str(e)))
+        findings.append(_finding(transfer, "transfer result", check_json))
     return findings
+
+
+# ------------------------------------------------------------------ any path, by content
+_ITERATION_MARKERS = ("policy", "eval", "metrics.json", "diagnosis", "validated", "checkpoint")
+
+
+def check_path(path: str | Path) -> list[Finding]:
+    """Check whatever `path` is (see the module docstring); ClawloopError when it is nothing
+    clawloop wrote (missing, or no artifact inside)."""
+    path = Path(path)
+    if not path.exists():
+        raise ClawloopError(f"{path}: no such file or directory")
+    if path.is_file():
+        kind = file_kind(path)
+        if kind is None:
+            raise ClawloopError(f"{path}: not a clawloop artifact (expected .jsonl, .json or .parquet)")
+        return [_finding(path, *kind)]
+    if any(iteration_number(d) is not None for d in path.glob("iter-*")):
+        return check_runs(path)
+    number = iteration_number(path)
+    if number is not None or sum((path / m).exists() for m in _ITERATION_MARKERS) >= 2:
+        return check_iteration(path, number)
+    findings = _check_dir(path)
+    if not findings:
+        raise ClawloopError(f"{path}: no clawloop artifacts to check")
+    return findings
+
+
+def _check_dir(d: Path) -> list[Finding]:
+    """One artifact directory (checkpoint, diagnosis, trajectories), else each artifact inside."""
+    kind = dir_kind(d)
+    if kind is not None:
+        target = d / "diagnosis.json" if kind[0] == "capability report" else d
+        return [_finding(target, *kind)]
+    findings: list[Finding] = []
+    children = sorted(p for p in d.iterdir() if not p.name.startswith("."))
+    if any(p.suffix == ".parquet" for p in children):  # a rollout dir beside other files
+        findings.append(_finding(d, "trajectories", check_trajectories))
+    for child in children:
+        if child.is_dir():
+            findings += _check_dir(child)
+        elif child.suffix != ".parquet" and (kind := file_kind(child)) is not None:
+            findings.append(_finding(child, *kind))
+    return findings
+
+
+def dir_kind(d: Path) -> tuple[str, Callable[[Path], None]] | None:
+    """What a directory is as a whole, if it is one artifact."""
+    if (d / "config.json").is_file():
+        return "checkpoint", check_checkpoint
+    if (d / "diagnosis.json").is_file():
+        return "capability report", check_diagnosis
+    files = [p for p in d.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    if files and all(p.suffix == ".parquet" for p in files):
+        return "trajectories", check_trajectories
+    return None
+
+
+def file_kind(path: Path) -> tuple[str, Callable[[Path], None]] | None:
+    """What a file is, by its content (the first line of a JSONL that parses; the keys of a
+    JSON object); None for files clawloop does not write."""
+    if path.suffix == ".parquet":
+        return "trajectory part", check_trajectories
+    if path.suffix == ".jsonl":
+        return _jsonl_kind(path)
+    if path.suffix == ".json":
+        return _json_kind(path)
+    return None
+
+
+def _jsonl_kind(path: Path) -> tuple[str, Callable[[Path], None]]:
+    keys = _first_object_keys(path)
+    if keys is None:  # nothing readable: the name is all there is; the check reports the bad lines
+        return ("probe table", check_probe) if "probe" in path.name else ("task pool", check_pool)
+    if "instruction" in keys:
+        return "task pool", check_pool
+    if {"task_id", "label", "passes"} <= keys:
+        return "probe table", check_probe
+    if {"outcome", "agent"} <= keys:
+        return "eval records", check_records
+    return "JSON lines", check_jsonl
+
+
+def _json_kind(path: Path) -> tuple[str, Callable[[Path], None]]:
+    import orjson
+
+    try:
+        obj = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError:
+        return "JSON", check_json  # reports the error
+    keys = set(obj) if isinstance(obj, dict) else set()
+    if "schema_version" in keys and {"cells", "failure_modes"} & keys:
+        return "capability report", check_diagnosis
+    if {"heldout_pass_rate", "promoted"} <= keys:
+        return "iteration metrics", check_metrics
+    if {"input", "kept", "rejected"} <= keys:
+        return "validation report", check_validation_report
+    return "JSON", check_json
+
+
+def _first_object_keys(path: Path, lines: int = 50) -> set[str] | None:
+    """The keys of the first JSON object among the first `lines` non-blank lines, or None."""
+    import orjson
+
+    with path.open("rb") as f:
+        for n, line in enumerate(f):
+            if n >= lines:
+                break
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                return set(obj)
+    return None

@@ -1,22 +1,25 @@
 """Evaluate an agent on suites of tasks: Harbor directories or JSONL pools.
 
 `load_suite` reads a suite leniently (a task that fails to load becomes an error record naming
-the task and the field; the rest still runs). `run_agent` dispatches on the agent's name — the
-one place a new agent kind plugs in. `summarize` counts passed / failed / errors / skipped
-overall, per suite and per skill; errors are never failures and pass_rate = passed / (passed +
-failed).
+the task and the field, listed as unloadable; the rest still runs), while `check_lines` lets the
+command line refuse a JSONL suite with malformed lines. `run_agent` dispatches on the agent's
+name — the one place a new agent kind plugs in. `summarize` counts passed / failed / errors /
+skipped overall, per suite and per skill; errors are never failures and pass_rate = passed /
+(passed + failed), None when nothing was graded. `timing` adds wall_s, episodes_per_s and a
+model agent's tokens, so runs at different batch sizes or on different backends compare.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
+from clawloop.progress import Progress, progress_for
 from clawloop.tasks.episode import SIMPLE_AGENTS, EpisodeRecord, open_sandbox
 from clawloop.tasks.model import Task
 from sandbox.base import SandboxConfig, SandboxError
@@ -75,11 +78,6 @@ def load_suite(path: str | Path, name: str | None = None) -> Suite:
     return suite
 
 
-def error_record(item: SuiteItem, agent: str) -> EpisodeRecord:
-    """The record of a task that could not be loaded."""
-    return EpisodeRecord("", item.name, item.suite, "unknown", 0, agent, "error", reason=item.error)
-
-
 def preflight(backend: str, config: SandboxConfig | None = None) -> None:
     """Fail fast (ClawloopError) when the backend cannot run a trivial command."""
     try:
@@ -91,29 +89,43 @@ def preflight(backend: str, config: SandboxConfig | None = None) -> None:
         raise ClawloopError(f"--backend {backend}: a trivial command failed ({r.output.strip()[:200]})")
 
 
+def error_record(item: SuiteItem, agent: str) -> EpisodeRecord:
+    """The record of a task that could not be loaded: an error, listed as unloadable, no skill."""
+    return EpisodeRecord("", item.name, item.suite, "", 0, agent, "error", reason=item.error, unloadable=True)
+
+
+def check_lines(suites: Iterable[Suite]) -> None:
+    """Bad input stops the run: a JSONL suite with a malformed line (not JSON, not a task) raises
+    ClawloopError naming the first such line and the count. (A Harbor task directory that fails
+    to load is not a line of an input file: it is listed as unloadable and the rest runs.)"""
+    bad = [i for s in suites if s.path.is_file() for i in s.items if i.task is None]
+    if bad:
+        more = f" (and {len(bad) - 1} more malformed lines)" if len(bad) > 1 else ""
+        raise ClawloopError(f"{bad[0].error}{more}; nothing run (--skip-bad-lines runs the rest)")
+
+
 def run_agent(agent: str, items: list[SuiteItem], *, backend: str = "bwrap", jobs: int = 2,
               config: SandboxConfig | None = None, options: dict[str, Any] | None = None,
-              on_done: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
+              progress: Progress | None = None) -> list[EpisodeRecord]:
     """Run `agent` on every loadable item; records come back in item order.
 
     The one dispatch on the agent's name: simple agents (oracle, noop) run one sandboxed episode
     per task on `jobs` threads; a model agent (`--agent model --model DIR`) plugs in here.
+    `progress` is advanced once per episode (and by generated tokens for a model agent).
     """
     todo = [i for i in items if i.task is not None]
     if agent in SIMPLE_AGENTS:
-        return _run_simple(agent, todo, backend, jobs, config, on_done)
+        return _run_simple(agent, todo, backend, jobs, config, progress)
     if agent == "model":  # k samples per task in lockstep batches (clawloop.agent.rollout)
         from clawloop.agent.rollout import run_model_agent
 
-        return run_model_agent(todo, backend=backend, config=config, options=options, on_done=on_done)
+        return run_model_agent(todo, backend=backend, config=config, options=options, progress=progress)
     raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
 
 
 def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int,
-                config: SandboxConfig | None,
-                on_done: Callable[[EpisodeRecord], None] | None) -> list[EpisodeRecord]:
+                config: SandboxConfig | None, progress: Progress | None) -> list[EpisodeRecord]:
     results: list[EpisodeRecord | None] = [None] * len(items)
-    lock = threading.Lock()
 
     def one(k: int) -> None:
         it = items[k]
@@ -123,10 +135,9 @@ def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int,
 
         rec = run_episode_any(it.task, agent, backend, config, suite=it.suite, name=it.name)
         # --- end formats hook
-        with lock:
-            results[k] = rec
-            if on_done:
-                on_done(rec)
+        results[k] = rec
+        if progress is not None:
+            progress.advance(outcome=rec.outcome)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for fut in as_completed([pool.submit(one, k) for k in range(len(items))]):
@@ -135,64 +146,98 @@ def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int,
 
 
 def _counts(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
+    """Counts by outcome; pass_rate = passed / (passed + failed), None when nothing was graded
+    (a 0.0 there would read as a real zero)."""
     from clawloop.tasks.formats import score_fields  # formats hook (issue #10)
 
     records = list(records)
-    c = {"tasks": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    c = {"tasks": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "unloadable": 0}
     for r in records:
         c["tasks"] += 1
         c[{"passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped"}[r.outcome]] += 1
+        c["unloadable"] += r.unloadable
     scored = c["passed"] + c["failed"]
-    return {**c, "pass_rate": round(c["passed"] / scored, 4) if scored else 0.0, **score_fields(records)}
+    return {**c, "pass_rate": round(c["passed"] / scored, 4) if scored else None, **score_fields(records)}
+
+
+def _detail(records: Iterable[EpisodeRecord]) -> list[dict[str, Any]]:
+    return [{"suite": r.suite, "task": r.name, "reason": r.reason} for r in records][:50]
 
 
 def summarize(records: list[EpisodeRecord], agent: str, backend: str) -> dict[str, Any]:
-    """Overall, per-suite and per-skill counts; pass_rate excludes errors and skips."""
+    """Overall, per-suite and per-skill counts; pass_rate excludes errors and skips. Tasks that
+    never loaded count as errors and are listed apart (unloadable_detail), under no skill."""
     by: dict[str, dict[str, list[EpisodeRecord]]] = {"suites": {}, "skills": {}}
     for r in records:
         by["suites"].setdefault(r.suite, []).append(r)
-        by["skills"].setdefault(r.skill, []).append(r)
+        if not r.unloadable:
+            by["skills"].setdefault(r.skill, []).append(r)
     return {
         **_counts(records), "agent": agent, "backend": backend,
         "suites": {k: _counts(v) for k, v in by["suites"].items()},
         "skills": {k: _counts(v) for k, v in sorted(by["skills"].items())},
-        "errors_detail": [{"suite": r.suite, "task": r.name, "reason": r.reason}
-                          for r in records if r.outcome == "error"][:50],
-        "skipped_detail": [{"suite": r.suite, "task": r.name, "reason": r.reason}
-                           for r in records if r.outcome == "skipped"][:50],
+        "errors_detail": _detail(r for r in records if r.outcome == "error" and not r.unloadable),
+        "unloadable_detail": _detail(r for r in records if r.unloadable),
+        "skipped_detail": _detail(r for r in records if r.outcome == "skipped"),
     }
+
+
+def timing(records: list[EpisodeRecord], wall_s: float, agent: str) -> dict[str, Any]:
+    """Throughput figures of a run, so batch sizes and backends compare from the summary:
+    wall_s, episodes_per_s (episodes that ran; unloadable tasks are not episodes) and, for a
+    model agent, prompt/completion token counts and tokens_per_s (generated tokens per second)."""
+    ran = [r for r in records if not r.unloadable]
+    out: dict[str, Any] = {"wall_s": round(wall_s, 3), "episodes": len(ran),
+                           "episodes_per_s": round(len(ran) / wall_s, 4) if wall_s > 0 else None}
+    if agent == "model":
+        completion = sum(r.completion_tokens for r in ran)
+        out.update(prompt_tokens=sum(r.prompt_tokens for r in ran), completion_tokens=completion,
+                   tokens_per_s=round(completion / wall_s, 2) if wall_s > 0 else None)
+    return out
 
 
 def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", jobs: int = 2,
              config: SandboxConfig | None = None, options: dict[str, Any] | None = None,
-             on_total: Callable[[int], None] | None = None,
-             on_done: Callable[[EpisodeRecord], None] | None = None, fmt: str = "auto",
-             format_options: dict[str, Any] | None = None) -> tuple[list[EpisodeRecord], dict[str, Any]]:
+             progress: bool | Progress = False, fmt: str = "auto",
+             format_options: dict[str, Any] | None = None,
+             skip_bad_lines: bool = True) -> tuple[list[EpisodeRecord], dict[str, Any]]:
     """Load the suites, run the agent, and summarize: (records in suite order, summary).
 
     `fmt` and `format_options` (grader_root, skills, pass_threshold) go to
     `clawloop.tasks.formats.load_suite_any`: auto | harbor | jsonl | clawgym | claw-eval-live.
+    `skip_bad_lines=False` refuses a JSONL suite with a malformed line (check_lines) before
+    anything runs. `progress`: True (or the caller's Progress) shows episodes as they end.
+    The summary carries `timing` (wall_s, episodes_per_s, tokens); wall_s runs from after the
+    suites and a model agent's policy are loaded to the last episode.
     """
     if agent not in AGENTS:
         raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
     from clawloop.tasks.formats import load_suite_any  # formats hook (issue #10)
 
     suites = [load_suite_any(p, fmt, **(format_options or {})) for p in paths]
+    if not skip_bad_lines:
+        check_lines(suites)
     items = [i for s in suites for i in s.items]
-    if on_total:
-        on_total(len(items))
     failed_loads = [error_record(i, agent) for i in items if i.task is None]
-    for rec in failed_loads:
-        if on_done:
-            on_done(rec)
-    if any(i.task is not None for i in items):
-        preflight(backend, config)
+    per_task = int((options or {}).get("samples") or 1) if agent == "model" else 1
+    runnable = any(i.task is not None for i in items)
+    total = len(failed_loads) + per_task * (len(items) - len(failed_loads))
+    with progress_for(progress, f"eval {agent}", total) as bar:
+        bar.set_total(total)  # a caller's reporter learns it here
+        if failed_loads:
+            bar.advance(len(failed_loads), outcome="unloadable")
+        if agent == "model" and runnable:  # loaded under the progress (time shows) but off the clock
+            from clawloop.agent.rollout import agent_policy
+
+            options = {**(options or {}), "model": agent_policy(options or {})}
+        t0 = time.perf_counter()
+        if runnable:
+            preflight(backend, config)
+        ran = run_agent(agent, items, backend=backend, jobs=jobs, config=config, options=options, progress=bar)
+        wall = time.perf_counter() - t0
     if agent == "model":  # k samples per task: not one record per item
-        records = [*failed_loads, *run_agent(agent, items, backend=backend, jobs=jobs, config=config,
-                                             options=options, on_done=on_done)]
-        return records, summarize(records, agent, backend)
-    ran = iter(run_agent(agent, items, backend=backend, jobs=jobs, config=config, options=options,
-                         on_done=on_done))
-    loads = iter(failed_loads)
-    records = [next(ran) if i.task is not None else next(loads) for i in items]
-    return records, summarize(records, agent, backend)
+        records = [*failed_loads, *ran]
+    else:
+        done, loads = iter(ran), iter(failed_loads)
+        records = [next(done) if i.task is not None else next(loads) for i in items]
+    return records, {**summarize(records, agent, backend), **timing(records, wall, agent)}

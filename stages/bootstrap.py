@@ -23,7 +23,9 @@ def main(params: Params) -> None:
     from clawloop.models.base import make_base
 
     m = params.model
-    with output_dir(args.out) as tmp:
+    from clawloop.progress import Progress  # progress hook (issue 21): signs of life while it builds
+
+    with output_dir(args.out) as tmp, Progress("bootstrap", unit=""):
         meta = make_base(m.base, tmp, seed=m.seed, bootstrap=m.bootstrap, pretrain=m.pretrain)
     params_n = f"{meta['params']:,} parameters, " if "params" in meta else ""
     print(f"[bootstrap] {m.base}: {params_n}digest {meta['digest']}")

@@ -36,7 +36,7 @@ def main(params: Params) -> None:
     # Routine A: the curriculum turns the report into quotas per (skill, level).
     curriculum = CurriculumParams(**{**syn.curriculum, "conditioning": syn.conditioning})
     the_plan = plan(report, budgets.get("procedural", 0), curriculum, syn.skills)
-    tasks = synthesize(the_plan, seed, args.iteration, conversational=syn.conversational)
+    tasks = synthesize(the_plan, seed, args.iteration, progress=True, conversational=syn.conversational)
     info = {"procedural": manifest(the_plan, tasks, seed=seed, iteration=args.iteration,
                                    report=str(args.report) if report else None)}
 

@@ -29,6 +29,7 @@ def main(params: Params) -> None:
 
     from clawloop.io import write_json
     from clawloop.loop import load_loop_policy, rollout_settings
+    from clawloop.progress import Progress
     from clawloop.suite_manifest import heldout_tasks
     from clawloop.tasks.pool import read_pool_lenient, write_pool
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool
@@ -37,10 +38,11 @@ def main(params: Params) -> None:
     val = params.validation
     tasks, parse_errors = read_pool_lenient(args.pool)
     heldout = heldout_tasks(params, args.suites)
-    kept, report = validate_pool(
-        tasks, params.sandbox.backend, params.sandbox.jobs, heldout,
-        AgentFreeParams(near_duplicate_threshold=val.near_duplicate_threshold),
-        parse_errors=parse_errors)
+    with Progress("validate", total=len(tasks), unit="tasks") as bar:
+        kept, report = validate_pool(
+            tasks, params.sandbox.backend, params.sandbox.jobs, heldout,
+            AgentFreeParams(near_duplicate_threshold=val.near_duplicate_threshold),
+            parse_errors=parse_errors, on_done=bar.advance)
     print(f"[validate] agent-free: kept {len(kept)} of {report['input']} "
           f"({report['tasks_per_s']:.1f} tasks/s); rejected {report['rejected']}")
 

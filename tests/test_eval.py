@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,12 +72,15 @@ def test_bad_tasks_are_errors_and_the_rest_runs(backend: str, tmp_path: Path) ->
     res = runner.invoke(app, ["eval", str(suite), "--agent", "oracle", "--backend", backend, "--json"])
     assert res.exit_code == 0, res.output
     s = _last_json(res.output)
-    assert (s["tasks"], s["passed"], s["failed"], s["errors"]) == (5, 1, 0, 4)
+    assert (s["tasks"], s["passed"], s["failed"], s["errors"], s["unloadable"]) == (5, 1, 0, 4, 3)
+    unloadable = {e["task"]: e["reason"] for e in s["unloadable_detail"]}
+    assert "bad-toml/task.toml: not valid TOML" in unloadable["bad-toml"]
+    assert "no-instruction/instruction.md: file not found" in unloadable["no-instruction"]
+    assert "not-executable/tests/test.sh: not executable" in unloadable["not-executable"]
     why = {e["task"]: e["reason"] for e in s["errors_detail"]}
-    assert "bad-toml/task.toml: not valid TOML" in why["bad-toml"]
-    assert "no-instruction/instruction.md: file not found" in why["no-instruction"]
-    assert "not-executable/tests/test.sh: not executable" in why["not-executable"]
-    assert "reward.txt is not a number" in why["garbage-reward"]
+    assert list(why) == ["garbage-reward"] and "reward.txt is not a number" in why["garbage-reward"]
+    assert "unknown" not in s["skills"] and "" not in s["skills"]  # listed as unloadable, under no skill
+    assert "(unloadable)" in res.output and "unloadable suite/bad-toml: " in res.output
 
 
 def test_pool_suite_with_a_bad_line(backend: str, tmp_path: Path) -> None:
@@ -120,3 +125,70 @@ def test_schema_import_export_cli(tmp_path: Path) -> None:
     assert again.read_text() == pool.read_text()
     res = runner.invoke(app, ["tasks", "import", str(_bad_suite(tmp_path)), "--out", str(tmp_path / "x.jsonl")])
     assert res.exit_code != 0 and not (tmp_path / "x.jsonl").exists()
+
+
+def test_json_summary_has_timings_and_progress_shows(backend: str) -> None:
+    res = runner.invoke(app, ["eval", str(FIXTURES), "--agent", "oracle", "--backend", backend, "--json"])
+    assert res.exit_code == 0, res.output
+    s = _last_json(res.output)
+    assert s["wall_s"] > 0 and s["episodes"] == 3 and s["episodes_per_s"] > 0
+    assert "tokens_per_s" not in s  # token figures belong to model agents
+    lines = res.output.splitlines()  # stderr is no terminal here: plain lines, the first at once
+    assert "[eval oracle] 0/3 episodes (0%) · elapsed 0:00 · ETA ?" in lines
+    assert any(x.startswith("[eval oracle] 3/3 episodes (100%) · passed 2, skipped 1 · ") for x in lines)
+    assert "3 episodes in " in res.output
+
+
+def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawloop.models import policy as policy_mod
+    from clawloop.models.policy import ScriptedPolicy
+
+    submit = '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'
+    monkeypatch.setattr(policy_mod, "load_policy", lambda spec: ScriptedPolicy([submit]))
+    res = runner.invoke(app, ["eval", str(FIXTURES / "word-count"), "--agent", "model", "--model", "any",
+                              "--backend", backend, "--samples", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    s = _last_json(res.output)
+    assert (s["tasks"], s["failed"], s["episodes"]) == (2, 2, 2)
+    assert s["completion_tokens"] == 2 * (len(submit.split()) + 1) and s["prompt_tokens"] > 0
+    assert s["tokens_per_s"] > 0 and s["episodes_per_s"] > 0
+    assert "tokens generated" in res.output and "[eval model] 2/2 episodes (100%) · failed 2 · " in res.output
+
+
+def test_nothing_scored_is_null_not_zero() -> None:
+    from clawloop.tasks.formats import ScoredEpisodeRecord
+
+    recs = [ScoredEpisodeRecord("t", "n", "s", "k", 1, "oracle", "skipped", None, benchmark="claw-eval-live")]
+    s = summarize(recs, "oracle", "local")  # type: ignore[arg-type]
+    assert s["pass_rate"] is None and s["mean_score"] is None and s["full_score_rate"] is None
+    assert s["suites"]["s"]["mean_score"] is None
+
+
+def _clawloop(*args: str) -> subprocess.CompletedProcess[str]:
+    prog = "import sys; from clawloop.cli import main; sys.argv = ['clawloop'] + sys.argv[1:]; main()"
+    return subprocess.run([sys.executable, "-c", prog, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_malformed_pool_lines_stop_eval_unless_skipped(backend: str, tmp_path: Path) -> None:
+    pool = tmp_path / "pool.jsonl"
+    write_pool(pool, [load_harbor_task(FIXTURES / "word-count")])
+    with pool.open("a") as f:
+        f.write("{not json\n")
+    p = _clawloop("eval", str(pool), "--agent", "oracle", "--backend", backend, "--json")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith("error: ") and "pool.jsonl:2: not valid JSON" in p.stderr and "--skip-bad-lines" in p.stderr
+    res = runner.invoke(app, ["eval", str(pool), "--agent", "oracle", "--backend", backend, "--json",
+                              "--skip-bad-lines"])
+    s = _last_json(res.output)
+    assert res.exit_code == 0 and (s["passed"], s["unloadable"]) == (1, 1)
+    assert s["unloadable_detail"][0]["task"] == "line 2"
+
+
+def test_error_lines_are_not_wrapped_outside_a_terminal(tmp_path: Path) -> None:
+    name = "a-task-with-a-very-long-name-" + "x" * 120
+    shutil.copytree(FIXTURES / "word-count", tmp_path / "suite" / name)
+    (tmp_path / "suite" / name / "instruction.md").unlink()
+    res = runner.invoke(app, ["eval", str(tmp_path / "suite"), "--agent", "oracle"])
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if x.startswith("unloadable "))
+    assert line.endswith(f"{name}/instruction.md: file not found") and f"suite/{name}: " in line

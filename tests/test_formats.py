@@ -121,7 +121,7 @@ def test_score_fields() -> None:
         {"mean_score": 0.75, "full_score_rate": 0.5}
     assert score_fields([rec("passed", 1.0, "clawgym"), rec("failed", 0.0, "clawgym")]) == \
         {"mean_score": 0.5, "full_score_rate": 0.5}
-    assert score_fields([rec("error", None, "claw-eval-live")]) == {"mean_score": 0.0, "full_score_rate": 0.0}
+    assert score_fields([rec("error", None, "claw-eval-live")]) == {"mean_score": None, "full_score_rate": None}
 
 
 @needs_bwrap
@@ -173,6 +173,6 @@ def test_cli_bad_input(tmp_path: Path) -> None:
     (suite / "no-query" / "data_entry.json").write_text('{"task_id": "no-query", "metadata": {}}')
     s = summary_of(clawloop("eval", str(suite), "--agent", "oracle", "--json"))
     assert (s["passed"], s["errors"]) == (1, 2)
-    why = {e["task"]: e["reason"] for e in s["errors_detail"]}
+    why = {e["task"]: e["reason"] for e in s["errors_detail"] + s["unloadable_detail"]}
     assert why["no-float"] == "reward.sh printed no float (last line: 'done')"
     assert "no-query/data_entry.json: user_query: missing" in why["no-query"]

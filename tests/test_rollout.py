@@ -123,6 +123,26 @@ def test_lockstep_batches_and_parts(fake: type[FakeSandbox], tmp_path: Path) -> 
     assert len(read(tmp_path, "episodes")) == 11
 
 
+def test_rollouts_show_progress(fake: type[FakeSandbox], capsys: pytest.CaptureFixture[str]) -> None:
+    """Episodes done, passed so far and generated tokens feed the progress; outside a terminal
+    it is plain lines on stderr, the first at once (a stage log shows life from the start)."""
+    import io
+
+    from clawloop.progress import Progress
+
+    tasks = [make_task(f"f{i}.txt", f"v{i}") for i in range(3)]
+    policy = ScriptedPolicy(lambda conv: SUBMIT if len(conv) > 2 else bash("echo hi"))
+    shown = Progress("eval model", 6, live=False, stream=io.StringIO(), ticker=False)
+    with shown:
+        res = run_rollouts(tasks, policy, k=2, batch_size=4, backend="fake", progress=shown)
+    assert shown.done == 6 and shown.counts["passed"] == sum(r.passed for r in res) == 6
+    assert shown.tokens == sum(r.completion_tokens for r in res) > 0
+    run_rollouts(tasks[:1], policy, k=1, batch_size=1, backend="fake", suite="probe", progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("[probe] 0/1 episodes (0%)")
+    assert lines[-1].startswith("[probe] 1/1 episodes (100%) · passed 1 · ") and "done in" in lines[-1]
+
+
 def test_bad_output_never_crashes(fake: type[FakeSandbox], tmp_path: Path) -> None:
     replies = {
         "a": ["no tool call at all", '<tool_call>{"name": "bash", "arguments": {"command": "ls"', bash("ls")],

@@ -109,12 +109,32 @@ def test_validate_cli(backend: str, tmp_path: Path) -> None:
     out, report = tmp_path / "valid.jsonl", tmp_path / "report.json"
     res = CliRunner().invoke(app, ["tasks", "validate", str(pool), "--out", str(out), "--report", str(report),
                                    "--backend", backend, "--jobs", "2", "--no-heldout",
-                                   "--json"])
+                                   "--json", "--skip-bad-lines"])
     assert res.exit_code == 0, res.output
     rep = json.loads(report.read_text())
     assert rep == json.loads(res.output.strip().splitlines()[-1])
     assert rep["kept"] == 3 and rep["rejected"] == {"parse": 1, "duplicate": 1}
     assert len(read_pool(out)) == 3
     res = CliRunner().invoke(app, ["tasks", "validate", str(pool), "--out", str(out), "--report", str(report),
-                                   "--backend", backend, "--heldout", str(FIXTURES)])
+                                   "--backend", backend, "--heldout", str(FIXTURES), "--skip-bad-lines"])
     assert res.exit_code == 0 and json.loads(report.read_text())["rejected"]["heldout_overlap"] == 2
+
+
+def test_validate_refuses_unreadable_input(tmp_path: Path) -> None:
+    """Rejected tasks are normal; malformed lines (not JSON, not a task) are bad input: exit 2,
+    each line named, nothing written, unless --skip-bad-lines."""
+    import subprocess
+    import sys
+
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text('not json\n{"instruction": "x"}\n')
+    out, report = tmp_path / "valid.jsonl", tmp_path / "report.json"
+    args = ["tasks", "validate", str(pool), "--out", str(out), "--report", str(report), "--no-heldout"]
+    prog = "import sys; from clawloop.cli import main; sys.argv = ['clawloop'] + sys.argv[1:]; main()"
+    p = subprocess.run([sys.executable, "-c", prog, *args], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "pool.jsonl:1: not valid JSON" in p.stderr and "pool.jsonl:2: verifier: Field required" in p.stderr
+    assert "2 of 2 lines malformed" in p.stderr and not out.exists() and not report.exists()
+    res = CliRunner().invoke(app, [*args, "--skip-bad-lines"])
+    assert res.exit_code == 0, res.output
+    assert "kept 0 of 2" in res.output and json.loads(report.read_text())["rejected"] == {"parse": 2}

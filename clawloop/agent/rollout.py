@@ -25,6 +25,7 @@ from typing import Any
 
 from clawloop.agent.harness import EpisodeState, HarnessConfig, StepRecord, tools_for
 from clawloop.errors import ClawloopError
+from clawloop.progress import Progress, progress_for
 from clawloop.tasks.model import Task
 from clawloop.trajectory import clip
 
@@ -132,7 +133,7 @@ def run_rollouts(
     out_dir: str | Path | None = None,
     iteration: int = -1,
     suite: str = "",
-    progress: bool = True,
+    progress: bool | Progress = True,
     sandbox_config: Any = None,
     workers: int | None = None,
     flush_every: int | None = None,
@@ -144,7 +145,8 @@ def run_rollouts(
     episodes. `sandbox_config` is a sandbox.base.SandboxConfig (or its dict) for every sandbox
     (default: episode.default_config(), the task runtime mounted);
     `workers` threads run commands, setups and verifiers; `on_episode` is called as each episode
-    ends. Returns one summary per episode, in task order then sample order.
+    ends. `progress`: True shows episodes done, passed so far, generated tokens/s and the ETA
+    (clawloop.progress); a Progress of the caller's is advanced instead (it covers several calls). Returns one summary per episode, in task order then sample order.
     """
     from clawloop.models.policy import SamplingParams
 
@@ -162,7 +164,6 @@ def run_rollouts(
     results: dict[str, EpisodeSummary] = {}
     live: list[_Slot] = []
     failures = 0
-    bar = _Progress(len(queue), enabled=progress)
 
     def start(slot: _Slot) -> None:
         slot.t0 = time.monotonic()
@@ -217,7 +218,7 @@ def run_rollouts(
         results[s.episode_id] = summary
         if writer is not None:
             writer.add(row, steps)
-        bar.advance(summary.outcome)
+        bar.advance(outcome=summary.outcome)
         if on_episode is not None:
             on_episode(summary)
         if writer is not None and len(writer) >= flush_every:
@@ -235,7 +236,8 @@ def run_rollouts(
             record(finishing.pop(fut))
 
     # Setup and verification run on `life` threads, overlapping generation; commands run on `cmds`.
-    with ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-life") as life, \
+    with progress_for(progress, suite or "rollouts", len(queue)) as bar, \
+            ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-life") as life, \
             ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-cmd") as cmds:
         try:
             first = True
@@ -259,6 +261,7 @@ def run_rollouts(
                         if len(gens) != len(ready):
                             raise ClawloopError(f"policy returned {len(gens)} replies for {len(ready)}")
                         failures = 0
+                        bar.add_tokens(sum(g.completion_tokens for g in gens))
                     except Exception as e:
                         failures += 1
                         if failures >= MAX_POLICY_FAILURES:
@@ -288,25 +291,22 @@ def run_rollouts(
         finally:
             if writer is not None:
                 writer.flush()
-            bar.close()
     return sorted(results.values(), key=lambda r: order[r.episode_id])
 
 
 def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any = None,
-                    options: dict[str, Any] | None = None,
-                    on_done: Callable[[Any], None] | None = None) -> list[Any]:
+                    options: dict[str, Any] | None = None, progress: Progress | None = None) -> list[Any]:
     """`clawloop eval --agent model`: rollouts of a policy over suite items, as EpisodeRecords.
 
     options: model (policy spec, required), samples (k, default 1), batch (default 32),
     temperature (default 0), max_new_tokens, max_turns, out_dir (trajectory directory).
+    `progress` (the eval's) is advanced per episode and by the tokens generated.
     """
-    from clawloop.models.policy import SamplingParams, load_policy
+    from clawloop.models.policy import SamplingParams
     from clawloop.tasks.episode import EpisodeRecord, Step
 
     opts = dict(options or {})
-    if not opts.get("model"):
-        raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
-    policy = load_policy(opts["model"])
+    policy = agent_policy(opts)
     sampling = SamplingParams(temperature=float(opts.get("temperature") or 0.0),
                               max_new_tokens=int(opts.get("max_new_tokens") or 256),
                               seed=opts.get("seed"))
@@ -316,7 +316,8 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
         steps = [Step(x.command, x.exit_code if x.exit_code is not None else -1, x.output or "", x.timed_out,
                       x.duration_s) for x in r.steps if x.command is not None]
         return EpisodeRecord(r.task_id, it.name, it.suite, it.task.skill, it.task.level, "model", r.outcome,
-                             r.reward, r.error, r.duration_s, "", steps)
+                             r.reward, r.error, r.duration_s, "", steps, prompt_tokens=r.prompt_tokens,
+                             completion_tokens=r.completion_tokens)
 
     groups: dict[str, list[Any]] = {}
     for it in items:
@@ -327,11 +328,23 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
         res = run_rollouts(
             [it.task for it in group], policy, k=int(opts.get("samples") or 1),
             batch_size=int(opts.get("batch") or 32), backend=backend, harness_config=harness,
-            sampling=sampling, out_dir=opts.get("out_dir"), suite=suite, progress=False,
-            sandbox_config=config,
-            on_episode=None if on_done is None else (lambda r, b=by_id: on_done(record(r, b[r.task_id]))))
+            sampling=sampling, out_dir=opts.get("out_dir"), suite=suite,
+            progress=progress if progress is not None else False, sandbox_config=config)
         records += [record(r, by_id[r.task_id]) for r in res]
     return records
+
+
+def agent_policy(options: dict[str, Any]) -> Any:
+    """The policy of `--agent model`: options["model"] is a spec to load, or a loaded policy
+    (evaluate loads it before its clock starts, so wall_s times episodes, not the loading)."""
+    model = options.get("model")
+    if not model:
+        raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
+    if isinstance(model, str | Path):
+        from clawloop.models.policy import load_policy
+
+        return load_policy(model)
+    return model
 
 
 def _records(s: _Slot, policy_id: str, iteration: int, suite: str,
@@ -388,28 +401,3 @@ def _verify(sb: Any, task: Task, messages: list[dict[str, Any]]) -> Any:
     from clawloop.tasks.formats import verify_any
 
     return verify_any(sb, task, messages)
-
-
-class _Progress:
-    """A rich progress bar (or nothing)."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.counts: dict[str, int] = {}
-        self.p = None
-        if enabled and total:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.p = Progress(TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(),
-                              TextColumn("{task.description}"), TimeElapsedColumn(), transient=False)
-            self.p.start()
-            self.task = self.p.add_task("", total=total)
-
-    def advance(self, outcome: str) -> None:
-        self.counts[outcome] = self.counts.get(outcome, 0) + 1
-        if self.p is not None:
-            desc = " ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
-            self.p.update(self.task, advance=1, description=desc)
-
-    def close(self) -> None:
-        if self.p is not None:
-            self.p.stop()

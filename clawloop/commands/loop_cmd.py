@@ -8,18 +8,22 @@ from clawloop.commands import app
 
 
 @app.command()
-def check(runs: Path = typer.Argument(Path("runs"), help="the pipeline's output directory")) -> None:
-    """Validate every artifact under RUNS against its schema; exit 1 on any violation."""
-    from rich.console import Console
+def check(path: Path = typer.Argument(Path("runs"), help="A runs/ tree, an iteration directory, or any "
+                                      "single artifact (pool or probe JSONL, trajectory or diagnosis "
+                                      "directory, checkpoint, metrics.json, ...).")) -> None:
+    """Validate artifacts against their schemas, the check picked by content; exit 1 on any
+    violation, 2 when PATH holds no clawloop artifact."""
+    from rich.markup import escape
     from rich.table import Table
 
-    from clawloop.check import check_runs
+    from clawloop.check import check_path
+    from clawloop.progress import console
 
-    findings = check_runs(runs)
+    findings = check_path(path)
     table = Table("artifact", "kind", "status")
     for f in findings:
-        table.add_row(str(f.path), f.kind, "[green]ok[/]" if f.error is None else f"[red]{f.error}[/]")
-    Console().print(table)
+        table.add_row(escape(str(f.path)), f.kind, "[green]ok[/]" if f.error is None else f"[red]{escape(f.error)}[/]")
+    console().print(table)
     bad = [f for f in findings if f.error is not None]
     print(f"{len(findings) - len(bad)} artifacts valid, {len(bad)} invalid")
     if bad:

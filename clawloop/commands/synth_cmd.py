@@ -62,7 +62,7 @@ def synth(
     rep = load_report(report) if report is not None else None
     params = CurriculumParams(conditioning=conditioning)
     the_plan = plan(rep, n, params, skills=skills.split(",") if skills is not None else None)
-    tasks = synthesize(the_plan, seed, iteration, conversational=conversational)
+    tasks = synthesize(the_plan, seed, iteration, progress=True, conversational=conversational)
     write_pool(out, tasks)
     info = manifest(the_plan, tasks, seed=seed, iteration=iteration,
                     report=str(report) if report else None, params=params.model_dump())

@@ -14,17 +14,7 @@ from clawloop.commands import app, tasks_app
 _BACKEND_HELP = "Sandbox backend: bwrap (isolated, default), docker, or local (NOT isolated)."
 
 
-def _stderr_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True)
-
-
-def _progress(label: str) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=_stderr_console())
+_SKIP_BAD_LINES_HELP = "Go on when lines of a JSONL input are malformed (listed, then left out); default: exit 2."
 
 
 @tasks_app.command()
@@ -91,23 +81,23 @@ def validate(
     heldout_threshold: float = typer.Option(0.3, "--heldout-threshold", min=0.0, max=1.0,
                                             help="Share of a task's instruction 8-grams seen held-out that rejects it."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as one JSON line last."),
+    skip_bad_lines: bool = typer.Option(False, "--skip-bad-lines", help=_SKIP_BAD_LINES_HELP
+                                        + " Left-out lines count as rejected (parse)."),
 ) -> None:
     """Agent-free validation: oracle passes, no-op fails, deterministic, no duplicates, no held-out overlap."""
     from clawloop.io import write_json
+    from clawloop.progress import Progress
     from clawloop.tasks.pool import read_pool_lenient, write_pool
     from clawloop.validation.agent_free import AgentFreeParams, default_heldout, load_heldout, validate_pool
 
     tasks, parse_errors = read_pool_lenient(pool)
-    for err in parse_errors:
-        typer.echo(f"error: {err}", err=True)
+    _refuse_bad_lines(pool, parse_errors, len(tasks), skip_bad_lines)
     held = [] if no_heldout else load_heldout(heldout if heldout else default_heldout())
     params = AgentFreeParams(near_duplicate_threshold=near_duplicate_threshold,
                              heldout_threshold=heldout_threshold)
-    with _progress("validating") as prog:
-        bar = prog.add_task("validate", total=len(tasks))
+    with Progress("validate", total=len(tasks), unit="tasks") as bar:
         kept, rep = validate_pool(tasks, backend, jobs, held, params, parse_errors=parse_errors,
-                                  on_done=lambda n: prog.advance(bar, n))
-        prog.update(bar, completed=len(tasks))
+                                  on_done=bar.advance)
     rep["heldout_tasks"] = len(held)
     write_pool(out, kept)
     write_json(report, rep)
@@ -115,6 +105,18 @@ def validate(
     typer.echo(f"kept {rep['kept']} of {rep['input']} tasks ({rep['tasks_per_s']} tasks/s); rejected: {rejected}")
     if json_out:
         typer.echo(json.dumps(rep, sort_keys=True))
+
+
+def _refuse_bad_lines(path: Path, errors: list[str], good: int, skip: bool) -> None:
+    """Print every malformed line; unless `skip`, stop (exit 2): an unreadable input is bad input,
+    unlike tasks that parse and are then rejected."""
+    from clawloop.errors import ClawloopError
+
+    for err in errors:
+        typer.echo(f"error: {err}", err=True)
+    if errors and not skip:
+        raise ClawloopError(f"{path}: {len(errors)} of {len(errors) + good} lines malformed; "
+                            "nothing written (--skip-bad-lines goes on without them)")
 
 
 @app.command("eval")
@@ -137,8 +139,14 @@ def eval_(
     skills: str | None = typer.Option(None, "--skills", help="Harbor/SkillsBench: on | off (with or without "
                                       "environment/skills; default: as the Dockerfile says)."),
     # --- end formats hook
+    skip_bad_lines: bool = typer.Option(False, "--skip-bad-lines", help=_SKIP_BAD_LINES_HELP
+                                        + " Left-out lines are listed as unloadable tasks."),
 ) -> None:
-    """Run an agent on task suites and report pass rates per suite and skill (errors are not failures)."""
+    """Run an agent on task suites and report pass rates per suite and skill (errors are not failures).
+
+    Shows progress as episodes end (a bar on a terminal, else a line every few seconds); the
+    summary (--json) carries wall_s, episodes_per_s and, for --agent model, token counts and
+    tokens_per_s."""
     from clawloop.evaluation import evaluate
     from clawloop.io import write_jsonl
 
@@ -146,38 +154,55 @@ def eval_(
     if agent == "model":  # the model agent's knobs (clawloop.agent.rollout.run_model_agent)
         options.update(samples=samples, batch=batch, temperature=temperature, out_dir=out)
         out = out / "episodes.jsonl" if out is not None else None
-    with _progress(f"eval {agent}") as prog:
-        bar = prog.add_task("eval", total=None)
-        records, summary = evaluate(
-            suites, agent, backend=backend, jobs=jobs, options=options, fmt=fmt,
-            format_options={"grader_root": grader_root, "skills": skills},  # formats hook (issue #10)
-            on_total=lambda n: prog.update(bar, total=n * (samples if agent == "model" else 1)), on_done=lambda r: prog.advance(bar))
+    records, summary = evaluate(
+        suites, agent, backend=backend, jobs=jobs, options=options, fmt=fmt, progress=True,
+        format_options={"grader_root": grader_root, "skills": skills},  # formats hook (issue #10)
+        skip_bad_lines=skip_bad_lines)
     if out is not None:
         write_jsonl(out, (r.to_json() for r in records))
     _print_summary(summary)
-    for name, c in summary["suites"].items():  # formats hook (issue #10): fractional scores
-        if "mean_score" in c:
-            typer.echo(f"{name}: mean score {c['mean_score']:.3f}, full score {c['full_score_rate']:.3f}")
     if json_out:
         sys.stdout.flush()
         typer.echo(json.dumps(summary, sort_keys=True))
 
 
+def _rate(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
 def _print_summary(summary: dict[str, Any]) -> None:
-    from rich.console import Console
+    """The table per skill (unloadable tasks on their own row), then one whole line per error,
+    unloadable task and skip, then timings and fractional scores."""
     from rich.markup import escape
     from rich.table import Table
+
+    from clawloop.progress import console
 
     table = Table(title=f"{summary['agent']} on {summary['backend']}")
     for col in ("skill", "tasks", "passed", "failed", "errors", "skipped", "pass rate"):
         table.add_column(col, justify="left" if col == "skill" else "right")
-    rows = [(k, v) for k, v in summary["skills"].items()] + [("total", summary)]
-    for name, c in rows:
-        table.add_row(name, *(str(c[k]) for k in ("tasks", "passed", "failed", "errors", "skipped")),
-                      f"{c['pass_rate']:.3f}", end_section=name == rows[-2][0] if len(rows) > 1 else False)
-    console = Console()
-    console.print(table)
-    for kind, color in (("errors_detail", "red"), ("skipped_detail", "yellow")):
-        for e in summary[kind][:10]:
-            console.print(f"[{color}]{kind.split('_')[0]}[/{color}] {escape(str(e['suite']))}/"
-                          f"{escape(str(e['task']))}: {escape(str(e['reason']))}", highlight=False)
+    cols = ("tasks", "passed", "failed", "errors", "skipped")
+    rows = list(summary["skills"].items())
+    if summary.get("unloadable"):
+        n = summary["unloadable"]
+        rows.append(("(unloadable)", {"tasks": n, "passed": 0, "failed": 0, "errors": n, "skipped": 0,
+                                      "pass_rate": None}))
+    for i, (name, c) in enumerate(rows):
+        table.add_row(escape(name), *(str(c[k]) for k in cols), _rate(c["pass_rate"]), end_section=i == len(rows) - 1)
+    table.add_row("total", *(str(summary[k]) for k in cols), _rate(summary["pass_rate"]))
+    out = console()
+    out.print(table)
+    for kind, label, color in (("errors_detail", "error", "red"), ("unloadable_detail", "unloadable", "red"),
+                               ("skipped_detail", "skipped", "yellow")):
+        for e in summary.get(kind, [])[:10]:
+            out.print(f"[{color}]{label}[/{color}] {escape(str(e['suite']))}/"
+                      f"{escape(str(e['task']))}: {escape(str(e['reason']))}", highlight=False)
+    if summary.get("wall_s") is not None:
+        tok = (f", {summary['completion_tokens']:,} tokens generated ({summary['tokens_per_s']} tokens/s)"
+               if "tokens_per_s" in summary else "")
+        out.print(f"{summary['episodes']} episodes in {summary['wall_s']:.1f} s "
+                  f"({summary['episodes_per_s']} episodes/s){tok}", highlight=False)
+    for name, c in summary["suites"].items():  # formats hook (issue #10): fractional scores
+        if "mean_score" in c:
+            out.print(f"{escape(name)}: mean score {_rate(c['mean_score'])}, "
+                      f"full score {_rate(c['full_score_rate'])}", highlight=False)

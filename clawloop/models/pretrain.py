@@ -386,7 +386,10 @@ def pretrain(model: Any, tokenizer: Any, config: PretrainConfig,
                 if config.induction_rows and irng.random() < config.induction_rows else next(stream)
                 for _ in range(config.batch_size)]
 
-    for step in range(1, config.steps + 1):
+    from clawloop.progress import Progress  # progress hook (issue 21)
+
+    bar = Progress("pretrain", total=config.steps, unit="steps")
+    for step in bar.track(range(1, config.steps + 1)):
         ids, labels = zip(*rows(step), strict=True)
         batch, target = torch.tensor(ids), torch.tensor(labels)
         out = model(input_ids=batch, labels=target)
@@ -397,6 +400,8 @@ def pretrain(model: Any, tokenizer: Any, config: PretrainConfig,
         opt.zero_grad(set_to_none=True)
         running.append(out.loss.item())
         record["tokens"] += int((target >= 0).sum())
+        bar.add_tokens(int((target >= 0).sum()))  # progress hook (issue 21)
+        bar.set(loss=round(running[-1], 4))
         if (config.probe_every and step % config.probe_every == 0) or step == config.steps:
             emit(step, round(sum(running) / len(running), 4))
             running = []

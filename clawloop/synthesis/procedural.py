@@ -16,9 +16,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from clawloop.diagnosis.schema import Diversity
-from clawloop.synthesis.register import restyle
+from clawloop.progress import Progress, progress_for
 from clawloop.synthesis.curriculum import Plan
 from clawloop.synthesis.knobs import NO_KNOBS
+from clawloop.synthesis.register import restyle
 from clawloop.synthesis.skills import check_level, families, family
 from clawloop.tasks.model import Provenance, Task
 
@@ -31,36 +32,46 @@ def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, att
     return int.from_bytes(hashlib.sha256(key).digest()[:7], "big")
 
 
-def synthesize(plan: Plan, seed: int, iteration: int = 0, conversational: float = 0.0) -> list[Task]:
+def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progress = False,
+               conversational: float = 0.0) -> list[Task]:
     """Tasks for every (skill, level) quota of `plan`, in skill then level order; a share
-    `conversational` of them rephrased in the conversational register (synthesis/register.py)."""
+    `conversational` of them rephrased in the conversational register (synthesis/register.py).
+    `progress` shows tasks made (clawloop.progress): a large pool takes a while."""
     order = list(families())
     keys = sorted(plan.quotas, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
-    seen: set[str] = set()
-    out: list[Task] = []
-    for skill, level in keys:
-        fam = family(skill)
+    for skill, level in keys:  # unknown skills and levels fail before any draw
+        family(skill)
         check_level(level)
-        knobs = plan.knobs.get(skill, NO_KNOBS)
-        for i in range(plan.quotas[(skill, level)]):
-            for attempt in range(MAX_ATTEMPTS):
-                s = task_seed(seed, iteration, skill, level, i, attempt)
-                rng = random.Random(s)
-                # only a share of a skill's tasks carry its knobs, so the pool keeps plain tasks too
-                use = knobs if knobs != NO_KNOBS and rng.random() < plan.knob_fraction else NO_KNOBS
-                task = fam.generate(level, rng, use)
-                if conversational and rng.random() < conversational:
-                    task = restyle(task, rng)
-                key = " ".join(task.instruction.split())
-                if key not in seen:
-                    seen.add(key)
-                    break
-            else:
-                raise RuntimeError(f"{fam.generator_id} level {level}: {MAX_ATTEMPTS} draws gave no new "
-                                   "instruction (generator lacks diversity)")
-            out.append(task.model_copy(update={"provenance": Provenance(
-                routine="procedural", generator=fam.generator_id, iteration=iteration, seed=s)}))
+    slots = [(skill, level, i) for skill, level in keys for i in range(plan.quotas[(skill, level)])]
+    seen: set[str] = set()
+    with progress_for(progress, "synth", len(slots), "tasks") as bar:
+        out = []
+        for skill, level, i in slots:
+            out.append(_draw(plan, seed, iteration, skill, level, i, seen, conversational))
+            bar.advance()
     return out
+
+
+def _draw(plan: Plan, seed: int, iteration: int, skill: str, level: int, index: int, seen: set[str],
+          conversational: float = 0.0) -> Task:
+    """Task `index` of (skill, level): redrawn until its instruction is new to `seen`."""
+    fam = family(skill)
+    knobs = plan.knobs.get(skill, NO_KNOBS)
+    for attempt in range(MAX_ATTEMPTS):
+        s = task_seed(seed, iteration, skill, level, index, attempt)
+        rng = random.Random(s)
+        # only a share of a skill's tasks carry its knobs, so the pool keeps plain tasks too
+        use = knobs if knobs != NO_KNOBS and rng.random() < plan.knob_fraction else NO_KNOBS
+        task = fam.generate(level, rng, use)
+        if conversational and rng.random() < conversational:
+            task = restyle(task, rng)
+        key = " ".join(task.instruction.split())
+        if key not in seen:
+            seen.add(key)
+            return task.model_copy(update={"provenance": Provenance(
+                routine="procedural", generator=fam.generator_id, iteration=iteration, seed=s)})
+    raise RuntimeError(f"{fam.generator_id} level {level}: {MAX_ATTEMPTS} draws gave no new "
+                       "instruction (generator lacks diversity)")
 
 
 def diversity(tasks: Iterable[Task]) -> Diversity:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from clawloop.progress import Progress
 from clawloop.synthesis.routine_b import Stats, failure_modes, plan_targets, weak_skills
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
@@ -211,9 +212,10 @@ def known_skills(params: ProposerParams) -> list[str]:
 
 
 def propose_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityReport | None = None,
-                  iteration: int | None = None,
-                  params: ProposerParams | None = None) -> tuple[list[Task], dict[str, Any]]:
-    """n proposals by `policy`; returns (tasks that parsed, stats with rejections by reason)."""
+                  iteration: int | None = None, params: ProposerParams | None = None,
+                  progress: bool = False) -> tuple[list[Task], dict[str, Any]]:
+    """n proposals by `policy`; returns (tasks that parsed, stats with rejections by reason).
+    `progress` shows proposals made and tokens/s (clawloop.progress)."""
     from clawloop.models.policy import SamplingParams
 
     params = params or ProposerParams()
@@ -226,11 +228,13 @@ def propose_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityRe
     tasks: list[Task] = []
     ids: set[str] = set()
     by_skill: dict[str, list[str]] = {}
-    for start in range(0, len(targets), params.batch_size):
-        batch = targets[start:start + params.batch_size]
+    bar = Progress("propose", len(targets), "proposals", enabled=progress)
+    batches = [targets[start:start + params.batch_size] for start in range(0, len(targets), params.batch_size)]
+    for batch in bar.track(batches, size=len):
         convs = [prompt(s, lvl, weak=weak, modes=modes, avoid=by_skill.get(s, [])[-params.avoid:] if params.avoid else [],
                         workdir=params.workdir) for s, lvl in batch]
         gens = policy.generate(convs, sampling, tools=None)
+        bar.add_tokens(sum(g.completion_tokens for g in gens))
         for (skill, level), gen in zip(batch, gens, strict=True):
             stats.attempts += 1
             if gen.finish_reason == "context":

@@ -25,11 +25,7 @@ _OPENERS = ("Please {v}", "Could you {v}", "Can you {v}", "I need you to {v}", "
             "Hey, {v}", "When you get a chance, {v}", "{V}")
 _PLAIN_OPENERS = ("Quick task: {V}", "Hi! {V}", "{V}")
 """For instructions that do not start with an imperative ("Which lines ...", "There is ...")."""
-_VERBS = frozenset("""add append archive bundle calculate change clean collect combine commit compress compute
-convert copy count create cut delete determine drop duplicate edit empty extract filter find fix gather
-get give grant keep link list lock look make merge move overwrite pack pick point print provide pull put
-remove rename replace report restore restrict run save script select set show sort split store strip
-take tidy turn uncompress undo unpack update work write""".split())
+_VERBS = frozenset(["add", "append", "archive", "bundle", "calculate", "change", "clean", "collect", "combine", "commit", "compress", "compute", "convert", "copy", "count", "create", "cut", "delete", "determine", "drop", "duplicate", "edit", "empty", "extract", "filter", "find", "fix", "gather", "get", "give", "grant", "keep", "link", "list", "lock", "look", "make", "merge", "move", "overwrite", "pack", "pick", "point", "print", "provide", "pull", "put", "remove", "rename", "replace", "report", "restore", "restrict", "run", "save", "script", "select", "set", "show", "sort", "split", "store", "strip", "take", "tidy", "turn", "uncompress", "undo", "unpack", "update", "work", "write"])
 _CLOSERS = ("", "", " Thanks!", " Thank you.", " Thanks in advance.")
 
 

@@ -142,7 +142,7 @@ def synthesize_routine_b(routine: str, *, policy: Policy | str | Path, n: int, s
     from clawloop.synthesis.proposer import ProposerParams, propose_tasks
 
     return propose_tasks(pol, n=n, seed=seed, report=rep, iteration=iteration,
-                         params=ProposerParams.model_validate(params or {}))
+                         params=ProposerParams.model_validate(params or {}), progress=progress)
 
 
 def synth_command(routine: str, *, model: str | None, n: int, out: Path, seed: int = 0,
@@ -161,7 +161,7 @@ def synth_command(routine: str, *, model: str | None, n: int, out: Path, seed: i
     rep = load_report(report) if conditioning and report is not None else None
     params = {"skills": skills} if skills else None
     tasks, stats = synthesize_routine_b(routine, policy=model, n=n, seed=seed, report=rep, iteration=iteration,
-                                        backend=backend, params=params)
+                                        backend=backend, params=params, progress=True)
     write_pool(out, tasks)
     info = {"routine": routine, "seed": seed, "iteration": iteration, "model": str(model),
             "report": str(report) if report else None, "tasks": len(tasks), "stats": stats,

@@ -67,7 +67,7 @@ class Step:
 
 @dataclass
 class EpisodeRecord:
-    """One episode of a simple agent on one task."""
+    """One episode of an agent (oracle, no-op or model) on one task."""
 
     task_id: str
     name: str
@@ -81,6 +81,11 @@ class EpisodeRecord:
     duration_s: float = 0.0
     verifier_output: str = ""
     steps: list[Step] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    """Tokens of a model agent's episode (0 for oracle and no-op)."""
+    unloadable: bool = False
+    """The task never loaded (reason says why): listed apart, never under a skill."""
 
     @property
     def passed(self) -> bool:
@@ -104,7 +109,8 @@ class EpisodeRecord:
             "passed": self.passed, "outcome": self.outcome,
             "termination": "error" if self.outcome in ("error", "skipped") else "submit",
             "error": self.reason if self.outcome in ("error", "skipped") else None,
-            "n_turns": len(self.steps), "n_format_errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
+            "n_turns": len(self.steps), "n_format_errors": 0, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
             "duration_s": self.duration_s, "messages": orjson.dumps(messages).decode(),
             "verifier_output": clip(self.verifier_output) if self.verifier_output else None,
         }

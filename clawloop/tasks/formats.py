@@ -257,9 +257,10 @@ def run_episode_any(task: Task, agent: str = "oracle", backend: str = "bwrap", c
     return rec
 
 
-def score_fields(records: Iterable[EpisodeRecord]) -> dict[str, float]:
+def score_fields(records: Iterable[EpisodeRecord]) -> dict[str, float | None]:
     """mean_score (mean reward of scored episodes) and full_score_rate (share at 1.0), for groups
-    holding a fractional-score benchmark or a fractional reward; {} otherwise."""
+    holding a fractional-score benchmark or a fractional reward; {} otherwise. Both are None when
+    no episode was scored (all errors or skips): 0.0 would read as a real zero."""
     records = list(records)
     rewards = [r.reward for r in records if r.outcome in ("passed", "failed") and r.reward is not None]
     fractional = any(getattr(r, "benchmark", None) in FRACTIONAL for r in records) or \
@@ -267,6 +268,6 @@ def score_fields(records: Iterable[EpisodeRecord]) -> dict[str, float]:
     if not fractional:
         return {}
     if not rewards:
-        return {"mean_score": 0.0, "full_score_rate": 0.0}
+        return {"mean_score": None, "full_score_rate": None}
     return {"mean_score": round(sum(rewards) / len(rewards), 4),
             "full_score_rate": round(sum(1 for x in rewards if x >= PASS_THRESHOLD) / len(rewards), 4)}

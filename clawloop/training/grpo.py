@@ -248,14 +248,17 @@ def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: P
     start = time.time()
     resume = last_checkpoint(stage_dir)
     cb = dvclive_callback(logs_dir, resume=resume is not None)
-    cbs = [*(callbacks or []), *([cb] if cb else [])]
-    trainer, env_cls = build_trainer(base, tasks, params, stage_dir, backend=backend,
-                                     sandbox_config=sandbox_config, harness_config=harness_config,
-                                     callbacks=cbs)
-    try:
-        result = trainer.train(resume_from_checkpoint=resume)
-    finally:
-        env_cls.close_all()
+    from clawloop.training.progress import train_progress
+
+    with train_progress("train grpo") as shown:
+        cbs = [*(callbacks or []), shown, *([cb] if cb else [])]
+        trainer, env_cls = build_trainer(base, tasks, params, stage_dir, backend=backend,
+                                         sandbox_config=sandbox_config, harness_config=harness_config,
+                                         callbacks=cbs)
+        try:
+            result = trainer.train(resume_from_checkpoint=resume)
+        finally:
+            env_cls.close_all()
     metrics = final_metrics(trainer, result)
     total = sum(env_cls.stats.values())
     metrics.update({f"rollouts_{k}": float(v) for k, v in env_cls.stats.items()})

@@ -85,6 +85,7 @@ def sft_config(params: SFTParams, output_dir: Path, *, bf16: bool | None = None)
         weight_decay=params.weight_decay,
         data_seed=params.seed,
         dataset_num_proc=None,
+        include_num_input_tokens_seen="non_padding",  # tokens/s in the progress (training.progress)
     )
 
 
@@ -139,8 +140,11 @@ def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir:
     start = time.time()
     resume = last_checkpoint(stage_dir)
     cb = dvclive_callback(logs_dir, resume=resume is not None)
-    trainer = build_trainer(base, dataset, params, stage_dir, callbacks=[cb] if cb else None)
-    result = trainer.train(resume_from_checkpoint=resume)
+    from clawloop.training.progress import train_progress
+
+    with train_progress("train sft") as shown:
+        trainer = build_trainer(base, dataset, params, stage_dir, callbacks=[shown, *([cb] if cb else [])])
+        result = trainer.train(resume_from_checkpoint=resume)
     metrics = final_metrics(trainer, result)
     tokens = sum(sum(1 for t in row if t != -100) for row in trainer.train_dataset["labels"])
     metrics["trained_tokens_per_epoch"] = float(tokens)
