@@ -22,7 +22,7 @@ from clawloop.tasks.shell_lite import Runtime, check_script, shell_segments
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 SHELL_CORE = Path(__file__).parent.parent / "benchmarks" / "shell-core"
 RT = Runtime(frozenset({"pytest", "pandas", "numpy", "pyyaml", "pip", "pytest-json-ctrf"}),
-             frozenset({"python3", "bash", "jq", "git", "curl", "gcc", "make"}),
+             frozenset({"python3", "python", "bash", "jq", "git", "curl", "gcc", "make"}),
              frozenset({"jq", "git", "curl", "build-essential", "ca-certificates"}))
 
 
@@ -199,7 +199,8 @@ def test_lite_pip_requirements_through_a_copy_destination() -> None:
     assert lr.needs_image is None and lr.setup == []
     lr = _lite("FROM python:3.12\nWORKDIR /app\nCOPY other.txt deps.txt\nRUN pip install \\\n  -r deps.txt\n", ctx)
     assert "python package 'torch'" in (lr.needs_image or "")
-    lr = _lite("FROM u\nRUN apt-get update && apt-get install -y \\\n  # a comment\n  jq \\\n  git\n")
+    lr = _lite("FROM u\nRUN apt-get update && apt-get install -y \\\n  # a comment\n  jq \\\n  git"
+               " && ln -s /usr/bin/python3 /usr/bin/python\n")
     assert lr.needs_image is None and lr.setup == []
 
 

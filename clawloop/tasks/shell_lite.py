@@ -325,6 +325,10 @@ def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None
         return ("needs", reason) if reason else ("skip", f"satisfied: {segment[:60]}")
     if cmd in _NETWORK or (cmd == "git" and "clone" in words[1:3]):
         return "needs", f"needs the network: {segment.splitlines()[0][:80]}"
+    if cmd == "ln" and len(words) >= 3 and words[-1].startswith(("/usr/bin/", "/usr/local/bin/", "/bin/")) \
+            and runtime.has_binary(posixpath.basename(words[-1])):
+        # /usr stays the host's (read-only); the name already exists, e.g. `python` from the runtime
+        return "skip", f"satisfied: {segment[:60]}"
     if cmd in _USER_MGMT:
         return "skip", f"one user in the sandbox: {segment[:60]}"
     if cmd == "rm" and all(w.startswith(("-", "/var/lib/apt", "/var/cache", "/root/.cache", "/tmp/"))
