@@ -42,15 +42,17 @@ _DEFAULT_PROVENANCE = Provenance(routine="harbor")
 
 
 # ------------------------------------------------------------------------------ file trees
-def read_tree(root: Path) -> dict[str, FileSpec]:
-    """Every file under `root` (relative posix path → spec); modes normalized to 644/755."""
+def read_tree(root: Path, *, skip_junk: bool = True) -> dict[str, FileSpec]:
+    """Every file under `root` (relative posix path → spec); modes normalized to 644/755.
+    `skip_junk=False` keeps caches too: a Dockerfile may COPY a `__pycache__/*.pyc` on purpose."""
     out: dict[str, FileSpec] = {}
     if not root.is_dir():
         return out
+    junk = _JUNK if skip_junk else frozenset()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d not in _JUNK)
+        dirnames[:] = sorted(d for d in dirnames if d not in junk)
         for name in sorted(filenames):
-            if name in _JUNK or name.endswith(".pyc"):
+            if name in junk or (skip_junk and name.endswith(".pyc")):
                 continue
             p = Path(dirpath) / name
             mode = 0o755 if p.stat().st_mode & 0o111 else 0o644
@@ -215,7 +217,7 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
         solution = Solution(steps=steps, files=sol_files)
 
     env_dir = path / "environment"
-    context = read_tree(env_dir)
+    context = read_tree(env_dir, skip_junk=False)
     harbor: dict[str, Any] = {"name": path.name, "format": "harbor"}
     fields, lite_needs = _environment(context, harbor, str(env_dir), runtime,
                                       dirs=empty_dirs(env_dir) if env_dir.is_dir() else frozenset())
