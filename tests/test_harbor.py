@@ -258,3 +258,23 @@ def test_terminal_bench_1_import(tmp_path: Path) -> None:
     assert t.metadata["harbor"]["task_yaml"] == {"parser_name": "pytest"}
     back = load_harbor_task(export_harbor_task(t, tmp_path / "out"), source=t.source)
     assert (back.id, back.skill, back.level) == (t.id, t.skill, t.level)
+
+
+def test_offline_template_fixture_oracle_passes_noop_fails() -> None:
+    """A hand-made task with public Harbor tasks' features runs on bwrap as Harbor would run it:
+    0644 scripts, the uv verifier template, /app, /etc edits, a python symlink, pip -r."""
+    import sandbox
+    from clawloop.tasks.episode import run_episode
+    from clawloop.tasks.shell_lite import default_runtime_dir
+
+    if why := sandbox.unavailable_reason("bwrap"):
+        pytest.skip(f"bwrap backend unavailable: {why}")
+    rt = default_runtime_dir()
+    if rt is None or not (rt / "bin" / "uvx").exists():
+        pytest.skip(f"task runtime {rt} has no offline stand-ins: run scripts/setup.sh")
+    task = load_harbor_task(FIXTURES.parent / "harbor-offline" / "offline-template")
+    assert task.needs_image is None and task.workdir == "/app"
+    oracle = run_episode(task, "oracle", "bwrap")
+    assert oracle.outcome == "passed", (oracle.reason, oracle.verifier_output)
+    noop = run_episode(task, "noop", "bwrap")
+    assert noop.outcome == "failed", (noop.reason, noop.verifier_output)
