@@ -114,17 +114,20 @@ class BwrapSandbox:
         self.limits, cgroup = whole_sandbox_limits(self.config, self.root, owner,
                                                    self.process_limit_enforced, _SHM_MB)
         self._cgroups += [cgroup] if cgroup else []
+        # Copy-on-write root: the root dir and /etc are the sandbox's own (in its tmpfs as root),
+        # so `WORKDIR /app`, `mkdir /etc/sudoers.d` work as in an image and vanish at close.
         self._view = FileView(self.root, owner)
-        self._view.root_writable = False
         self._chown(self.root)
         for top, target in _SYMLINKS.items():
             if os.path.isdir("/" + target):
                 os.symlink(target, self.root / top)
                 self._chown(self.root / top, follow=False)
-        for name in ("usr", "etc", "proc", "dev"):
+        for name in ("usr", "proc", "dev"):
             self._mkdir(self.root / name)
+        shutil.copytree(self._etc, self.root / "etc", symlinks=True)
+        if owner:
+            _give(self.root / "etc", owner)
         self._view.add(Mount("/usr", Path("/usr"), False, system=True))
-        self._view.add(Mount("/etc", self._etc, False, system=True))
         self._view.add(Mount("/proc", None, False, system=True))
         self._view.add(Mount("/dev", None, False, system=True))
         self._view.add(Mount("/sys", None, False, system=True))
@@ -212,7 +215,7 @@ class BwrapSandbox:
         for m in sorted(self._view.mounts.values(), key=lambda m: m.target.count("/")):
             if m.host is not None:
                 a += ["--bind" if m.writable else "--ro-bind", str(m.host), m.target]
-        a += ["--remount-ro", "/", *rest]
+        a += [*rest]
         if self._ident.run_as and _SETPRIV:
             # An exec of setpriv is cheaper than Popen(user=...), which cannot use vfork and so
             # copies the page tables of this (possibly large) process.
@@ -325,14 +328,17 @@ class BwrapSandbox:
             self._check_open()
             spath, _, mount = self._view.resolve(path)
             parts = spath.strip("/").split("/")
-            if mount is None and len(parts) >= 2 and parts[0] not in RESERVED_TOPS:
-                self._add_top(parts[0])
+            if parts[0] in RESERVED_TOPS and mount is None:
+                raise SandboxError(f"{path}: {parts[0]} is a system dir (write it with a command)")
             self._view.write(path, data, mode)
 
     def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
         """Read a file of the sandbox's own dirs; symlinks resolve as inside, never to the host."""
         with self._lock:
             self._check_open()
+            spath, _, mount = self._view.resolve(path)
+            if spath.strip("/").split("/")[0] in RESERVED_TOPS and mount is None:
+                raise SandboxError(f"{path}: a system dir")
             return self._view.read(path, max_bytes)
 
     def mount(self, host_path: Path, target: str, *, writable: bool = False) -> None:

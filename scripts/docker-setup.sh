@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes the docker sandbox backend usable on a CI or dev machine. Idempotent (seconds when done):
-#   1. the docker CLI and daemon (apt-get install docker.io) unless `docker` exists
+#   1. the docker CLI and daemon (apt-get install docker.io) unless `dockerd` exists (some machine
+#      images ship the CLI alone: testing for `docker` left CI without a daemon)
 #   2. a running daemon: starts dockerd unless one answers (without a bridge and iptables rules:
 #      sandboxes use network "none", so the host's networking stays untouched)
 #   3. the image clawloop-sandbox:latest unless present (REBUILD=1 forces it):
@@ -35,7 +36,7 @@ apt_install() {
 }
 
 # 1. CLI and daemon binaries
-command -v docker >/dev/null || apt_install docker.io
+command -v dockerd >/dev/null || apt_install docker.io
 
 # 2. a daemon that answers
 if ! docker info >/dev/null 2>&1; then

@@ -70,4 +70,9 @@ for f in .runtime/bin/*; do
     sed -i '1s|^#!.*$|#!/usr/bin/env python3|' "$f"
   fi
 done
+# Offline stand-ins for what Harbor's verifier template fetches (apt-get, the uv installer via
+# curl, uv, uvx; sandbox/offline_tools.py), and the host's apt packages the apt-get one accepts.
+for t in apt-get apt curl wget uv uvx; do install -m 755 sandbox/offline_tools.py ".runtime/bin/$t"; done
+dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' 2>/dev/null | awk '$1 == "ii" {print $2}' \
+  > .runtime/bin/dpkg-installed.txt || true
 echo "[setup] ready: $(.venv/bin/python -c 'import clawloop; print(clawloop.__version__)')"

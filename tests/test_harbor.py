@@ -21,8 +21,9 @@ from clawloop.tasks.shell_lite import Runtime, check_script, shell_segments
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 SHELL_CORE = Path(__file__).parent.parent / "benchmarks" / "shell-core"
-RT = Runtime(frozenset({"pytest", "pandas", "numpy", "pyyaml", "pip"}),
-             frozenset({"python3", "bash", "jq", "git", "curl", "gcc", "make"}))
+RT = Runtime(frozenset({"pytest", "pandas", "numpy", "pyyaml", "pip", "pytest-json-ctrf"}),
+             frozenset({"python3", "python", "bash", "jq", "git", "curl", "gcc", "make"}),
+             frozenset({"jq", "git", "curl", "build-essential", "ca-certificates"}))
 
 
 def test_fixture_mapping() -> None:
@@ -164,8 +165,53 @@ def test_lite_errors_name_the_line(text: str, where: str) -> None:
 def test_shell_segments_and_script_check() -> None:
     segs = shell_segments("a && b 'c && d' || e; f $(g && h)\ncat <<EOF > x\ni && j\nEOF\n# k && l\nm")
     assert [s.text for s in segs] == ["a", "b 'c && d'", "e", "f $(g && h)", "cat <<EOF > x\ni && j\nEOF", "m"]
-    assert check_script("apt-get install -y curl\ncurl -LsSf https://astral.sh/uv/install.sh | sh\n", RT)
     assert check_script("pytest /tests/test_outputs.py\necho 1 > /logs/verifier/reward.txt\n", RT) is None
+    assert "needs the network" in (check_script("curl -o x https://example.com/x\n", RT) or "")
+
+
+TEMPLATE = """#!/bin/bash
+apt-get update
+apt-get install -y \\
+    curl \\
+    git
+curl -LsSf https://astral.sh/uv/0.9.7/install.sh | sh
+source $HOME/.local/bin/env
+uvx \\
+  --with pytest==8.4.1 \\
+  --with pytest-json-ctrf==0.3.5 \\
+  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA
+"""
+
+
+def test_verifier_template_runs_offline_and_continuations_parse() -> None:
+    """Harbor's verifier template: apt-get of host packages, the uv installer and uvx of runtime
+    packages are all stand-ins' work (sandbox/offline_tools.py); a continued line is one command."""
+    assert check_script(TEMPLATE, RT) is None
+    missing = TEMPLATE.replace("    git", "    r-base").replace("pytest-json-ctrf==0.3.5", "pytest-json-ctrf")
+    assert check_script(missing, RT) == "apt package 'r-base' is not installed on this host"
+    no_pkg = TEMPLATE.replace("pytest-json-ctrf==0.3.5", "scikit-learn==1.6.1")
+    assert "python package 'scikit-learn' is not in the task runtime" in (check_script(no_pkg, RT) or "")
+
+
+def test_lite_pip_requirements_through_a_copy_destination() -> None:
+    ctx = {"reqs/test.txt": "pytest==8.4.1\npandas\n", "other.txt": "torch\n"}
+    lr = _lite("FROM python:3.12\nCOPY reqs/test.txt /tmp/r.txt\nRUN pip install -r /tmp/r.txt\n", ctx)
+    assert lr.needs_image is None and lr.setup == []
+    lr = _lite("FROM python:3.12\nWORKDIR /app\nCOPY other.txt deps.txt\nRUN pip install \\\n  -r deps.txt\n", ctx)
+    assert "python package 'torch'" in (lr.needs_image or "")
+    lr = _lite("FROM u\nRUN apt-get update && apt-get install -y \\\n  # a comment\n  jq \\\n  git"
+               " && ln -s /usr/bin/python3 /usr/bin/python\n")
+    assert lr.needs_image is None and lr.setup == []
+
+
+def test_test_sh_and_solve_sh_stored_without_x_become_executable(tmp_path: Path) -> None:
+    d = _copy_fixture(tmp_path)
+    (d / "tests" / "test.sh").chmod(0o644)
+    (d / "solution").mkdir(exist_ok=True)
+    (d / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    (d / "solution" / "solve.sh").chmod(0o644)
+    t = load_harbor_task(d)
+    assert t.verifier.files["test.sh"].mode == 0o755 and t.solution.files["solve.sh"].mode == 0o755
 
 
 # ------------------------------------------------------------------------------ bad input
@@ -188,11 +234,8 @@ def test_bad_task_toml(tmp_path: Path) -> None:
         load_harbor_task(d)
 
 
-def test_missing_instruction_and_non_executable_test(tmp_path: Path) -> None:
+def test_missing_instruction(tmp_path: Path) -> None:
     d = _copy_fixture(tmp_path)
-    (d / "tests" / "test.sh").chmod(0o644)
-    with pytest.raises(ClawloopError, match=r"word-count/tests/test\.sh: not executable"):
-        load_harbor_task(d)
     (d / "instruction.md").unlink()
     with pytest.raises(ClawloopError, match=r"word-count/instruction\.md: file not found"):
         load_harbor_task(d)
@@ -215,3 +258,23 @@ def test_terminal_bench_1_import(tmp_path: Path) -> None:
     assert t.metadata["harbor"]["task_yaml"] == {"parser_name": "pytest"}
     back = load_harbor_task(export_harbor_task(t, tmp_path / "out"), source=t.source)
     assert (back.id, back.skill, back.level) == (t.id, t.skill, t.level)
+
+
+def test_offline_template_fixture_oracle_passes_noop_fails() -> None:
+    """A hand-made task with public Harbor tasks' features runs on bwrap as Harbor would run it:
+    0644 scripts, the uv verifier template, /app, /etc edits, a python symlink, pip -r."""
+    import sandbox
+    from clawloop.tasks.episode import run_episode
+    from clawloop.tasks.shell_lite import default_runtime_dir
+
+    if why := sandbox.unavailable_reason("bwrap"):
+        pytest.skip(f"bwrap backend unavailable: {why}")
+    rt = default_runtime_dir()
+    if rt is None or not (rt / "bin" / "uvx").exists():
+        pytest.skip(f"task runtime {rt} has no offline stand-ins: run scripts/setup.sh")
+    task = load_harbor_task(FIXTURES.parent / "harbor-offline" / "offline-template")
+    assert task.needs_image is None and task.workdir == "/app"
+    oracle = run_episode(task, "oracle", "bwrap")
+    assert oracle.outcome == "passed", (oracle.reason, oracle.verifier_output)
+    noop = run_episode(task, "noop", "bwrap")
+    assert noop.outcome == "failed", (noop.reason, noop.verifier_output)

@@ -62,26 +62,26 @@ class LiteResult:
 
 
 def _logical_lines(text: str) -> list[tuple[int, str, str]]:
-    """(line number, KEYWORD, rest) per instruction: continuations joined, heredoc bodies kept."""
+    """(line number, KEYWORD, rest) per instruction: continuations joined, heredoc bodies kept.
+
+    `dockerfile-parse` splits instructions (continuations, comments inside them, parser
+    directives); it knows no heredocs (`RUN <<EOF`), so their bodies are read here from the raw
+    lines and the entries it made of them are dropped.
+    """
+    from dockerfile_parse import DockerfileParser
+
     lines = text.splitlines()
+    parser = DockerfileParser(fileobj=io.BytesIO(text.encode("utf-8", errors="surrogateescape")),
+                              env_replace=False)
     out: list[tuple[int, str, str]] = []
-    i = 0
-    while i < len(lines):
-        start = i
-        line = lines[i]
-        i += 1
-        if not line.strip() or line.lstrip().startswith("#"):
+    consumed = -1  # last raw line (0-based) that belongs to a heredoc body
+    for s in parser.structure:
+        if s["startline"] <= consumed or s["instruction"] == "COMMENT":
             continue
-        parts = [line]
-        while parts[-1].rstrip().endswith("\\") and i < len(lines):
-            parts[-1] = parts[-1].rstrip()[:-1]
-            nxt = lines[i]
-            i += 1
-            if nxt.lstrip().startswith("#"):
-                parts.append("\\")
-                continue
-            parts.append(nxt)
-        joined = " ".join(p.strip() if k else p.rstrip() for k, p in enumerate(parts)).rstrip("\\ ")
+        raw = lines[s["startline"]].lstrip()
+        kw = raw.split(None, 1)[0].upper() if raw else s["instruction"]
+        joined = re.sub(r"[ \t]*\n[ \t]*", " ", s["value"]).strip()
+        i = s["endline"] + 1
         for m in HEREDOC.finditer(joined):  # heredoc bodies follow the instruction
             word, strip = m.group(3), m.group(1) == "-"
             body = []
@@ -92,8 +92,8 @@ def _logical_lines(text: str) -> list[tuple[int, str, str]]:
                     break
                 body.append(ln)
             joined += "\n" + "\n".join(body + [word])
-        kw, _, rest = joined.strip().partition(" ")
-        out.append((start + 1, kw.upper(), rest.strip()))
+        consumed = i - 1
+        out.append((s["startline"] + 1, kw, joined))
     return out
 
 
@@ -240,6 +240,7 @@ def parse_dockerfile(text: str, context: dict[str, FileSpec], runtime: Runtime |
     runs: list[tuple[str | None, str]] = []  # (dir the command ran in, or None: any), command
     ran = False
     froms = 0
+    late_files: dict[str, FileSpec] = {}  # every COPY destination so far (for `pip install -r`)
     for lineno, kw, rest in _logical_lines(text):
         at = f"{name or where}:{lineno}"
         try:
@@ -269,6 +270,7 @@ def parse_dockerfile(text: str, context: dict[str, FileSpec], runtime: Runtime |
             elif kw in ("COPY", "ADD"):
                 c = _copy(kw, rest, cur_wd, variables, context, context_dirs, f"{where}:{lineno}", at)
                 lr.needs_image = lr.needs_image or c.needs
+                late_files.update({d: f for d, (f, _) in c.files.items()})
                 if ran:  # after a RUN: write the files at this point of the setup
                     if c.files:
                         runs.append((None, write_files_command({d: f for d, (f, _) in c.files.items()})))
@@ -293,7 +295,7 @@ def parse_dockerfile(text: str, context: dict[str, FileSpec], runtime: Runtime |
                     cmd = " ".join(words) + ("\n" + body if body else "")
                     if cmd.startswith("["):
                         cmd = shlex.join(_json_or_words(cmd))
-                kept, skipped, needs = filter_run(cmd, runtime, context)
+                kept, skipped, needs = filter_run(cmd, runtime, {**context, **late_files}, cur_wd)
                 lr.skipped += skipped
                 if needs:
                     lr.needs_image = lr.needs_image or f"{at}: {needs}"

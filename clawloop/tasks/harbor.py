@@ -42,15 +42,17 @@ _DEFAULT_PROVENANCE = Provenance(routine="harbor")
 
 
 # ------------------------------------------------------------------------------ file trees
-def read_tree(root: Path) -> dict[str, FileSpec]:
-    """Every file under `root` (relative posix path → spec); modes normalized to 644/755."""
+def read_tree(root: Path, *, skip_junk: bool = True) -> dict[str, FileSpec]:
+    """Every file under `root` (relative posix path → spec); modes normalized to 644/755.
+    `skip_junk=False` keeps caches too: a Dockerfile may COPY a `__pycache__/*.pyc` on purpose."""
     out: dict[str, FileSpec] = {}
     if not root.is_dir():
         return out
+    junk = _JUNK if skip_junk else frozenset()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d not in _JUNK)
+        dirnames[:] = sorted(d for d in dirnames if d not in junk)
         for name in sorted(filenames):
-            if name in _JUNK or name.endswith(".pyc"):
+            if name in junk or (skip_junk and name.endswith(".pyc")):
                 continue
             p = Path(dirpath) / name
             mode = 0o755 if p.stat().st_mode & 0o111 else 0o644
@@ -165,9 +167,12 @@ def _table(d: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     return v
 
 
-def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Runtime | None = None,
-                     require_executable: bool = True) -> Task:
-    """Read one Harbor (or Terminal-Bench 1) task directory; bad input names file and field."""
+def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Runtime | None = None) -> Task:
+    """Read one Harbor (or Terminal-Bench 1) task directory; bad input names file and field.
+
+    tests/test.sh and solution/solve.sh become executable whatever their mode on disk: Harbor
+    itself runs `chmod +x` on them, and public tasks often store them as 0644.
+    """
     path = Path(path)
     if not path.is_dir():
         raise ClawloopError(f"{path}: not a directory")
@@ -197,8 +202,7 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     tests = read_tree(path / "tests")
     if "test.sh" not in tests:
         raise ClawloopError(f"{path}/tests/test.sh: file not found")
-    if require_executable and not os.access(path / "tests" / "test.sh", os.X_OK):
-        raise ClawloopError(f"{path}/tests/test.sh: not executable (chmod +x)")
+    tests["test.sh"] = _executable(tests["test.sh"])
     entry = _get(cl, "verifier_entry", str, f"{where}: metadata.clawloop") or "test.sh"
     if entry != "test.sh" and tests["test.sh"].content == _entry_wrapper(entry):
         del tests["test.sh"]
@@ -208,10 +212,12 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
         steps = cl.get("solution_steps") or [SOLVE_STEP]
         if steps != [SOLVE_STEP] and sol_files.get("solve.sh", FileSpec(content="")).content == _solve_script(steps):
             del sol_files["solve.sh"]
+        if "solve.sh" in sol_files:
+            sol_files["solve.sh"] = _executable(sol_files["solve.sh"])
         solution = Solution(steps=steps, files=sol_files)
 
     env_dir = path / "environment"
-    context = read_tree(env_dir)
+    context = read_tree(env_dir, skip_junk=False)
     harbor: dict[str, Any] = {"name": path.name, "format": "harbor"}
     fields, lite_needs = _environment(context, harbor, str(env_dir), runtime,
                                       dirs=empty_dirs(env_dir) if env_dir.is_dir() else frozenset())
@@ -274,6 +280,10 @@ def _environment(context: dict[str, FileSpec], harbor: dict[str, Any], where: st
                                          if k not in used and k.split("/")[0] not in exclude},
                       environment_dirs=sorted(d for d in dirs if d.split("/")[0] not in exclude))
     return {"files": lr.files, "setup": lr.setup, "workdir": lr.workdir, "env": lr.env}, lr.needs_image or needs
+
+
+def _executable(spec: FileSpec) -> FileSpec:
+    return spec if spec.mode & 0o111 else spec.model_copy(update={"mode": spec.mode | 0o111})
 
 
 def _read_text(p: Path) -> str:

@@ -13,30 +13,16 @@ import os
 import posixpath
 import re
 import shlex
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from clawloop.tasks.model import FileSpec
+from sandbox.offline_tools import DPKG_LIST, UV_INSTALLER, apt_satisfied
 
-# apt package → binaries that satisfy it; unlisted packages map to their own name.
-_APT_PROVIDES: dict[str, tuple[str, ...]] = {
-    "python3": ("python3",), "python3-pip": ("python3",), "python3-venv": ("python3",),
-    "python3-dev": ("python3",), "python-is-python3": ("python3",), "python3-full": ("python3",),
-    "build-essential": ("gcc", "make"), "coreutils": ("ls",), "procps": ("ps",),
-    "findutils": ("find",), "xz-utils": ("xz",), "bsdmainutils": ("column",),
-    "bsdextrautils": ("column",), "diffutils": ("diff",), "iproute2": ("ip",),
-    "net-tools": ("netstat",), "iputils-ping": ("ping",), "dnsutils": ("dig",),
-    "openssh-client": ("ssh",), "gnupg": ("gpg",), "netcat-openbsd": ("nc",), "netcat": ("nc",),
-    "p7zip-full": ("7z",), "moreutils": ("sponge",), "binutils": ("ld",), "nodejs": ("node",),
-    "golang-go": ("go",), "default-jdk": ("java",), "default-jre": ("java",),
-    "imagemagick": ("convert",), "r-base": ("R",), "sqlite3": ("sqlite3",), "vim": ("vim",),
-    "time": ("time",), "ripgrep": ("rg",), "fd-find": ("fdfind",), "util-linux": ("mount",),
-    "ca-certificates": (), "locales": (), "tzdata": (), "apt-utils": (),
-    "software-properties-common": (), "lsb-release": (),
-}
 _PIP_ALWAYS = {"pip", "setuptools", "wheel"}
 _NETWORK = {"curl", "wget", "npm", "npx", "yarn", "pnpm", "cargo", "gem", "conda", "mamba",
-            "micromamba", "uv", "uvx", "pipx", "poetry", "bun", "deno", "rustup", "nvm", "go"}
+            "micromamba", "pipx", "poetry", "bun", "deno", "rustup", "nvm", "go"}
 _USER_MGMT = {"useradd", "adduser", "groupadd", "addgroup", "usermod", "chown", "chgrp",
               "locale-gen", "update-locale"}
 _PKG_MANAGERS = {"apt-get", "apt", "aptitude", "apk", "yum", "dnf", "microdnf"}
@@ -52,12 +38,32 @@ class Runtime:
     """Normalized distribution names installed in the task runtime."""
     binaries: frozenset[str]
     """Executable names in /usr/bin, /bin, /usr/sbin, /sbin and the runtime's bin/."""
+    apt_packages: frozenset[str] = frozenset()
+    """apt packages installed on the host (what the offline apt-get stand-in accepts)."""
 
     def has_python(self, dist: str) -> bool:
         return _norm(dist) in self.python_packages or _norm(dist) in _PIP_ALWAYS
 
     def has_binary(self, name: str) -> bool:
         return name in self.binaries
+
+    def has_apt(self, pkg: str) -> bool:
+        """Whether an offline `apt-get install pkg` succeeds (sandbox.offline_tools decides)."""
+        return apt_satisfied(pkg, self.apt_packages.__contains__, self.has_python)
+
+
+def host_apt_packages(runtime_dir: Path | None = None) -> frozenset[str]:
+    """The host's installed apt packages: the runtime's list (what its apt-get stand-in reads,
+    written when the runtime was built), else `dpkg-query`; empty where there is no dpkg."""
+    listed = runtime_dir / "bin" / DPKG_LIST if runtime_dir else None
+    if listed is not None and listed.is_file():
+        return frozenset(x.strip() for x in listed.read_text().splitlines() if x.strip())
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f", "${db:Status-Abbrev} ${Package}\\n"],
+                             capture_output=True, text=True, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(w[1] for w in map(str.split, out.splitlines()) if len(w) == 2 and w[0] == "ii")
 
 
 def _norm(name: str) -> str:
@@ -96,7 +102,7 @@ def detect_runtime(runtime_dir: Path | None = None) -> Runtime:
             bins.update(os.listdir(d))
     if "python3" in bins:
         bins.add("python")
-    return Runtime(frozenset(dists), frozenset(bins))
+    return Runtime(frozenset(dists), frozenset(bins), host_apt_packages(runtime_dir))
 
 
 # ---------------------------------------------------------------------------- shell scripts
@@ -199,11 +205,21 @@ def shell_segments(script: str) -> list[Segment]:
 
 
 def _words(segment: str) -> list[str]:
-    first = segment.split("\n", 1)[0]
+    """The words of the segment's first simple command, as bash reads them (`bashlex`: line
+    continuations, quotes, assignments), without leading `VAR=x`, `sudo`, `exec`."""
+    import bashlex
+
     try:
-        words = shlex.split(first)
-    except ValueError:
-        words = first.split()
+        node = bashlex.parse(segment)[0]
+        while node.kind in ("list", "pipeline", "compound") and getattr(node, "parts", None):
+            node = node.parts[0]
+        words = [p.word for p in getattr(node, "parts", []) if p.kind == "word"]
+    except Exception:  # bashlex raises bare errors (NotImplementedError, ParsingError) on rare syntax
+        first = re.sub(r"\\\n", " ", segment).split("\n", 1)[0]
+        try:
+            words = shlex.split(first)
+        except ValueError:
+            words = first.split()
     while words and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]) or words[0] in ("sudo", "exec")):
         words = words[1:]
     return words
@@ -221,14 +237,17 @@ def _pkg_args(words: list[str], with_value: tuple[str, ...] = ("-o", "-t")) -> l
     return args
 
 
-def _check_pip(args: list[str], runtime: Runtime, context: dict[str, FileSpec]) -> str | None:
-    """Why the pip arguments are not satisfied by the runtime (None when they are)."""
+def _check_pip(args: list[str], runtime: Runtime, context: dict[str, FileSpec], cwd: str = "/") -> str | None:
+    """Why the pip arguments are not satisfied by the runtime (None when they are). A `-r FILE`
+    is looked up among `context` as an absolute path in the image (a COPY destination, relative
+    ones from `cwd`), then as a build-context path."""
     reqs: list[str] = []
     it = iter(args)
     for a in it:
         if a in ("-r", "--requirement"):
             rel = next(it, "")
-            spec = context.get(posixpath.normpath(rel)) or context.get(posixpath.basename(rel))
+            spec = context.get(posixpath.normpath(posixpath.join(cwd, rel))) \
+                or context.get(posixpath.normpath(rel)) or context.get(posixpath.basename(rel))
             if spec is None:
                 return f"pip requirements file {rel!r} is not in the build context"
             reqs += [x.split("#")[0].strip() for x in spec.data().decode(errors="replace").splitlines()]
@@ -250,8 +269,30 @@ def _check_pip(args: list[str], runtime: Runtime, context: dict[str, FileSpec]) 
     return None
 
 
-def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None = None) -> tuple[str, str | None]:
-    """("keep" | "skip" | "needs", reason) for one shell segment."""
+def _check_uv(words: list[str], runtime: Runtime) -> tuple[str, str | None]:
+    """uvx/uv run the runtime's tools offline (sandbox.offline_tools): every `--with`/`--from`
+    package must be in the runtime."""
+    wanted, it = [], iter(words[1:])
+    for w in it:
+        if w in ("--with", "-w", "--from"):
+            wanted += next(it, "").split(",")
+        elif w.startswith(("--with=", "--from=")):
+            wanted += w.split("=", 1)[1].split(",")
+    if words[0].endswith("uvx") or words[1:2] == ["run"] or words[1:3] == ["tool", "run"]:
+        tool = next((w for w in words[1:] if not w.startswith("-") and w not in wanted and w not in ("run", "tool")
+                     and not re.fullmatch(r"[0-9.]+", w)), "")
+        if tool:
+            wanted.append(tool)
+    for r in filter(None, wanted):
+        name = re.split(r"[\[<>=!~; @]", r, maxsplit=1)[0]
+        if name and not runtime.has_python(name) and not runtime.has_binary(name):
+            return "needs", f"python package {name!r} is not in the task runtime (for {words[0]})"
+    return "keep", None
+
+
+def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None = None,
+             cwd: str = "/") -> tuple[str, str | None]:
+    """("keep" | "skip" | "needs", reason) for one shell segment run in `cwd`."""
     words = _words(segment)
     if not words:
         return "keep", None
@@ -262,14 +303,8 @@ def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None
         if sub not in ("install", "add"):
             return "skip", f"package manager: {segment[:60]}"
         for pkg in _pkg_args(words[words.index(sub) + 1:]):
-            pkg = re.split(r"[=:]", pkg, maxsplit=1)[0]
-            if pkg.startswith("python3-") and pkg[8:] and pkg not in _APT_PROVIDES:
-                if runtime.has_python(pkg[8:]) or runtime.has_python("py" + pkg[8:]):
-                    continue
-                return "needs", f"apt package {pkg!r} is not in the task runtime"
-            needs = _APT_PROVIDES.get(pkg, (pkg,))
-            if not all(runtime.has_binary(b) for b in needs):
-                return "needs", f"package {pkg!r} is not installed on this host"
+            if not runtime.has_apt(pkg):
+                return "needs", f"apt package {pkg!r} is not installed on this host"
         return "skip", f"satisfied: {segment[:60]}"
     pip = None
     if re.fullmatch(r"pip[0-9.]*", cmd):
@@ -278,14 +313,22 @@ def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None
         pip = words[3:]
     elif cmd == "uv" and words[1:2] == ["pip"]:
         pip = words[2:]
+    elif cmd in ("uv", "uvx"):
+        return _check_uv(words, runtime)
+    if cmd in ("curl", "wget") and any(UV_INSTALLER.match(w) for w in words):
+        return "keep", None  # the runtime's stand-in "installs" uv: wrappers of its own uv/uvx
     if pip is not None:
         sub = next((w for w in pip if not w.startswith("-")), "")
         if sub != "install":
             return "skip", f"pip: {segment[:60]}"
-        reason = _check_pip(pip[pip.index(sub) + 1:], runtime, context)
+        reason = _check_pip(pip[pip.index(sub) + 1:], runtime, context, cwd)
         return ("needs", reason) if reason else ("skip", f"satisfied: {segment[:60]}")
     if cmd in _NETWORK or (cmd == "git" and "clone" in words[1:3]):
         return "needs", f"needs the network: {segment.splitlines()[0][:80]}"
+    if cmd == "ln" and len(words) >= 3 and words[-1].startswith(("/usr/bin/", "/usr/local/bin/", "/bin/")) \
+            and runtime.has_binary(posixpath.basename(words[-1])):
+        # /usr stays the host's (read-only); the name already exists, e.g. `python` from the runtime
+        return "skip", f"satisfied: {segment[:60]}"
     if cmd in _USER_MGMT:
         return "skip", f"one user in the sandbox: {segment[:60]}"
     if cmd == "rm" and all(w.startswith(("-", "/var/lib/apt", "/var/cache", "/root/.cache", "/tmp/"))
@@ -303,12 +346,14 @@ def check_script(script: str, runtime: Runtime) -> str | None:
     return None
 
 
-def filter_run(command: str, runtime: Runtime, context: dict[str, FileSpec]) -> tuple[str, list[str], str | None]:
-    """Drop satisfied installs from one RUN command: (kept command, skipped notes, needs)."""
+def filter_run(command: str, runtime: Runtime, context: dict[str, FileSpec],
+               cwd: str = "/") -> tuple[str, list[str], str | None]:
+    """Drop satisfied installs from one RUN command run in `cwd`: (kept command, skipped notes,
+    needs). `context` maps build-context paths and absolute image paths (COPY destinations) to files."""
     kept: list[Segment] = []
     skipped: list[str] = []
     for seg in shell_segments(command):
-        kind, reason = classify(seg.text, runtime, context)
+        kind, reason = classify(seg.text, runtime, context, cwd)
         if kind == "needs":
             return "", skipped, reason
         if kind == "skip":
