@@ -153,3 +153,22 @@ def test_lora_is_merged_into_a_plain_checkpoint(tiny_model: Path, tmp_path: Path
         keys = list(f.keys())
     base_keys = list(safe_open(str(tiny_model / "model.safetensors"), "pt").keys())
     assert sorted(keys) == sorted(base_keys) and not any("lora" in k for k in keys)
+
+
+def test_trainable_layers_freeze_everything_below_the_top(tiny_model: Path, tmp_path: Path) -> None:
+    """sft.trainable_layers: only the top N decoder layers and the final norm move (the
+    backward stops there, which is what makes a 135M model affordable on 2 cores)."""
+    from safetensors.torch import load_file
+
+    from clawloop.training.sft import run_sft
+
+    t = make_task("a.txt", "alpha")
+    params = SFTParams(max_steps=2, per_device_train_batch_size=2, learning_rate=1e-2, trainable_layers=1,
+                       save_steps=1000)
+    dest = tmp_path / "ckpt"
+    run_sft(tiny_model, tdata.to_dataset([conversation(t, "ls"), conversation(t, "pwd")]), params,
+            tmp_path / "stage", dest)
+    before, after = load_file(str(tiny_model / "model.safetensors")), load_file(str(dest / "model.safetensors"))
+    moved = {k for k in before if not (before[k] == after[k]).all()}
+    assert moved and all(k.startswith(("model.layers.3.", "model.norm.")) for k in moved), sorted(moved)
+    assert any(k.startswith("model.layers.3.") for k in moved)

@@ -226,3 +226,42 @@ def test_docs_table_matches_the_library() -> None:
     for fam in families().values():
         for text in fam.levels.values():
             assert text in doc, f"docs/skills.md is stale for {fam.name}: {text!r}"
+
+
+def test_conversational_register_changes_only_the_surface() -> None:
+    import random
+
+    from clawloop.synthesis.curriculum import CurriculumParams, plan
+    from clawloop.synthesis.procedural import synthesize
+    from clawloop.synthesis.register import restyle
+
+    the_plan = plan(None, 42, CurriculumParams(conditioning=False))
+    plain = synthesize(the_plan, seed=11)
+    chatty = synthesize(the_plan, seed=11, conversational=1.0)
+    assert not any("`" in t.instruction for t in plain)
+    styled = [t for t in chatty if "`" in t.instruction]
+    assert len(styled) >= len(chatty) // 2
+    assert any("`/workspace/" in t.instruction for t in styled)
+    assert synthesize(the_plan, seed=11, conversational=1.0) == chatty  # deterministic
+    t = plain[0]
+    r = restyle(t, random.Random(3))
+    assert (r.files, r.verifier, r.solution, r.skill, r.level) == (t.files, t.verifier, t.solution, t.skill, t.level)
+    assert r.id != t.id and r.instruction != t.instruction
+    assert restyle(r, random.Random(4)) == r  # already backticked: left alone
+
+
+@pytest.mark.parametrize(("instruction", "expect"), [
+    ("Delete old.log.", "`old.log`"),
+    ('Copy "my notes.txt" to backup.tar.gz.', "`my notes.txt`"),
+    ("Extract the field storage.port of conf.json.", "storage.port of `"),
+])
+def test_register_backticks_file_names_only(instruction: str, expect: str) -> None:
+    import random
+
+    from clawloop.synthesis.register import restyle
+    from clawloop.tasks.model import FileSpec, Task, Verifier
+
+    t = Task(instruction=instruction, verifier=Verifier(files={"test.sh": FileSpec(content="exit 0")}))
+    out = restyle(t, random.Random(0)).instruction
+    assert expect in out, out
+    assert "backup.tar.gz" not in instruction or "backup.tar.gz`" in out
