@@ -103,6 +103,8 @@ def venv_origin(runtime_dir: Path) -> str | None:
             continue
         if first.startswith(b"#!/"):
             interp = first[2:].strip().split()[0].decode(errors="replace")
+            if os.path.basename(interp) == "env":  # `#!/usr/bin/env python3`: relocatable already
+                return None
             return os.path.dirname(os.path.dirname(interp))
     return None
 

@@ -101,11 +101,15 @@ GIT_ATTACKS = {
 }
 
 
-@pytest.mark.parametrize("attack", sorted(GIT_ATTACKS))
-def test_repo_config_runs_no_agent_program_in_the_verifier(backend: str, attack: str) -> None:
+def require_git(backend: str) -> None:
     with open_sandbox(backend) as sb:
         if sb.exec("command -v git", timeout=30).exit_code != 0:
             pytest.skip(f"no git in the {backend} sandbox")
+
+
+@pytest.mark.parametrize("attack", sorted(GIT_ATTACKS))
+def test_repo_config_runs_no_agent_program_in_the_verifier(backend: str, attack: str) -> None:
+    require_git(backend)
     task = impossible(f"git status --porcelain >/dev/null\nif {COMPARE}\n{SCORE}")
     rec = run_episode(task, agent(*GIT_ATTACKS[attack], live="HOOK-RAN",
                                   check="git status 2>&1; [ ! -e f ] || touch -d @2 f"), backend)
@@ -148,7 +152,9 @@ def test_reward_symlink_to_a_host_file_leaks_nothing(backend: str, host_secret: 
     path, value = host_secret
     silent = impossible(RUNS_AGENT_SCRIPT + "then echo 1 > /logs/verifier/reward.txt; fi")
     rec = run_episode(silent, agent(check_sh(f"ln -sf {path} /logs/verifier/reward.txt")), backend)
-    assert rec.outcome == "error" and "symlink" in (rec.reason or ""), rec
+    # bwrap reads the link itself and refuses it; docker copies the logs out without links
+    assert rec.outcome == "error" and ("symlink" in (rec.reason or "") or
+                                       "no reward file" in (rec.reason or "")), rec
     assert not _leaks(value, rec.to_json())
 
 
@@ -172,7 +178,9 @@ def test_reward_symlink_to_a_huge_sparse_file_is_a_clean_error(backend: str, hug
     silent = impossible(RUNS_AGENT_SCRIPT + "then echo 1 > /logs/verifier/reward.txt; fi")
     rec = run_episode(silent, agent(check_sh(f"ln -sf {huge_sparse_file} /logs/verifier/reward.json")),
                       backend)
-    assert rec.outcome == "error" and "symlink" in (rec.reason or ""), rec
+    # bwrap reads the link itself and refuses it; docker copies the logs out without links
+    assert rec.outcome == "error" and ("symlink" in (rec.reason or "") or
+                                       "no reward file" in (rec.reason or "")), rec
 
 
 # -------------------------------------------------------------------------- agent-free validation
@@ -205,6 +213,7 @@ def test_validation_harness_symlinks_leak_nothing(backend: str, host_secret: tup
 
 
 def test_task_env_cannot_undo_the_clean_world(backend: str) -> None:
+    require_git(backend)
     undo = {"HOME": "/root", "TMPDIR": "/tmp", "PYTHONSAFEPATH": "", "PYTHONNOUSERSITE": "",
             "GIT_CONFIG_COUNT": "0", "GIT_CONFIG_GLOBAL": "/root/.gitconfig"}
     world = ('[ "$HOME" != /root ] && [ -z "$(find "$HOME" "$TMPDIR" -mindepth 1)" ] && [ "$PWD" = /workspace ] && '
