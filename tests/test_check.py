@@ -38,9 +38,8 @@ def artifacts(tmp_path: Path) -> Path:
     write_probe(d / "b.jsonl", [ProbeResult(task_id=task.id, k=2, passes=1, errors=0, label="learnable")])
     write_jsonl(d / "c.jsonl", [error_record(SuiteItem("s", "t", None, "broken"), "oracle").to_json()])
     write_json(d / "diag" / "diagnosis.json", CapabilityReport().model_dump(mode="json"))
-    write_metrics(d / "m.json", IterationMetrics(iteration=1, suites={}, heldout_pass_rate=0.5, promoted=True,
-                                                 best_heldout_pass_rate=0.5, policy_from=1, episodes_per_s=1.0,
-                                                 wall_s=2.0))
+    write_metrics(d / "m.json", IterationMetrics(iteration=1, heldout_pass_rate=0.5, promoted=True,
+                                                 best_heldout_pass_rate=0.5, policy_from=1, wall_s=2.0))
     write_json(d / "r.json", {"input": 3, "kept": 1, "rejected": {"parse": 2}})
     rows = error_record(SuiteItem("s", "t", None, "x"), "noop")
     writer = TrajectoryWriter(d / "traj")

@@ -75,7 +75,9 @@ def from_runs(runs: Path) -> dict[str, Any]:
             m = json.loads(f.read_text())
             row = {"phase": "evaluate", "iteration": i, "wall_s": m.get("wall_s"),
                    "pass_at_1": m.get("heldout_pass_rate"), "promoted": m.get("promoted")}
-            for name, s in (m.get("suites") or {}).items():
+            summary = d / "eval" / "summary.json"  # per-suite figures (metrics.json keeps the headline)
+            suites = json.loads(summary.read_text()).get("suites", {}) if summary.exists() else m.get("suites") or {}
+            for name, s in suites.items():
                 if s.get("heldout") and s.get("episodes"):
                     lo, hi = wilson_interval(s["passed"], s["episodes"] - s.get("skipped", 0) - s.get("errors", 0))
                     row[name] = f"{s['passed']}/{s['episodes']} [{lo:.3f}, {hi:.3f}]"
