@@ -72,7 +72,7 @@ def test_bad_tasks_are_errors_and_the_rest_runs(backend: str, tmp_path: Path) ->
     res = runner.invoke(app, ["eval", str(suite), "--agent", "oracle", "--backend", backend, "--json"])
     assert res.exit_code == 0, res.output
     s = _last_json(res.output)
-    assert (s["tasks"], s["passed"], s["failed"], s["errors"], s["unloadable"]) == (5, 2, 0, 1, 2)  # test.sh 0644 runs, as in Harbor
+    assert (s["tasks"], s["passed"], s["failed"], s["errors"], s["unloadable"]) == (5, 2, 0, 3, 2)  # test.sh 0644 runs, as in Harbor; errors count the unloadable
     unloadable = {e["task"]: e["reason"] for e in s["unloadable_detail"]}
     assert "bad-toml/task.toml: not valid TOML" in unloadable["bad-toml"]
     assert "no-instruction/instruction.md: file not found" in unloadable["no-instruction"]
