@@ -60,8 +60,10 @@ def from_runs(runs: Path) -> dict[str, Any]:
     if meta_path.exists():
         meta = json.loads(meta_path.read_text())
         pre = meta.get("pretrain") or {}
-        rows.append({"phase": "bootstrap", "iteration": 0, "wall_s": pre.get("wall_time_s"),
-                     "copy": (pre.get("curve") or [{}])[-1].get("name_exact")})
+        row = {"phase": "bootstrap", "iteration": 0, "wall_s": pre.get("wall_time_s"), "base": meta.get("base")}
+        if pre:  # a scratch base: its copy probe after pretraining
+            row["copy"] = (pre.get("curve") or [{}])[-1].get("name_exact")
+        rows.append(row)
     for d in sorted(runs.glob("iter-*"), key=lambda p: int(p.name.split("-")[1])):
         i = int(d.name.split("-")[1])
         for name, key in (("validation.json", "validate"), ("train.json", "train")):
