@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from sandbox import SandboxError
-from tests.security.conftest import fresh_sandbox
+
+from .conftest import fresh_sandbox
 
 RACER = r"""
 import ctypes, os, time

@@ -13,7 +13,8 @@ import os
 import pytest
 
 import sandbox
-from tests.security.conftest import LIMITS, fresh_sandbox
+
+from .conftest import LIMITS, fresh_sandbox
 
 # Each child holds `mb` MiB (written, so resident) for a second; the parent counts those that
 # got there. Children start together: their memory is held at the same time.

@@ -16,8 +16,9 @@ import time
 import pytest
 
 import sandbox
-from tests.security.conftest import fresh_sandbox
-from tests.security.test_attacks import _host_procs_with, _wait_gone
+
+from .conftest import fresh_sandbox
+from .test_attacks import _host_procs_with, _wait_gone
 
 # Starts a daemon (double fork, setsid, SIGTERM/SIGHUP/SIGINT ignored) that appends to
 # /workspace/.survivor, then injects `prctl(PR_SET_PDEATHSIG, 0)` into pid 1 with ptrace
