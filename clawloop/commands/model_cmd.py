@@ -33,17 +33,16 @@ def init(
 def _init(out: Path, base: str | None, size: str, seed: int, tokenizer: str, vocab: int) -> None:
     """Write the base model of `model init` and say what was written."""
     from clawloop.errors import ClawloopError
+    from clawloop.models.base import SCRATCH_PREFIX, make_base, scratch_size
     from clawloop.models.bootstrap import SIZES, BootstrapConfig, bootstrap
 
-    if base is not None and not base.startswith("scratch-"):
-        from clawloop.models.base import make_base
-
+    if base is not None and not base.startswith(SCRATCH_PREFIX):
         meta = make_base(base, out)
         typer.echo(f"wrote {out}: {meta['base']} ({meta.get('architecture', 'checkpoint')}"
                    f"{', ' + format(meta['params'], ',') + ' parameters' if 'params' in meta else ''})")
         return
     if base is not None:
-        size = base.removeprefix("scratch-")
+        size = scratch_size(base)
     if size not in SIZES:
         raise ClawloopError(f"--size: expected micro, tiny or small, got {size!r}")
     if tokenizer not in ("split", "bytelevel"):

@@ -16,7 +16,6 @@ from typing import Any
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
 
-DEFAULT_BASE = "smollm2-135m-instruct"
 SCRATCH_PREFIX = "scratch-"
 
 
