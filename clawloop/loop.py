@@ -162,10 +162,12 @@ def rollout_settings(params: Any, *, temperature: float | None = None) -> tuple[
 
 def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
     """The policy at checkpoint dir `path`, on the backend params.yaml's `rollout` names."""
-    from clawloop.models.policy import HFPolicyConfig, PolicySpec, load_policy
+    from clawloop.models.policy import HFPolicyConfig, LlamaCppPolicyConfig, PolicySpec, load_policy
 
-    return load_policy(PolicySpec(backend=params.rollout.backend, model=str(path), policy_id=policy_id,
-                                  hf=HFPolicyConfig(threads=params.rollout.threads)))
+    r = params.rollout
+    return load_policy(PolicySpec(
+        backend=r.backend, model=str(path), policy_id=policy_id, hf=HFPolicyConfig(threads=r.threads),
+        llamacpp=LlamaCppPolicyConfig(threads=r.threads, parallel=r.batch, gguf_type=r.gguf_type)))
 
 
 def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:

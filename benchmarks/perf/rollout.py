@@ -2,6 +2,12 @@
 
     .venv/bin/python benchmarks/perf/rollout.py [--json] [--model DIR] [--batches 1,8,32]
     .venv/bin/python benchmarks/perf/rollout.py --policy vllm:DIR --batches 1,32,128   # on a GPU
+    .venv/bin/python benchmarks/perf/rollout.py --compare [--model DIR]   # generation backends side by side
+
+--compare (benchmarks/perf/backends.py) times every CPU generation candidate on the same
+checkpoint (default: the SmolLM2-135M base) and first-turn shell-core prompts: HF fp32 (the
+reference), HF bf16, HF int8 dynamic, llama.cpp q8_0 and f16; tokens/s at batch 1, 8 and 32,
+time to first token, load/convert cost, and greedy agreement with HF fp32.
 
 Tasks come from benchmarks/shell-core (a few hand-made ones when it is absent). The model has
 random weights, so every reply is max_new_tokens of junk and every episode ends after three
@@ -52,7 +58,13 @@ def main() -> int:
     ap.add_argument("--device", default="auto", help="torch device for the model")
     ap.add_argument("--threads", type=int, help="torch CPU threads (default: HFPolicyConfig's, half the cores)")
     ap.add_argument("--policy", help="any policy spec instead (vllm:DIR, openai:MODEL@URL, hf:DIR)")
+    ap.add_argument("--compare", action="store_true", help="compare generation backends (backends.py)")
+    ap.add_argument("--candidates", help="with --compare: a comma-separated subset of the candidates")
     args = ap.parse_args()
+    if args.compare:
+        from backends import compare
+
+        return compare(args)
 
     from clawloop.agent.harness import HarnessConfig
     from clawloop.agent.rollout import run_rollouts

@@ -149,6 +149,9 @@ class HFPolicyConfig(BaseModel):
     threads: int | None = None
     """torch CPU threads; None: half the cores on CPU (sandboxes need the rest; oversubscribed
     OpenMP threads made a tiny model 10x slower here), torch's default on GPU."""
+    decode: Literal["loop", "generate"] = "loop"
+    """loop: clawloop.models.decode, finished rows leave the batch; generate: transformers'
+    generate, which decodes every row until the longest reply ends (the reference)."""
 
 
 class HFPolicy:
@@ -312,6 +315,8 @@ class HFPolicy:
         input_ids, attention, cache, C = layout(prompts, hits, pad, self.model.config, self.device,
                                                 self.model.dtype, max_new)
         width = input_ids.shape[1]
+        if self.config.decode == "loop":
+            return self._decode_loop(prompts, hits, input_ids, attention, cache, C, max_new, sampling)
         kwargs: dict[str, Any] = {
             "max_new_tokens": max_new, "eos_token_id": self.stop_ids, "pad_token_id": pad,
             "use_cache": True, "do_sample": sampling.temperature > 0, "return_dict_in_generate": True,
@@ -350,6 +355,43 @@ class HFPolicy:
         return gens
 
 
+    def _decode_loop(self, prompts: list[list[int]], hits: list[Any], input_ids: Any, attention: Any,
+                     cache: Any, C: int, max_new: int, sampling: SamplingParams) -> list[Generation]:
+        import torch
+
+        from clawloop.models.decode import decode
+        from clawloop.models.kv_reuse import extract
+
+        store, width = self.prefix_store, input_ids.shape[1]
+
+        def keep_prompt(row: int, cache_now: Any, index: int) -> None:
+            if store is not None:
+                p, h = prompts[row], hits[row]
+                store.put(p, extract(cache_now, index, h.length, len(p) - h.length, C, width - C),
+                          replaces=h.key)
+                store.reused_tokens += h.length
+                store.computed_tokens += len(p) - h.length
+
+        def stopped(tokens: list[int]) -> bool:
+            return _cut_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=False), sampling.stop)[1]
+
+        if sampling.seed is not None:
+            torch.manual_seed(sampling.seed * 1_000_003 + next(self._calls))
+        rows = decode(self.model, input_ids, attention, cache, C, max_new=max_new, stop_ids=set(self.stop_ids),
+                      temperature=sampling.temperature, top_p=sampling.top_p, on_finish=keep_prompt,
+                      stopped=stopped if sampling.stop else None)
+        gens = []
+        for p, (new, ended) in zip(prompts, rows, strict=True):
+            body = new[:-1] if ended and new and new[-1] in self.stop_ids else new
+            text = self.tokenizer.decode(body, skip_special_tokens=False)
+            reason = "stop" if ended else "length"
+            if sampling.stop:
+                text, hit = _cut_at_stop(text, sampling.stop)
+                reason = "stop" if hit else reason
+            gens.append(Generation(text, len(p), len(new), reason, tuple(p), tuple(new)))
+        return gens
+
+
 class VLLMPolicyConfig(BaseModel):
     """Options of the vLLM backend (offline engine on the local GPUs)."""
 
@@ -373,6 +415,28 @@ class VLLMPolicyConfig(BaseModel):
     """Extra variables for the chat template, e.g. {"enable_thinking": false} for Qwen3."""
     seed: int = 0
     """Engine seed."""
+
+
+class LlamaCppPolicyConfig(BaseModel):
+    """Options of the llama.cpp backend (a private llama-server on a UNIX socket)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gguf_type: Literal["q8_0", "f16", "f32"] = "q8_0"
+    """Weight format of the converted checkpoint (q8_0: fastest here, greedy replies checked
+    against fp32 HF in benchmarks/perf/rollout.py)."""
+    threads: int | None = None
+    """llama.cpp threads; None: half the cores (sandboxes need the rest)."""
+    parallel: int = Field(36, gt=0)
+    """Server slots: conversations decoded together (match rollout.batch)."""
+    context_per_slot: int = Field(2048, gt=0)
+    """KV cache tokens reserved per slot (prompt + reply of one conversation)."""
+    server: str | None = None
+    """Path of llama-server; None: $CLAWLOOP_LLAMA_SERVER, then .runtime-llama/bin/llama-server."""
+    start_timeout_s: float = Field(120.0, gt=0)
+    """How long the server may take to load the model."""
+    request_timeout_s: float = Field(600.0, gt=0)
+    """Timeout of one completion request."""
 
 
 class OpenAIPolicyConfig(BaseModel):
@@ -406,6 +470,10 @@ def __getattr__(name: str) -> Any:
         from clawloop.models.vllm_policy import VLLMPolicy
 
         return VLLMPolicy
+    if name == "LlamaCppPolicy":
+        from clawloop.models.llamacpp_policy import LlamaCppPolicy
+
+        return LlamaCppPolicy
     raise AttributeError(name)
 
 
@@ -414,32 +482,56 @@ class PolicySpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["hf", "vllm", "openai"] = "hf"
-    """hf (transformers), vllm (offline engine) or openai (HTTP endpoint)."""
+    backend: Literal["hf", "llamacpp", "vllm", "openai", "auto"] = "hf"
+    """hf (transformers), llamacpp (a private llama-server), vllm (offline engine), openai (HTTP
+    endpoint), or auto: hf on a GPU, llamacpp on a CPU where llama-server is installed, else hf."""
     model: str
     """Model directory for hf/vllm; the served model name for openai."""
     policy_id: str | None = None
     """Name written into trajectories (default: the model directory's name)."""
     hf: HFPolicyConfig = Field(default_factory=HFPolicyConfig)
     """Options of the hf backend."""
+    llamacpp: LlamaCppPolicyConfig = Field(default_factory=LlamaCppPolicyConfig)
+    """Options of the llamacpp backend."""
     vllm: VLLMPolicyConfig = Field(default_factory=VLLMPolicyConfig)
     """Options of the vllm backend."""
     openai: OpenAIPolicyConfig = Field(default_factory=OpenAIPolicyConfig)
     """Options of the openai backend."""
 
 
+def resolve_auto_backend(spec: PolicySpec) -> str:
+    """`auto`: hf where torch sees a GPU; llamacpp on a CPU when llama-server is installed and
+    can serve the checkpoint's architecture; hf otherwise (the reference backend)."""
+    import json
+
+    import torch
+
+    from clawloop.models.gguf_export import ARCHITECTURES
+
+    if spec.hf.device.startswith("cuda") or (spec.hf.device == "auto" and torch.cuda.is_available()):
+        return "hf"
+    from clawloop.models.llamacpp_policy import find_server
+
+    try:
+        find_server(spec.llamacpp.server)
+        archs = json.loads((Path(spec.model) / "config.json").read_text()).get("architectures") or []
+    except (ClawloopError, OSError, ValueError):
+        return "hf"
+    return "llamacpp" if any(a in ARCHITECTURES for a in archs) else "hf"
+
+
 def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
     """Build a policy from a spec.
 
-    Strings: "DIR" or "hf:DIR" (transformers), "vllm:DIR", "openai:MODEL@BASE_URL"; or a
-    PolicySpec / its dict form for full options.
+    Strings: "DIR" or "hf:DIR" (transformers), "llamacpp:DIR", "auto:DIR", "vllm:DIR",
+    "openai:MODEL@BASE_URL"; or a PolicySpec / its dict form for full options.
     """
     if isinstance(spec, dict):
         spec = PolicySpec.model_validate(spec)
     elif isinstance(spec, str | Path):
         text = str(spec)
         backend, _, rest = text.partition(":")
-        if backend in ("hf", "vllm", "openai") and rest:
+        if backend in ("hf", "llamacpp", "auto", "vllm", "openai") and rest:
             if backend == "openai":
                 model, _, url = rest.partition("@")
                 spec = PolicySpec(backend="openai", model=model,
@@ -448,8 +540,14 @@ def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
                 spec = PolicySpec(backend=backend, model=rest)  # type: ignore[arg-type]
         else:
             spec = PolicySpec(backend="hf", model=text)
-    if spec.backend in ("hf", "vllm") and not Path(spec.model).is_dir():
+    if spec.backend != "openai" and not Path(spec.model).is_dir():
         raise ClawloopError(f"{spec.model}: model directory not found")
+    if spec.backend == "auto":
+        spec = spec.model_copy(update={"backend": resolve_auto_backend(spec)})
+    if spec.backend == "llamacpp":
+        from clawloop.models.llamacpp_policy import LlamaCppPolicy
+
+        return LlamaCppPolicy(spec.model, spec.llamacpp, policy_id=spec.policy_id)
     if spec.backend == "hf":
         return HFPolicy(spec.model, spec.hf, policy_id=spec.policy_id)
     if spec.backend == "vllm":
@@ -462,7 +560,7 @@ def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
 
 
 __all__ = [
-    "Conversation", "END_OF_TURN", "Generation", "HFPolicy", "HFPolicyConfig", "Message",
+    "Conversation", "END_OF_TURN", "Generation", "HFPolicy", "HFPolicyConfig", "LlamaCppPolicyConfig", "Message",
     "OpenAIPolicyConfig", "Policy", "PolicySpec", "SamplingParams",
     "ScriptedPolicy", "VLLMPolicyConfig", "load_policy",
 ]
