@@ -156,7 +156,7 @@ def rollout_settings(params: Any, *, temperature: float | None = None) -> tuple[
     harness = HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
                             max_format_errors=r.max_format_errors)
     sampling = SamplingParams(temperature=r.temperature if temperature is None else temperature,
-                              max_new_tokens=r.max_new_tokens, seed=params.synthesis.seed)
+                              max_new_tokens=r.max_new_tokens, seed=r.seed)
     return harness, sampling
 
 

@@ -377,17 +377,11 @@ def _records(s: _Slot, policy_id: str, iteration: int, suite: str,
     return summary, row, steps
 
 
-def _open(task: Task, backend: str, sandbox_config: Any) -> Any:
+def _open(task: Task, backend: str, config: Any) -> Any:
     import sandbox
-    from sandbox.base import SandboxConfig
+    from clawloop.tasks.episode import sandbox_config
 
-    if sandbox_config is None:
-        from clawloop.tasks.episode import default_config
-
-        sandbox_config = default_config()
-    if not isinstance(sandbox_config, SandboxConfig):
-        sandbox_config = SandboxConfig.model_validate(sandbox_config)
-    return sandbox.create(backend, sandbox_config)
+    return sandbox.create(backend, sandbox_config(config))
 
 
 def _prepare(sb: Any, task: Task) -> None:
