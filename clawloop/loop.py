@@ -150,7 +150,7 @@ def hand_over(src: str | Path, dst: str | Path) -> None:
 def rollout_settings(params: Any, *, temperature: float | None = None) -> tuple[Any, Any]:
     """(HarnessConfig, SamplingParams) from params.yaml's `rollout` section."""
     from clawloop.agent.harness import HarnessConfig
-    from clawloop.models.policy import SamplingParams
+    from clawloop.models.policy_types import SamplingParams
 
     r = params.rollout
     harness = HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
