@@ -8,15 +8,13 @@ from: the new one when the gate promotes it, else the best so far.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
-from clawloop.io import link_tree, read_json, write_json
+from clawloop.io import hand_over, read_json, write_json  # noqa: F401  (hand_over: re-exported)
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -133,18 +131,6 @@ def write_metrics(path: str | Path, metrics: IterationMetrics | EvalDetail) -> N
 def read_eval_detail(path: str | Path) -> EvalDetail:
     """Read and check an iteration's eval/summary.json."""
     return _read_model(EvalDetail, path)
-
-
-def hand_over(src: str | Path, dst: str | Path) -> None:
-    """Make `dst` a copy of checkpoint dir `src` (hard links where possible), atomically."""
-    src, dst = Path(src), Path(dst)
-    if not src.is_dir():
-        raise ClawloopError(f"{src}: checkpoint directory not found")
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    link_tree(src, tmp)
-    shutil.rmtree(dst, ignore_errors=True)
-    os.replace(tmp, dst)
 
 
 def rollout_settings(params: Any, *, temperature: float | None = None) -> tuple[Any, Any]:
