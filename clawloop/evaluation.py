@@ -4,8 +4,9 @@
 the task and the field, listed as unloadable; the rest still runs), while `check_lines` lets the
 command line refuse a JSONL suite with malformed lines. `run_agent` dispatches on the agent's
 name — the one place a new agent kind plugs in. `summarize` counts passed / failed / errors /
-skipped overall, per suite and per skill; errors are never failures and pass_rate = passed /
-(passed + failed), None when nothing was graded. `timing` adds wall_s, episodes_per_s and a
+skipped overall, per suite and per skill; errors are never failures and pass_rate is pass@1 as the
+loop computes it (`clawloop.stats.pass_figures`: with one sample per task, passed / (passed +
+failed)), None when nothing was graded. `timing` adds wall_s, episodes_per_s and a
 model agent's tokens, so runs at different batch sizes or on different backends compare.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 from clawloop.agent.rollout import agent_policy, run_model_agent
 from clawloop.errors import ClawloopError
 from clawloop.progress import Progress, progress_for
+from clawloop.stats import pass_figures
 from clawloop.tasks.episode import SIMPLE_AGENTS, EpisodeRecord, open_sandbox
 from clawloop.tasks.formats import load_suite_any, run_episode_any, score_fields
 from clawloop.tasks.suite import Suite, SuiteItem, load_suite  # noqa: F401  (re-exported)
@@ -92,16 +94,14 @@ def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int,
 
 
 def _counts(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
-    """Counts by outcome; pass_rate = passed / (passed + failed), None when nothing was graded
-    (a 0.0 there would read as a real zero)."""
+    """Counts by outcome ("tasks": records) and pass_rate, the pass@1 of `clawloop.stats.pass_figures`
+    (the loop's metric; passed / (passed + failed) with one sample per task), None when nothing was
+    graded (a 0.0 there would read as a real zero)."""
     records = list(records)
-    c = {"tasks": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "unloadable": 0}
-    for r in records:
-        c["tasks"] += 1
-        c[{"passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped"}[r.outcome]] += 1
-        c["unloadable"] += r.unloadable
-    scored = c["passed"] + c["failed"]
-    return {**c, "pass_rate": round(c["passed"] / scored, 4) if scored else None, **score_fields(records)}
+    f = pass_figures(records)
+    return {"tasks": len(records), "passed": f.passed, "failed": f.failed, "errors": f.errors,
+            "skipped": f.skipped, "unloadable": sum(r.unloadable for r in records),
+            "pass_rate": round(f.pass_at_1, 4) if f.pass_at_1 is not None else None, **score_fields(records)}
 
 
 def _detail(records: Iterable[EpisodeRecord]) -> list[dict[str, Any]]:
