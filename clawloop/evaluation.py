@@ -4,8 +4,9 @@
 the task and the field, listed as unloadable; the rest still runs), while `check_lines` lets the
 command line refuse a JSONL suite with malformed lines. `run_agent` dispatches on the agent's
 name — the one place a new agent kind plugs in. `summarize` counts passed / failed / errors /
-skipped overall, per suite and per skill; errors are never failures and pass_rate = passed /
-(passed + failed), None when nothing was graded. `timing` adds wall_s, episodes_per_s and a
+skipped overall, per suite and per skill; errors are never failures and pass_rate is pass@1 as the
+loop computes it (`clawloop.stats.pass_figures`: with one sample per task, passed / (passed +
+failed)), None when nothing was graded. `timing` adds wall_s, episodes_per_s and a
 model agent's tokens, so runs at different batch sizes or on different backends compare.
 """
 
@@ -14,68 +15,20 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawloop.agent.rollout import agent_policy, run_model_agent
 from clawloop.errors import ClawloopError
 from clawloop.progress import Progress, progress_for
+from clawloop.stats import pass_figures
 from clawloop.tasks.episode import SIMPLE_AGENTS, EpisodeRecord, open_sandbox
-from clawloop.tasks.model import Task
+from clawloop.tasks.formats import load_suite_any, run_episode_any, score_fields
+from clawloop.tasks.suite import Suite, SuiteItem, load_suite  # noqa: F401  (re-exported)
 from sandbox.base import SandboxConfig, SandboxError
 
 AGENTS = (*SIMPLE_AGENTS, "model")
 """Agent names `clawloop eval --agent` accepts."""
-
-
-@dataclass
-class SuiteItem:
-    """One task of a suite, or the error that kept it from loading (task is None)."""
-
-    suite: str
-    name: str
-    task: Task | None
-    error: str | None = None
-
-
-@dataclass
-class Suite:
-    name: str
-    path: Path
-    items: list[SuiteItem] = field(default_factory=list)
-
-    @property
-    def tasks(self) -> list[Task]:
-        return [i.task for i in self.items if i.task is not None]
-
-
-def load_suite(path: str | Path, name: str | None = None) -> Suite:
-    """A directory of Harbor tasks, one Harbor task directory, or a JSONL pool."""
-    from clawloop.tasks.harbor import find_task_dirs, is_task_dir, load_harbor_task, task_name
-    from clawloop.tasks.pool import read_pool_lenient
-
-    path = Path(path)
-    if path.is_file():
-        suite = Suite(name or path.stem, path)
-        tasks, errors = read_pool_lenient(path)
-        suite.items += [SuiteItem(suite.name, task_name(t), t) for t in tasks]
-        for err in errors:
-            loc = err.split(": ", 1)[0]
-            suite.items.append(SuiteItem(suite.name, f"line {loc.rsplit(':', 1)[-1]}", None, err))
-        return suite
-    if not path.is_dir():
-        raise ClawloopError(f"{path}: no such suite (a task directory, a directory of tasks, or a .jsonl pool)")
-    single = is_task_dir(path)
-    suite = Suite(name or (path.resolve().parent.name if single else path.resolve().name), path)
-    dirs = find_task_dirs(path)
-    if not dirs:
-        raise ClawloopError(f"{path}: no Harbor tasks (task.toml) found")
-    for d in dirs:
-        try:
-            suite.items.append(SuiteItem(suite.name, d.name, load_harbor_task(d, source=suite.name)))
-        except ClawloopError as e:
-            suite.items.append(SuiteItem(suite.name, d.name, None, str(e)))
-    return suite
 
 
 def preflight(backend: str, config: SandboxConfig | None = None) -> None:
@@ -117,8 +70,6 @@ def run_agent(agent: str, items: list[SuiteItem], *, backend: str = "bwrap", job
     if agent in SIMPLE_AGENTS:
         return _run_simple(agent, todo, backend, jobs, config, progress)
     if agent == "model":  # k samples per task in lockstep batches (clawloop.agent.rollout)
-        from clawloop.agent.rollout import run_model_agent
-
         return run_model_agent(todo, backend=backend, config=config, options=options, progress=progress)
     raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
 
@@ -130,11 +81,8 @@ def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int,
     def one(k: int) -> None:
         it = items[k]
         assert it.task is not None
-        # --- formats hook (issue #10): ClawGym / Claw-Eval-Live episodes verify their own way
-        from clawloop.tasks.formats import run_episode_any
-
+        # ClawGym / Claw-Eval-Live episodes verify their own way (formats, issue #10)
         rec = run_episode_any(it.task, agent, backend, config, suite=it.suite, name=it.name)
-        # --- end formats hook
         results[k] = rec
         if progress is not None:
             progress.advance(outcome=rec.outcome)
@@ -146,18 +94,14 @@ def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int,
 
 
 def _counts(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
-    """Counts by outcome; pass_rate = passed / (passed + failed), None when nothing was graded
-    (a 0.0 there would read as a real zero)."""
-    from clawloop.tasks.formats import score_fields  # formats hook (issue #10)
-
+    """Counts by outcome ("tasks": records) and pass_rate, the pass@1 of `clawloop.stats.pass_figures`
+    (the loop's metric; passed / (passed + failed) with one sample per task), None when nothing was
+    graded (a 0.0 there would read as a real zero)."""
     records = list(records)
-    c = {"tasks": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "unloadable": 0}
-    for r in records:
-        c["tasks"] += 1
-        c[{"passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped"}[r.outcome]] += 1
-        c["unloadable"] += r.unloadable
-    scored = c["passed"] + c["failed"]
-    return {**c, "pass_rate": round(c["passed"] / scored, 4) if scored else None, **score_fields(records)}
+    f = pass_figures(records)
+    return {"tasks": len(records), "passed": f.passed, "failed": f.failed, "errors": f.errors,
+            "skipped": f.skipped, "unloadable": sum(r.unloadable for r in records),
+            "pass_rate": round(f.pass_at_1, 4) if f.pass_at_1 is not None else None, **score_fields(records)}
 
 
 def _detail(records: Iterable[EpisodeRecord]) -> list[dict[str, Any]]:
@@ -212,8 +156,6 @@ def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", job
     """
     if agent not in AGENTS:
         raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
-    from clawloop.tasks.formats import load_suite_any  # formats hook (issue #10)
-
     suites = [load_suite_any(p, fmt, **(format_options or {})) for p in paths]
     if not skip_bad_lines:
         check_lines(suites)
@@ -227,8 +169,6 @@ def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", job
         if failed_loads:
             bar.advance(len(failed_loads), outcome="unloadable")
         if agent == "model" and runnable:  # loaded under the progress (time shows) but off the clock
-            from clawloop.agent.rollout import agent_policy
-
             options = {**(options or {}), "model": agent_policy(options or {})}
         t0 = time.perf_counter()
         if runnable:

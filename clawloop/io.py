@@ -1,9 +1,10 @@
-"""Atomic writes and JSON/JSONL helpers: a half-written artifact never survives a crash."""
+"""Atomic writes (files, checkpoint directories) and JSON/JSONL helpers: a half-written artifact never survives a crash."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -54,8 +55,6 @@ def link_tree(src: str | Path, dst: str | Path, ignore: Any = None) -> None:
     """Copy directory `src` to a new `dst`, hard-linking files where the filesystem allows
     (a checkpoint costs no space). Safe with this module's writers: they replace a file by
     rename, never write through the shared inode. `ignore` as for shutil.copytree."""
-    import shutil
-
     def link_or_copy(s: str, d: str) -> None:
         try:
             os.link(s, d)
@@ -63,6 +62,18 @@ def link_tree(src: str | Path, dst: str | Path, ignore: Any = None) -> None:
             shutil.copy2(s, d)
 
     shutil.copytree(src, dst, copy_function=link_or_copy, ignore=ignore)
+
+
+def hand_over(src: str | Path, dst: str | Path) -> None:
+    """Make `dst` a copy of checkpoint dir `src` (hard links where possible), atomically."""
+    src, dst = Path(src), Path(dst)
+    if not src.is_dir():
+        raise ClawloopError(f"{src}: checkpoint directory not found")
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    link_tree(src, tmp)
+    shutil.rmtree(dst, ignore_errors=True)
+    os.replace(tmp, dst)
 
 
 def read_json(path: str | Path) -> Any:

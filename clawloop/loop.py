@@ -8,15 +8,14 @@ from: the new one when the gate promotes it, else the best so far.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
-from clawloop.io import link_tree, read_json, write_json
+from clawloop.io import hand_over, read_json, write_json  # noqa: F401  (hand_over: re-exported)
+from clawloop.stats import pass_figures, wilson_interval
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -80,8 +79,6 @@ class EvalDetail(BaseModel):
 def headline(iteration: int, suites: dict[str, SuiteMetrics], *, promoted: bool, best: float,
              policy_from: int, wall_s: float) -> IterationMetrics:
     """The metrics.json row of an iteration from its suite figures and the gate's decision."""
-    from clawloop.stats import wilson_interval
-
     held = [s for s in suites.values() if s.heldout]
     graded = sum(s.graded for s in held)
     low, high = wilson_interval(sum(s.passed for s in held), graded)
@@ -135,28 +132,16 @@ def read_eval_detail(path: str | Path) -> EvalDetail:
     return _read_model(EvalDetail, path)
 
 
-def hand_over(src: str | Path, dst: str | Path) -> None:
-    """Make `dst` a copy of checkpoint dir `src` (hard links where possible), atomically."""
-    src, dst = Path(src), Path(dst)
-    if not src.is_dir():
-        raise ClawloopError(f"{src}: checkpoint directory not found")
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    link_tree(src, tmp)
-    shutil.rmtree(dst, ignore_errors=True)
-    os.replace(tmp, dst)
-
-
 def rollout_settings(params: Any, *, temperature: float | None = None) -> tuple[Any, Any]:
     """(HarnessConfig, SamplingParams) from params.yaml's `rollout` section."""
     from clawloop.agent.harness import HarnessConfig
-    from clawloop.models.policy import SamplingParams
+    from clawloop.models.policy_types import SamplingParams
 
     r = params.rollout
     harness = HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
                             max_format_errors=r.max_format_errors)
     sampling = SamplingParams(temperature=r.temperature if temperature is None else temperature,
-                              max_new_tokens=r.max_new_tokens, seed=params.synthesis.seed)
+                              max_new_tokens=r.max_new_tokens, seed=r.seed)
     return harness, sampling
 
 
@@ -171,24 +156,11 @@ def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
 
 
 def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:
-    """pass@1 (mean per-task share of passing samples) and pass@k over rollout summaries."""
-    by_task: dict[str, list[Any]] = {}
-    for s in summaries:
-        by_task.setdefault(s.task_id, []).append(s)
-    p1, pk = [], []
-    for eps in by_task.values():
-        graded = [e for e in eps if e.outcome in ("passed", "failed")]
-        if not graded:
-            continue
-        p1.append(sum(e.outcome == "passed" for e in graded) / len(graded))
-        pk.append(float(any(e.outcome == "passed" for e in graded)))
-    rewards = [s.reward or 0.0 for s in summaries if s.outcome in ("passed", "failed")]
+    """pass@1 (mean per-task share of passing samples) and pass@k over rollout summaries
+    (`clawloop.stats.pass_figures`, as `clawloop eval` reports them)."""
+    f = pass_figures(summaries)
     return SuiteMetrics(
-        tasks=len(by_task), episodes=len(summaries),
-        passed=sum(s.outcome == "passed" for s in summaries),
-        errors=sum(s.outcome == "error" for s in summaries),
-        skipped=sum(s.outcome == "skipped" for s in summaries),
-        pass_at_1=sum(p1) / len(p1) if p1 else 0.0, pass_at_k=sum(pk) / len(pk) if pk else 0.0,
-        mean_reward=min(1.0, max(0.0, sum(rewards) / len(rewards))) if rewards else 0.0,
+        tasks=f.tasks, episodes=f.episodes, passed=f.passed, errors=f.errors, skipped=f.skipped,
+        pass_at_1=f.pass_at_1 or 0.0, pass_at_k=f.pass_at_k or 0.0, mean_reward=f.mean_reward or 0.0,
         heldout=heldout, format_error_episodes=sum(s.termination == "format_errors" for s in summaries),
-        graded=sum(s.outcome in ("passed", "failed") for s in summaries))
+        graded=f.graded)

@@ -89,6 +89,9 @@ class RolloutParams(_Section):
     beside it)."""
     gguf_type: Literal["q8_0", "f16", "f32"] = "q8_0"
     """Weights of the llamacpp backend's converted checkpoint."""
+    seed: int = 0
+    """Seed of rollout sampling (evaluation, probe, transfer); part of the episode ids. Apart from
+    synthesis.seed, so a synthesis ablation leaves evaluation sampling as it was."""
 
 
 class SynthesisParams(_Section):
@@ -157,6 +160,15 @@ class TrainParams(BaseModel):
     method: Literal["sft", "grpo", "sft+grpo"] = "sft"
     """What the train stage runs."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        from clawloop.training.config import moved_key
+
+        if isinstance(data, dict) and (moved := moved_key(data)) is not None:
+            raise ValueError(moved)
+        return data
+
     def options(self) -> dict[str, Any]:
         """Everything but `method`: the training library's own params."""
         return dict(self.model_extra or {})
@@ -215,7 +227,10 @@ class TransferParams(_Section):
     @model_validator(mode="after")
     def _known(self) -> TransferParams:
         from clawloop.models.base import base_kind
+        from clawloop.training.config import moved_key
 
+        if (moved := moved_key(self.train)) is not None:
+            raise ValueError(f"train.{moved}")
         if self.base is not None:
             try:
                 base_kind(self.base)

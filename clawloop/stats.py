@@ -1,8 +1,12 @@
-"""Small statistics shared by diagnosis and the curriculum."""
+"""Small statistics shared by diagnosis, the curriculum, evaluation and the loop's metrics."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 
 def wilson_interval(passes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -14,3 +18,52 @@ def wilson_interval(passes: int, n: int, z: float = 1.96) -> tuple[float, float]
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class PassFigures:
+    """What a group of episodes came to: outcome counts and pass rates. Errors and skips are never
+    graded (neither passes nor failures); every rate is None when nothing was graded."""
+
+    tasks: int
+    """Distinct task ids."""
+    episodes: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    pass_at_1: float | None
+    """Mean over the tasks with a graded episode of their share of passing graded samples (the
+    usual pass@1; with one sample per task it is passed / (passed + failed))."""
+    pass_at_k: float | None
+    """Share of those tasks with at least one passing sample."""
+    mean_reward: float | None
+    """Mean reward of the graded episodes (a missing reward counts 0), clipped to [0, 1]."""
+
+    @property
+    def graded(self) -> int:
+        return self.passed + self.failed
+
+
+def pass_figures(episodes: Iterable[Any]) -> PassFigures:
+    """The one pass-rate summary of episodes: anything with `task_id`, `outcome` (passed | failed |
+    error | skipped) and `reward` (rollout summaries, evaluation records). Used by `clawloop eval`'s
+    summary and by the loop's suite metrics, so both report the same pass@1."""
+    eps = list(episodes)
+    by_task: dict[str, list[str]] = {}
+    for e in eps:
+        by_task.setdefault(e.task_id, []).append(e.outcome)
+    shares, any_pass = [], []
+    for outcomes in by_task.values():
+        graded = [o for o in outcomes if o in ("passed", "failed")]
+        if graded:
+            shares.append(graded.count("passed") / len(graded))
+            any_pass.append(float("passed" in graded))
+    count = Counter(e.outcome for e in eps)
+    rewards = [e.reward or 0.0 for e in eps if e.outcome in ("passed", "failed")]
+    return PassFigures(
+        tasks=len(by_task), episodes=len(eps), passed=count["passed"], failed=count["failed"],
+        errors=count["error"], skipped=count["skipped"],
+        pass_at_1=sum(shares) / len(shares) if shares else None,
+        pass_at_k=sum(any_pass) / len(any_pass) if any_pass else None,
+        mean_reward=min(1.0, max(0.0, sum(rewards) / len(rewards))) if rewards else None)

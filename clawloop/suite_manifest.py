@@ -34,8 +34,8 @@ def fingerprint(items: list[Any]) -> dict[str, Any]:
 
 def build(params: Any) -> dict[str, Any]:
     """The manifest of every suite `params` names (eval suites in their format, held-out paths)."""
-    from clawloop.evaluation import load_suite
     from clawloop.tasks.formats import load_suite_any
+    from clawloop.tasks.suite import load_suite
 
     suites: dict[str, Any] = {}
     for s in params.eval.suites:
@@ -91,7 +91,7 @@ def eval_suites(params: Any, manifest: str | Path | None) -> list[tuple[str, lis
 
 def heldout_tasks(params: Any, manifest: str | Path | None) -> list[Any]:
     """Every task of `validation.heldout` (for the overlap check), checked against `manifest`."""
-    from clawloop.evaluation import load_suite
+    from clawloop.tasks.suite import load_suite
 
     tasks = []
     for path in params.validation.heldout:

@@ -11,6 +11,7 @@ proposer) run with the current policy. Writes pool.jsonl and manifest.json.
 import argparse
 from pathlib import Path
 
+from clawloop.errors import ClawloopError
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage
 
@@ -40,13 +41,18 @@ def main(params: Params) -> None:
     info = {"procedural": manifest(the_plan, tasks, seed=seed, iteration=args.iteration,
                                    report=str(args.report) if report else None)}
 
-    # Routine B: tasks grounded in what the policy itself does or proposes.
+    # Routine B: tasks grounded in what the policy itself does or proposes (on rollout.backend).
+    policy = None
     for routine in ("hindsight", "proposer"):
         if budgets.get(routine, 0) > 0:
+            from clawloop.loop import load_loop_policy
             from clawloop.synthesis.routine_b import synthesize_routine_b
 
+            if args.policy is None:
+                raise ClawloopError(f"--policy: routine {routine} needs the current policy")
+            policy = policy or load_loop_policy(args.policy, params, policy_id=args.policy.name)
             made, stats = synthesize_routine_b(
-                routine, policy=args.policy, n=budgets[routine], seed=seed, report=report,
+                routine, policy=policy, n=budgets[routine], seed=seed, report=report,
                 iteration=args.iteration, backend=params.sandbox.backend,
                 params=getattr(syn, routine), progress=True)
             tasks += made

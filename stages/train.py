@@ -27,6 +27,7 @@ def main(params: Params) -> None:
     args = ap.parse_args()
 
     from clawloop.io import write_json
+    from clawloop.loop import rollout_settings
     from clawloop.tasks.pool import read_pool
     from clawloop.training.config import TrainParams
     from clawloop.training.run import train
@@ -40,7 +41,8 @@ def main(params: Params) -> None:
     logs = args.logs or args.out.parent / "train-log"
     metrics = train(params.train.method, args.policy, tasks, rollouts, probe, args.out,
                     TrainParams.from_mapping(params.train.options(), where="params.yaml: train"),
-                    logs=logs, keep_base_without_tasks=True)
+                    logs=logs, harness_config=rollout_settings(params)[0], backend=params.sandbox.backend,
+                    jobs=params.sandbox.jobs, keep_base_without_tasks=True)
     logs.mkdir(parents=True, exist_ok=True)  # a declared output, empty when nothing was trained
     write_json(args.metrics or args.out.parent / "train.json", metrics)
     grpo = (f", GRPO on {metrics['grpo_tasks']} learnable" + (" (skipped)" if not metrics["grpo_tasks"] else "")

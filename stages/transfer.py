@@ -52,7 +52,8 @@ def main(params: Params) -> None:
             if not tr.enabled:
                 break
             tasks = read_pool(validated / "valid.jsonl")
-            train("sft", fresh, tasks, [], None, tmp / name, train_params)
+            train("sft", fresh, tasks, [], None, tmp / name, train_params, harness_config=harness,
+                  backend=params.sandbox.backend, jobs=params.sandbox.jobs)
             policy = loop.load_loop_policy(tmp / name, params, policy_id=f"transfer-{name}")
             rates = []
             for suite, suite_tasks in heldout:

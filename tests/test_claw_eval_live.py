@@ -166,3 +166,46 @@ def test_no_grader_root_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "is not a directory" in (run_episode_any(t2, "noop").reason or "")
     monkeypatch.setenv(cel.GRADER_ROOT_ENV, str(GRADER_ROOT))
     assert run_episode_any(t, "oracle").outcome == "passed"
+
+
+class _RecordingSandbox:
+    """Records what a verify sequence does to a sandbox (no command runs)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+        self.hosts: list[Path] = []
+
+    def mount(self, host: Path, target: str, writable: bool = False) -> None:
+        self.hosts.append(Path(host))
+        self.calls.append(("mount", target))
+
+    def unmount(self, target: str) -> None:
+        self.calls.append(("unmount", target))
+
+    def exec(self, command: str, *, timeout: float, cwd: str | None = None,
+             env: dict[str, str] | None = None) -> object:
+        from sandbox.base import ExecResult
+
+        self.calls.append(("exec", (command, cwd, env)))
+        return ExecResult(0, "", False, 0.0)
+
+
+def test_claw_eval_live_verifies_through_the_episode_protocol() -> None:
+    """Issue #18 said the Claw-Eval-Live verify sequence lost episode.verify's quoting, verifier env
+    and clean-up. Both run `tasks.verifier.run_verifier` now: the same mounts, the quoted entry
+    command, the clean-world env, every host dir removed afterwards."""
+    from clawloop.tasks import episode, verifier
+
+    task = cel.load_claw_eval_task(SUITE / "tasks" / "CTB_FX01_log_error_count", grader_root=GRADER_ROOT)
+    plain = task.model_copy(update={"metadata": {}})
+    seqs = []
+    for verify, t in ((episode.verify, plain), (cel.verify_claw_eval, task)):
+        sb = _RecordingSandbox()
+        assert verify(sb, t).outcome == "error"  # nothing ran: no reward, no snapshot
+        assert not any(h.exists() for h in sb.hosts), "a host dir of the verifier was left behind"
+        seqs.append(sb.calls)
+    assert seqs[0] == seqs[1]
+    command, cwd, env = next(arg for op, arg in seqs[1] if op == "exec")
+    assert command == verifier.verifier_command(task) and cwd == task.workdir and env == verifier.verifier_env(task)
+    mounted = [arg for op, arg in seqs[1] if op == "mount"]
+    assert sorted(mounted) == sorted(arg for op, arg in seqs[1] if op == "unmount")

@@ -60,6 +60,22 @@ def test_environment_runs_commands_and_verifies_in_bwrap() -> None:
     assert dict(env_cls.stats) == {"passed": 1, "failed": 1}
 
 
+def test_grpo_sandboxes_mount_the_task_runtime() -> None:
+    """Bug: GRPO opened its sandboxes with an empty config, so the task runtime (python3 with
+    pytest, pandas, ...) that rollouts and reference trajectories see was missing there."""
+    from clawloop.tasks.episode import default_config, open_sandbox
+
+    if default_config().runtime_dir is None:
+        pytest.skip("no task runtime: run scripts/setup.sh")
+    with open_sandbox("bwrap") as sb:
+        rollout_python = sb.exec("command -v python3", timeout=10).output
+    env = environment_factory("bwrap")()
+    env.reset(**row(make_task()))
+    assert env.bash("command -v python3") == rollout_python + "[exit code 0]"
+    assert rollout_python.startswith("/opt/clawloop-runtime/")
+    env.get_reward()
+
+
 def test_infrastructure_errors_give_no_reward() -> None:
     env_cls = environment_factory("bwrap")
     env = env_cls()

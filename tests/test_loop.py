@@ -42,6 +42,28 @@ def test_suite_metrics_pass_at_1_and_k() -> None:
         == pytest.approx(0.25)
 
 
+def test_eval_summary_and_loop_metrics_report_the_same_pass_rate() -> None:
+    """`clawloop eval` pooled episodes (passed / graded) while the loop averaged per task: with
+    several samples and uneven errors they disagreed (here 1/3 against 1/2). Both are pass@1 now,
+    the per-task mean (the usual definition: each task weighs the same, whatever errored)."""
+    from clawloop.evaluation import summarize
+    from clawloop.tasks.episode import EpisodeRecord
+
+    outcomes = [("a", "passed", 1.0), ("a", "error", None), ("b", "failed", 0.0), ("b", "failed", 0.0),
+                ("c", "skipped", None)]
+    records = [EpisodeRecord(t, t, "s", "files", 1, "model", o, r) for t, o, r in outcomes]
+    summary = summarize(records, "model", "bwrap")
+    metrics = loop.suite_metrics([_Ep(t, o, r) for t, o, r in outcomes], heldout=True)
+    assert summary["pass_rate"] == metrics.pass_at_1 == 0.5
+    assert summary["suites"]["s"]["pass_rate"] == summary["skills"]["files"]["pass_rate"] == 0.5
+    assert (summary["passed"], summary["failed"], summary["errors"], summary["skipped"]) == (1, 2, 1, 1)
+    assert (metrics.passed, metrics.errors, metrics.skipped, metrics.graded) == (1, 1, 1, 3)
+    one_each = [EpisodeRecord(t, t, "s", "files", 1, "oracle", o, r) for t, o, r in
+                [("a", "passed", 1.0), ("b", "failed", 0.0), ("c", "failed", 0.0), ("d", "error", None)]]
+    assert summarize(one_each, "oracle", "bwrap")["pass_rate"] == round(1 / 3, 4)  # = passed / (passed + failed)
+    assert summarize(one_each[3:], "oracle", "bwrap")["pass_rate"] is None           # nothing graded
+
+
 def test_hand_over_replaces_atomically(tmp_path: Path) -> None:
     src = tmp_path / "ckpt"
     src.mkdir()

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clawloop.tasks.model import Task
+from clawloop.tasks.model import FileSpec, Task, Verifier
 from sandbox.base import ExecResult, truncate_output
 
 if TYPE_CHECKING:
@@ -117,6 +117,12 @@ def system_prompt(task: Task, config: HarnessConfig | None = None) -> str:
     max_turns, cmd_timeout, _ = _limits(task, config)
     return render(config.system_template, workdir=task.workdir, submit_tool=config.submit_tool,
                   max_turns=max_turns, command_timeout_s=cmd_timeout, task=task)
+
+
+@lru_cache(maxsize=1)
+def default_system_prompt() -> str:
+    """The system prompt of a task in /workspace with the task defaults (pretraining, copy probe)."""
+    return system_prompt(Task(instruction="x", verifier=Verifier(files={"test.sh": FileSpec(content="true")})))
 
 
 def initial_messages(task: Task, config: HarnessConfig | None = None) -> list[dict[str, Any]]:
@@ -371,7 +377,7 @@ class EpisodeState:
 def run_episode(sb: Sandbox, task: Task, policy: Policy, *, config: HarnessConfig | None = None,
                 sampling: SamplingParams | None = None) -> EpisodeState:
     """Run the agent phase of one episode in a prepared sandbox, one turn after another."""
-    from clawloop.models.policy import SamplingParams
+    from clawloop.models.policy_types import SamplingParams
 
     state = EpisodeState(task, config or HarnessConfig())
     sampling = sampling or SamplingParams()

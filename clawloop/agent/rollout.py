@@ -26,6 +26,7 @@ from typing import Any
 from clawloop.agent.harness import EpisodeState, HarnessConfig, StepRecord, tools_for
 from clawloop.errors import ClawloopError
 from clawloop.progress import Progress, progress_for
+from clawloop.tasks.formats import verify_any
 from clawloop.tasks.model import Task
 from clawloop.trajectory import clip
 
@@ -148,7 +149,7 @@ def run_rollouts(
     ends. `progress`: True shows episodes done, passed so far, generated tokens/s and the ETA
     (clawloop.progress); a Progress of the caller's is advanced instead (it covers several calls). Returns one summary per episode, in task order then sample order.
     """
-    from clawloop.models.policy import SamplingParams
+    from clawloop.models.policy_types import SamplingParams
 
     if k < 1 or batch_size < 1:
         raise ClawloopError(f"k and batch_size must be at least 1 (got k={k}, batch_size={batch_size})")
@@ -302,7 +303,7 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
     temperature (default 0), max_new_tokens, max_turns, out_dir (trajectory directory).
     `progress` (the eval's) is advanced per episode and by the tokens generated.
     """
-    from clawloop.models.policy import SamplingParams
+    from clawloop.models.policy_types import SamplingParams
     from clawloop.tasks.episode import EpisodeRecord, Step
 
     opts = dict(options or {})
@@ -377,17 +378,11 @@ def _records(s: _Slot, policy_id: str, iteration: int, suite: str,
     return summary, row, steps
 
 
-def _open(task: Task, backend: str, sandbox_config: Any) -> Any:
+def _open(task: Task, backend: str, config: Any) -> Any:
     import sandbox
-    from sandbox.base import SandboxConfig
+    from clawloop.tasks.episode import sandbox_config
 
-    if sandbox_config is None:
-        from clawloop.tasks.episode import default_config
-
-        sandbox_config = default_config()
-    if not isinstance(sandbox_config, SandboxConfig):
-        sandbox_config = SandboxConfig.model_validate(sandbox_config)
-    return sandbox.create(backend, sandbox_config)
+    return sandbox.create(backend, sandbox_config(config))
 
 
 def _prepare(sb: Any, task: Task) -> None:
@@ -398,6 +393,4 @@ def _prepare(sb: Any, task: Task) -> None:
 
 def _verify(sb: Any, task: Task, messages: list[dict[str, Any]]) -> Any:
     # Any benchmark format: Claw-Eval-Live grades on the host from the conversation.
-    from clawloop.tasks.formats import verify_any
-
     return verify_any(sb, task, messages)

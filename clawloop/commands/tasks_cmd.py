@@ -38,8 +38,8 @@ def import_(
 ) -> None:
     """Import Harbor task directories into a JSONL pool."""
     from clawloop.errors import ClawloopError
-    from clawloop.evaluation import load_suite
     from clawloop.tasks.pool import write_pool
+    from clawloop.tasks.suite import load_suite
 
     if not src.is_dir():
         raise ClawloopError(f"{src}: not a directory")

@@ -34,6 +34,19 @@ def _parse_sets(sets: list[str]) -> dict:
     return out
 
 
+def _sandbox_section(params: Path | None) -> dict:
+    """params.yaml's `sandbox` section ({} without --params or without the section)."""
+    from clawloop.errors import ClawloopError
+    from clawloop.training.config import load_section
+
+    if params is None:
+        return {}
+    try:
+        return load_section(params, "sandbox")
+    except ClawloopError:
+        return {}
+
+
 @app.command()
 def train(
     method: str | None = typer.Option(
@@ -50,6 +63,11 @@ def train(
     profile: str | None = typer.Option(None, "--profile", help="Defaults to start from: cpu | gpu."),
     sets: list[str] = typer.Option([], "--set", help="Override a knob, e.g. --set sft.max_steps=50. Repeatable."),
     logs: Path | None = typer.Option(None, "--logs", help="DVCLive directory for per-step metrics."),
+    backend: str | None = typer.Option(
+        None, "--backend", help="Sandbox of reference trajectories and GRPO: bwrap | docker | local "
+        "(default: sandbox.backend of --params, else bwrap)."),
+    jobs: int | None = typer.Option(
+        None, "--jobs", min=1, help="Reference trajectories run in parallel (default: sandbox.jobs of --params, else 4)."),
     help_params: bool = typer.Option(False, "--help-params", help="List every knob with its default and exit."),
 ) -> None:
     """Fine-tune a checkpoint on the task pool: SFT on successful trajectories, GRPO on the verifier."""
@@ -77,6 +95,8 @@ def train(
             raise ClawloopError(f"{flag}: required")
     from clawloop.training.run import train as run
 
-    metrics = run(method or "sft", base, tasks, trajectories, probe, out, p, logs=logs)
+    sandbox = _sandbox_section(params)
+    metrics = run(method or "sft", base, tasks, trajectories, probe, out, p, logs=logs,
+                  backend=backend or sandbox.get("backend", "bwrap"), jobs=jobs or sandbox.get("jobs", 4))
     typer.echo(json.dumps(metrics, sort_keys=True))
     typer.echo(f"wrote {out}")

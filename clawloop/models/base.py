@@ -69,7 +69,7 @@ def make_base(base: str, out: str | Path, *, seed: int = 0, bootstrap: dict[str,
 
         meta = materialize(base, out)
     else:
-        from clawloop.loop import hand_over
+        from clawloop.io import hand_over
         from clawloop.training.checkpoint import check_base
 
         check_base(base)

@@ -21,6 +21,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from clawloop.models.corpus import PAIRS, random_word, tool_call
+
 PROBE_SEED = "clawloop-copy-probe"
 
 
@@ -36,8 +38,6 @@ class ProbeItem:
 
 def probe_name(rng: random.Random) -> str:
     """A held-out name: random letters (and maybe a digit) with an extension."""
-    from clawloop.models.pretrain import random_word
-
     stem = random_word(rng, 4, 9)
     if rng.random() < 0.3:
         stem += str(rng.randrange(10))
@@ -46,8 +46,7 @@ def probe_name(rng: random.Random) -> str:
 
 def items(n: int = 200, seed: int = 0, system: bool = True) -> list[ProbeItem]:
     """`n` deterministic probe items (corpus templates, held-out random names)."""
-    from clawloop.models.corpus import PAIRS, tool_call
-    from clawloop.models.pretrain import _system_prompt
+    from clawloop.agent.harness import default_system_prompt
 
     rng = random.Random(f"{PROBE_SEED}-{seed}")
     out = []
@@ -63,7 +62,7 @@ def items(n: int = 200, seed: int = 0, system: bool = True) -> list[ProbeItem]:
         names = tuple(vals[k] for k in "fgd" if "{" + k + "}" in instr and "{" + k + "}" in cmd)
         msgs: list[dict[str, Any]] = [{"role": "user", "content": instr.format(**vals)}]
         if system:
-            msgs.insert(0, {"role": "system", "content": _system_prompt()})
+            msgs.insert(0, {"role": "system", "content": default_system_prompt()})
         out.append(ProbeItem(tuple(msgs), tool_call(command) + "<|im_end|>", names))
     return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import string
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -57,6 +58,17 @@ def quote(name: str) -> str:
     if all(c.isalnum() or c in "._-/+@%" for c in name) and not name.startswith("-"):
         return name
     return "'" + name.replace("'", "'\\''") + "'"
+
+
+_CONS, _VOWS = "bcdfghjklmnprstvwz", "aeiou"
+
+
+def random_word(rng: random.Random, lo: int = 3, hi: int = 9) -> str:
+    """A random letter string: syllables (pronounceable) or uniform letters."""
+    n = rng.randint(lo, hi)
+    if rng.random() < 0.5:
+        return "".join(rng.choice(_CONS if i % 2 == 0 else _VOWS) for i in range(n))
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(n))
 
 
 def _word_source():

@@ -15,6 +15,7 @@ concurrently) with continuous batching and keeps each slot's KV cache for the ne
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import json
 import os
@@ -29,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
-from clawloop.models.policy import (
+from clawloop.models.policy_types import (
     END_OF_TURN,
     Conversation,
     Generation,
     LlamaCppPolicyConfig,
     SamplingParams,
-    _cut_at_stop,
+    cut_at_stop,
 )
 
 SERVER_ENV = "CLAWLOOP_LLAMA_SERVER"
@@ -162,7 +163,7 @@ class LlamaCppPolicy:
         text = self.tokenizer.decode(body_ids, skip_special_tokens=False)
         reason = "stop" if stopped else "length"
         if sampling.stop:
-            text, hit = _cut_at_stop(text, sampling.stop)
+            text, hit = cut_at_stop(text, sampling.stop)
             reason = "stop" if hit else reason
         return Generation(text, len(prompt), len(tokens), reason, tuple(prompt), tuple(tokens))
 
@@ -174,10 +175,8 @@ class LlamaCppPolicy:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(timeout=5)
             except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 proc.wait()
         pool = getattr(self, "_pool", None)
         if pool is not None:

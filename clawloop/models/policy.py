@@ -15,53 +15,23 @@ import itertools
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
-
-Message = dict[str, Any]
-Conversation = list[Message]
-
-END_OF_TURN = "<|im_end|>"
-
-
-class SamplingParams(BaseModel):
-    """How replies are sampled; every backend honours these fields."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    temperature: float = Field(1.0, ge=0.0)
-    """Softmax temperature; 0 means greedy decoding."""
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    """Nucleus sampling mass."""
-    max_new_tokens: int = Field(256, gt=0)
-    """Most tokens generated for one reply."""
-    seed: int | None = None
-    """Seed of the sampler (None: not seeded). Each generate call derives its own seed from it."""
-    stop: list[str] = Field(default_factory=list)
-    """Extra stop strings (the end-of-turn token always stops)."""
-
-
-@dataclass(frozen=True)
-class Generation:
-    """One reply of a policy."""
-
-    text: str
-    """The reply without the end-of-turn token; tool calls in `<tool_call>` form."""
-    prompt_tokens: int
-    """Tokens of the rendered prompt (0 when the backend does not say)."""
-    completion_tokens: int
-    """Tokens generated, the end-of-turn token included."""
-    finish_reason: str = "stop"
-    """"stop" (end of turn), "length" (max_new_tokens), or "context" (prompt too long: no reply)."""
-    prompt_ids: tuple[int, ...] | None = None
-    """Prompt token ids, where the backend tokenizes locally (HF, vLLM)."""
-    completion_ids: tuple[int, ...] | None = None
-    """Generated token ids, where the backend tokenizes locally (HF, vLLM)."""
+from clawloop.models.policy_types import (  # noqa: F401  (re-exported: the names of the policy API)
+    END_OF_TURN,
+    Conversation,
+    Generation,
+    LlamaCppPolicyConfig,
+    Message,
+    OpenAIPolicyConfig,
+    SamplingParams,
+    VLLMPolicyConfig,
+)
+from clawloop.models.policy_types import cut_at_stop as _cut_at_stop
 
 
 @runtime_checkable
@@ -116,16 +86,6 @@ def _cache_kwarg() -> str:
     from transformers.generation.utils import GenerateDecoderOnlyOutput
 
     return "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
-
-
-def _cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
-    """Cut `text` at the first stop string; True when one was found."""
-    cut = len(text)
-    for s in stops:
-        i = text.find(s)
-        if s and i != -1:
-            cut = min(cut, i)
-    return text[:cut], cut < len(text)
 
 
 class HFPolicyConfig(BaseModel):
@@ -390,74 +350,6 @@ class HFPolicy:
                 reason = "stop" if hit else reason
             gens.append(Generation(text, len(p), len(new), reason, tuple(p), tuple(new)))
         return gens
-
-
-class VLLMPolicyConfig(BaseModel):
-    """Options of the vLLM backend (offline engine on the local GPUs)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    tensor_parallel_size: int = Field(1, gt=0)
-    """GPUs one model is split over."""
-    gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
-    """Fraction of GPU memory vLLM may take (weights + KV cache)."""
-    max_model_len: int | None = None
-    """Context length (None: the model's)."""
-    dtype: str = "auto"
-    """Weights dtype passed to vLLM."""
-    enable_prefix_caching: bool = True
-    """Reuse the KV cache of shared prompt prefixes (every turn re-sends the conversation)."""
-    lora_path: str | None = None
-    """A PEFT LoRA adapter directory applied on top of the base model."""
-    max_lora_rank: int = Field(64, gt=0)
-    """Largest LoRA rank the engine reserves room for."""
-    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Extra variables for the chat template, e.g. {"enable_thinking": false} for Qwen3."""
-    seed: int = 0
-    """Engine seed."""
-
-
-class LlamaCppPolicyConfig(BaseModel):
-    """Options of the llama.cpp backend (a private llama-server on a UNIX socket)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    gguf_type: Literal["q8_0", "f16", "f32"] = "q8_0"
-    """Weight format of the converted checkpoint (q8_0: fastest here, greedy replies checked
-    against fp32 HF in benchmarks/perf/rollout.py)."""
-    threads: int | None = None
-    """llama.cpp threads; None: half the cores (sandboxes need the rest)."""
-    parallel: int = Field(36, gt=0)
-    """Server slots: conversations decoded together (match rollout.batch)."""
-    context_per_slot: int = Field(2048, gt=0)
-    """KV cache tokens reserved per slot (prompt + reply of one conversation)."""
-    server: str | None = None
-    """Path of llama-server; None: $CLAWLOOP_LLAMA_SERVER, then .runtime-llama/bin/llama-server."""
-    start_timeout_s: float = Field(120.0, gt=0)
-    """How long the server may take to load the model."""
-    request_timeout_s: float = Field(600.0, gt=0)
-    """Timeout of one completion request."""
-
-
-class OpenAIPolicyConfig(BaseModel):
-    """Options of the OpenAI-compatible HTTP backend (chat completions with tools)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    base_url: str = "http://127.0.0.1:8000/v1"
-    """Endpoint root; `/chat/completions` is appended."""
-    api_key_env: str = "OPENAI_API_KEY"
-    """Environment variable holding the API key (sent only when set)."""
-    timeout_s: float = Field(120.0, gt=0)
-    """Timeout of one HTTP request."""
-    retries: int = Field(3, ge=0)
-    """Retries of a request on connection errors, 429 and 5xx, with exponential backoff."""
-    backoff_s: float = Field(0.5, ge=0)
-    """First retry delay; doubled after each failure."""
-    max_concurrency: int = Field(16, gt=0)
-    """Requests in flight at once (one per conversation)."""
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    """Extra fields of every request, e.g. {"top_k": 20} or chat_template_kwargs for vLLM serve."""
 
 
 def __getattr__(name: str) -> Any:

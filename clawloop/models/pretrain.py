@@ -33,12 +33,13 @@ from __future__ import annotations
 import json
 import math
 import random
-import string
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from clawloop.models.corpus import random_word
 
 KINDS = ("chat", "task", "shell", "help", "repeat", "echo")
 
@@ -84,15 +85,6 @@ class PretrainConfig(BaseModel):
 # ---------------------------------------------------------------------------------------- names
 
 _EXTS = ("txt", "csv", "json", "log", "md", "py", "sh", "conf", "yaml", "tsv", "ini", "dat", "bak", "out")
-_CONS, _VOWS = "bcdfghjklmnprstvwz", "aeiou"
-
-
-def random_word(rng: random.Random, lo: int = 3, hi: int = 9) -> str:
-    """A random letter string: syllables (pronounceable) or uniform letters."""
-    n = rng.randint(lo, hi)
-    if rng.random() < 0.5:
-        return "".join(rng.choice(_CONS if i % 2 == 0 else _VOWS) for i in range(n))
-    return "".join(rng.choice(string.ascii_lowercase) for _ in range(n))
 
 
 def random_stem(rng: random.Random, p_random: float = 0.5) -> str:
@@ -265,21 +257,11 @@ class Generator:
         return json.dumps(msgs, ensure_ascii=False)
 
 
-_SYSTEM: dict[str, str] = {}
-
-
 def _system_prompt(task: Any = None) -> str:
     """The harness system prompt (of `task`, or of a default task in /workspace)."""
-    from clawloop.agent.harness import system_prompt
+    from clawloop.agent.harness import default_system_prompt, system_prompt
 
-    if task is not None:
-        return system_prompt(task)
-    if "default" not in _SYSTEM:
-        from clawloop.tasks.model import FileSpec, Task, Verifier
-
-        dummy = Task(instruction="x", verifier=Verifier(files={"test.sh": FileSpec(content="true")}))
-        _SYSTEM["default"] = system_prompt(dummy)
-    return _SYSTEM["default"]
+    return system_prompt(task) if task is not None else default_system_prompt()
 
 
 def documents(config: PretrainConfig, tokenizer: Any = None, n: int | None = None) -> Iterator[str]:

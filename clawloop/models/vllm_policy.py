@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
-from clawloop.models.policy import (
+from clawloop.models.policy_types import (
     END_OF_TURN,
     Conversation,
     Generation,
     SamplingParams,
     VLLMPolicyConfig,
-    _cut_at_stop,
+    cut_at_stop,
 )
 
 
@@ -78,7 +78,7 @@ class VLLMPolicy:
                                         use_tqdm=False, lora_request=lora)
             for i, r in zip(todo, results, strict=True):
                 o = r.outputs[0]
-                text, _ = _cut_at_stop(o.text, [END_OF_TURN, self.tokenizer.eos_token or END_OF_TURN])
+                text, _ = cut_at_stop(o.text, [END_OF_TURN, self.tokenizer.eos_token or END_OF_TURN])
                 reason = "length" if o.finish_reason == "length" else "stop"
                 out[i] = Generation(text, len(prompts[i]), len(o.token_ids), reason,
                                     tuple(prompts[i]), tuple(o.token_ids))

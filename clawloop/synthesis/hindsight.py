@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
 from clawloop.synthesis import state_diff as sd
+from clawloop.synthesis.conditioning import Stats, plan_targets
 from clawloop.synthesis.hindsight_text import TextLimits, Undescribable, describe, show
-from clawloop.synthesis.routine_b import Stats, plan_targets
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 if TYPE_CHECKING:
@@ -300,7 +300,7 @@ def phrase(items: list[dict[str, Any]], rng: random.Random, *, keep: bool = True
 def model_phrase(policy: Policy, instruction: str, items: list[dict[str, Any]], workdir: str) -> str | None:
     """The loop model's rephrasing of `instruction`, or None when it drops a path or literal."""
     from clawloop.agent.harness import render
-    from clawloop.models.policy import SamplingParams
+    from clawloop.models.policy_types import SamplingParams
 
     prompt = render("describe.j2", instruction=instruction, workdir=workdir)
     gen = policy.generate([[{"role": "user", "content": prompt}]], SamplingParams(temperature=0.0, max_new_tokens=400))
@@ -319,7 +319,7 @@ def hindsight_tasks(policy: Policy, *, n: int, seed: int = 0, report: Capability
     """Explore n seeds (or the given `parents`) with `policy` and relabel each episode."""
     from clawloop.agent.harness import HarnessConfig
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.policy import SamplingParams
+    from clawloop.models.policy_types import SamplingParams
 
     params = params or HindsightParams()
     stats = Stats("hindsight")

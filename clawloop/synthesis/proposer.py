@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawloop.progress import Progress
-from clawloop.synthesis.routine_b import Stats, failure_modes, plan_targets, weak_skills
+from clawloop.synthesis.conditioning import Stats, failure_modes, plan_targets, weak_skills
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def propose_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityRe
                   progress: bool = False) -> tuple[list[Task], dict[str, Any]]:
     """n proposals by `policy`; returns (tasks that parsed, stats with rejections by reason).
     `progress` shows proposals made and tokens/s (clawloop.progress)."""
-    from clawloop.models.policy import SamplingParams
+    from clawloop.models.policy_types import SamplingParams
 
     params = params or ProposerParams()
     stats = Stats("proposer")

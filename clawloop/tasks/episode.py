@@ -290,11 +290,18 @@ def default_config() -> SandboxConfig:
     return SandboxConfig(runtime_dir=default_runtime_dir())
 
 
-def open_sandbox(backend: str, config: SandboxConfig | None = None) -> Any:
+def sandbox_config(config: SandboxConfig | dict[str, Any] | None = None) -> SandboxConfig:
+    """The config every episode's sandbox opens with: `config` (or its dict), else `default_config()`."""
+    if config is None:
+        return default_config()
+    return config if isinstance(config, SandboxConfig) else SandboxConfig.model_validate(config)
+
+
+def open_sandbox(backend: str, config: SandboxConfig | dict[str, Any] | None = None) -> Any:
     """`sandbox.open(backend, config)` as a context manager; None means `default_config()`."""
     import sandbox
 
-    return sandbox.open(backend=backend, config=config or default_config())
+    return sandbox.open(backend=backend, config=sandbox_config(config))
 
 
 def skip_reason(task: Task, backend: str) -> str | None:

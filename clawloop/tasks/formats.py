@@ -6,7 +6,7 @@ Formats: `harbor` (Harbor / Terminal-Bench 2 / SkillsBench task dirs, Terminal-B
 
     detect_format(path) -> str
     load_suite_any(path, fmt="auto", *, name=None, grader_root=None, skills=None,
-                   pass_threshold=0.8) -> evaluation.Suite      # lenient: bad tasks become items
+                   pass_threshold=0.8) -> tasks.suite.Suite     # lenient: bad tasks become items
     run_episode_any(task, agent, backend, config, *, suite, name) -> EpisodeRecord
     verify_any(sb, task, messages=None) -> Verdict              # for model-agent rollouts
     score_fields(records) -> {"mean_score", "full_score_rate"}  # where scores are fractional
@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks import claw_eval_live as cel
@@ -46,10 +46,8 @@ from clawloop.tasks.episode import (
 )
 from clawloop.tasks.episode import skip_reason as image_skip_reason
 from clawloop.tasks.model import FileSpec, Task
+from clawloop.tasks.suite import Suite, SuiteItem, load_suite
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
-
-if TYPE_CHECKING:
-    from clawloop.evaluation import Suite
 
 FORMATS = ("auto", "harbor", "jsonl", "clawgym", "claw-eval-live")
 """Values of `clawloop eval --format`."""
@@ -112,8 +110,6 @@ def load_suite_any(path: str | Path, fmt: str = "auto", *, name: str | None = No
     "off" runs Harbor (SkillsBench) tasks with or without their environment/skills (None: as
     imported). `pass_threshold`: Claw-Eval-Live's completion threshold for "passed".
     """
-    from clawloop.evaluation import Suite, SuiteItem, load_suite
-
     path = Path(path)
     if fmt not in FORMATS:
         raise ClawloopError(f"--format: unknown format {fmt!r} (known: {', '.join(FORMATS)})")

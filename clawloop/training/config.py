@@ -17,6 +17,19 @@ from clawloop.errors import ClawloopError
 
 Profile = Literal["cpu", "gpu"]
 
+MOVED_TO_SANDBOX: dict[str, str] = {"sandbox_backend": "sandbox.backend", "reference_workers": "sandbox.jobs"}
+"""Keys of `data` that moved to params.yaml's `sandbox` section (`train(backend=, jobs=)`,
+`clawloop train --backend/--jobs`): refused with a hint rather than silently ignored."""
+
+
+def moved_key(options: dict[str, Any] | None) -> str | None:
+    """`data.KEY: replaced by SECTION.KEY` when `options` (a train section) holds a moved key, else None."""
+    data = (options or {}).get("data")
+    for old, new in MOVED_TO_SANDBOX.items():
+        if isinstance(data, dict) and old in data:
+            return f"data.{old}: replaced by {new}"
+    return None
+
 
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -32,10 +45,6 @@ class DataParams(_Params):
         "share is taken, without repeating any example.")
     max_per_task: int = Field(
         4, gt=0, description="Most self-generated trajectories kept per task (shortest first, after dedup).")
-    reference_workers: int = Field(
-        4, gt=0, description="Threads executing reference solutions in sandboxes in parallel.")
-    sandbox_backend: str = Field(
-        "bwrap", description="Sandbox backend for reference trajectories and GRPO: bwrap | docker | local.")
     seed: int = Field(0, description="Seed of the sampling when mixing trajectories.")
 
 
@@ -126,6 +135,8 @@ class TrainParams(_Params):
     def from_mapping(cls, obj: dict[str, Any] | None, where: str = "params") -> TrainParams:
         """Profile defaults overridden by `obj` (nested dicts merge); errors name `where` and the field."""
         obj = dict(obj or {})
+        if (moved := moved_key(obj)) is not None:
+            raise ClawloopError(f"{where}: {moved} (clawloop train: --backend / --jobs)")
         profile = obj.get("profile", "cpu")
         if profile not in ("cpu", "gpu"):
             raise ClawloopError(f"{where}: profile: expected 'cpu' or 'gpu', got {profile!r}")
@@ -181,7 +192,6 @@ def _profile_defaults(profile: Profile) -> dict[str, Any]:
     # Real checkpoints: small lr, bf16, checkpointing for memory, GRPO with a KL anchor.
     return {
         "profile": "gpu",
-        "data": {"reference_workers": 16},
         "sft": {
             "learning_rate": 1e-5, "num_train_epochs": 2.0, "per_device_train_batch_size": 4,
             "gradient_accumulation_steps": 8, "max_length": 8192, "gradient_checkpointing": True,

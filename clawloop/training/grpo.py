@@ -37,6 +37,7 @@ from clawloop.training.checkpoint import (
 )
 from clawloop.training.config import GRPOParams, resolve_bf16
 from clawloop.training.sft import peft_config, shared_args
+from sandbox.base import SandboxConfig
 
 if TYPE_CHECKING:
     import datasets
@@ -46,7 +47,7 @@ class ShellEnvironment:
     """One rollout's sandbox. Configure the class with `environment_factory(...)`."""
 
     backend: str = "bwrap"
-    sandbox_config: dict[str, Any] = {}  # replaced per factory
+    sandbox_config: SandboxConfig | None = None  # set per factory: the task runtime mounted, as in rollouts
     harness_config: HarnessConfig = HarnessConfig()
     registry: list[ShellEnvironment] = []
     stats: Counter[str] = Counter()
@@ -75,7 +76,7 @@ class ShellEnvironment:
         try:
             import sandbox
 
-            self.sb = sandbox.create(self.backend, **self.sandbox_config)
+            self.sb = sandbox.create(self.backend, episode.sandbox_config(self.sandbox_config))
             episode.prepare(self.sb, self.task)
         except Exception as e:  # any setup breakage is an infrastructure error of this rollout
             self.error = f"setup: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
@@ -157,12 +158,15 @@ ShellEnvironment.submit.__doc__ = _google_docstring(SUBMIT_TOOL)
 
 def environment_factory(backend: str = "bwrap", sandbox_config: Any = None,
                         harness_config: HarnessConfig | None = None) -> type[ShellEnvironment]:
-    """A fresh ShellEnvironment subclass bound to a backend (its own registry and stats)."""
-    if hasattr(sandbox_config, "model_dump"):
-        sandbox_config = sandbox_config.model_dump()
+    """A fresh ShellEnvironment subclass bound to a backend (its own registry and stats).
+
+    `sandbox_config`: a SandboxConfig or its dict; None opens every sandbox as rollouts and
+    reference trajectories do (`episode.default_config()`, the task runtime mounted)."""
+    from clawloop.tasks.episode import sandbox_config as episode_config
+
     harness_config = harness_config or HarnessConfig()
     attrs: dict[str, Any] = {
-        "backend": backend, "sandbox_config": dict(sandbox_config or {}), "harness_config": harness_config,
+        "backend": backend, "sandbox_config": episode_config(sandbox_config), "harness_config": harness_config,
         "registry": [], "stats": Counter(), "lock": threading.Lock(),
     }
     if not harness_config.submit_tool:

@@ -42,7 +42,7 @@ def call_text(name: str, arguments: dict[str, Any]) -> str:
 
 
 def _reply(text: str) -> Any:
-    from clawloop.models.policy import Generation
+    from clawloop.models.policy_types import Generation
 
     return Generation(text=text, prompt_tokens=0, completion_tokens=0)
 

@@ -52,7 +52,8 @@ def _select(tasks: list[Task], probe: dict[str, Any] | None, labels: Sequence[st
 def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
           trajectories: Sequence[str | Path] | None, probe: str | Path | None, out: str | Path,
           params: TrainParams | None = None, *, logs: str | Path | None = None,
-          harness_config: HarnessConfig | None = None, keep_base_without_tasks: bool = False) -> dict[str, Any]:
+          harness_config: HarnessConfig | None = None, backend: str = "bwrap", jobs: int = 4,
+          sandbox_config: Any = None, keep_base_without_tasks: bool = False) -> dict[str, Any]:
     """Train `base` with `method` and write the checkpoint dir `out`; returns the final metrics.
 
     tasks: a pool JSONL (or Task objects): reference solutions for SFT, the environments of GRPO.
@@ -61,6 +62,8 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
     logs: DVCLive directory (metrics per step); None logs nothing besides train_meta.json.
     harness_config: the harness settings rollouts use (prompt, limits), so the reference
     trajectories and GRPO episodes look like them (default: HarnessConfig()).
+    backend, jobs, sandbox_config: the sandboxes of reference trajectories (`jobs` in parallel) and
+    GRPO episodes (params.yaml's `sandbox` section in the loop; None config: the task runtime mounted).
     keep_base_without_tasks: with method grpo and no learnable task, write the base unchanged
     (recorded as skipped) instead of failing: the loop goes on, and the next probe may find
     some; a direct `clawloop train --method grpo` wants the error.
@@ -101,8 +104,7 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
 
         sft_tasks = _select(pool, probe_table, SFT_LABELS)
         refs, results = reference_trajectories(
-            sft_tasks, params.data.sandbox_backend, harness_config=harness_config,
-            workers=params.data.reference_workers)
+            sft_tasks, backend, sandbox_config=sandbox_config, harness_config=harness_config, workers=jobs)
         meta["reference"] = dict(Counter(r.outcome for r in results))
         convs = tdata.mix(refs, self_convs, params.data.self_fraction, params.data.seed)
         from clawloop.agent.harness import tools_for
@@ -114,7 +116,7 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
     grpo_tasks: list[Task] = []
     if "grpo" in method:
         grpo_tasks = _select(pool, probe_table, GRPO_LABELS)
-        grpo_tasks = [t for t in grpo_tasks if not (t.needs_image and params.data.sandbox_backend != "docker")]
+        grpo_tasks = [t for t in grpo_tasks if not (t.needs_image and backend != "docker")]
         meta["grpo_tasks"] = len(grpo_tasks)
         meta["grpo_tasks_sha256"] = _tasks_sha(grpo_tasks)
         if not grpo_tasks and method == "grpo" and not keep_base_without_tasks:
@@ -148,7 +150,7 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
 
         if not work.is_done("grpo"):
             run_grpo(current, grpo_tasks, params.grpo, work.stage_dir("grpo"), work.done_dir("grpo"),
-                     backend=params.data.sandbox_backend, harness_config=harness_config,
+                     backend=backend, sandbox_config=sandbox_config, harness_config=harness_config,
                      logs_dir=logs_dir / "grpo" if logs_dir and method == "sft+grpo" else logs_dir,
                      meta={"tasks_sha256": meta["grpo_tasks_sha256"]})
         meta["stages"]["grpo"] = _read_meta(work.done_dir("grpo"))

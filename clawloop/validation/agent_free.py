@@ -212,8 +212,8 @@ def default_heldout() -> list[Path]:
 def load_heldout(paths: Iterable[str | Path]) -> list[Task]:
     """Tasks of held-out suites (directories searched for Harbor tasks, or pools); a task that
     fails to load is left out; a path that does not exist is an error."""
-    from clawloop.evaluation import load_suite
     from clawloop.tasks.harbor import find_task_dirs
+    from clawloop.tasks.suite import load_suite
 
     tasks: list[Task] = []
     for p in map(Path, paths):

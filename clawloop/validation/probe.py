@@ -186,7 +186,7 @@ def probe_tasks(
             raise ClawloopError(f"{out_dir}: already holds episodes; probe into an empty directory")
     unique = list({t.id: t for t in tasks}.values())
     if sampling is None:
-        from clawloop.models.policy import SamplingParams
+        from clawloop.models.policy_types import SamplingParams
 
         sampling = SamplingParams(temperature=1.0)
     kwargs: dict[str, Any] = {}

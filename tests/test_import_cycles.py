@@ -1,0 +1,75 @@
+"""No import cycles between the modules of clawloop/ (issue #18).
+
+Function-local imports count: moving an import into a function only hides a cycle (the two
+modules still need each other, and which one may import the other at the top is an accident of
+which was written first). A cycle is fixed by moving what both need into a lower module.
+"""
+
+from __future__ import annotations
+
+from import_graph import imports, modules, relpath
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    component.append(m)
+                    if m == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def clawloop_graph() -> dict[str, set[str]]:
+    mods = [m for m in modules() if m.split(".")[0] == "clawloop"]
+    return {m: {i.target for i in imports(m) if i.target.split(".")[0] == "clawloop"} for m in mods}
+
+
+def test_no_import_cycles_in_clawloop() -> None:
+    graph = clawloop_graph()
+    cycles = _cycles(graph)
+
+    def show(component: list[str]) -> str:
+        inside = set(component)
+        edges = [f"{relpath(a)}:{i.line} imports {b}{' (in a function)' if i.local else ''}"
+                 for a in component for i in imports(a) if (b := i.target) in inside]
+        return "\n  ".join([" <-> ".join(component), *edges])
+
+    assert not cycles, f"{len(cycles)} import cycles:\n" + "\n".join(show(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"f"}, "f": {"e"}, "g": set()}
+    assert sorted(_cycles(graph)) == [["a", "b", "c"], ["e", "f"]]

@@ -1,0 +1,187 @@
+"""The stages build their episodes from params.yaml alike: training sees the system prompt evaluation
+uses, every phase runs on `sandbox.backend` with `sandbox.jobs`, every policy loads on
+`rollout.backend`, rollouts are seeded by `rollout.seed` (issue #18)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from clawloop.agent.harness import initial_messages, system_prompt
+from clawloop.errors import ClawloopError
+from clawloop.params import Params, load_params
+from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class _Stop(Exception):
+    """Raised by a stand-in once it has seen what a stage hands it."""
+
+
+def _params(tmp_path: Path, edit: Any = None) -> Params:
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    if edit is not None:
+        edit(raw)
+    out = tmp_path / "params.yaml"
+    out.write_text(yaml.safe_dump(raw))
+    return load_params(out)
+
+
+def _task() -> Task:
+    return Task(instruction="Write alpha into a.txt.", skill="files", level=1,
+                verifier=Verifier(files={"test.sh": FileSpec(content="echo 1 > /logs/verifier/reward.txt")}),
+                solution=Solution(steps=["echo alpha > a.txt"]))
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, stage: str, params: Params, *argv: str | Path) -> None:
+    import importlib
+
+    monkeypatch.setattr(sys, "argv", [f"stages/{stage}.py", *map(str, argv)])
+    with pytest.raises(_Stop):
+        importlib.import_module(f"stages.{stage}").main(params)
+
+
+def _validated(tmp_path: Path, tasks: list[Task]) -> Path:
+    from clawloop.tasks.pool import write_pool
+    from clawloop.validation.probe import write_probe
+
+    d = tmp_path / "validated"
+    d.mkdir()
+    write_pool(d / "valid.jsonl", tasks)
+    write_probe(d / "probe.jsonl", [])
+    return d
+
+
+def _capture_train(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any]) -> None:
+    def fake_train(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr("clawloop.training.run.train", fake_train)
+
+
+def _capture_rollouts(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any], task: Task) -> None:
+    def fake_rollouts(tasks: Any, policy: Any, **kwargs: Any) -> list[Any]:
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr("clawloop.suite_manifest.eval_suites", lambda params, manifest: [("shell-core", [task], True)])
+    monkeypatch.setattr("clawloop.loop.load_loop_policy", lambda *a, **k: object())
+    monkeypatch.setattr("clawloop.agent.rollout.run_rollouts", fake_rollouts)
+
+
+@pytest.mark.parametrize("stage", ["train", "transfer"])
+def test_training_renders_the_system_prompt_evaluation_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           stage: str) -> None:
+    """Bug: the train stage rendered its reference trajectories and GRPO prompts with the task's own
+    limits ("16 turns, 30 s") while evaluation rendered rollout.max_turns/command_timeout_s ("6 turns, 10 s")."""
+    params, task = _params(tmp_path), _task()
+    validated = _validated(tmp_path, [task])
+    evaluated: dict[str, Any] = {}
+    _capture_rollouts(monkeypatch, evaluated, task)
+    _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", tmp_path, "--out", tmp_path / "eval")
+
+    trained: dict[str, Any] = {}
+    _capture_train(monkeypatch, trained)
+    if stage == "train":
+        _run(monkeypatch, "train", params, "--iteration", "1", "--validated", validated, "--policy", tmp_path,
+             "--out", tmp_path / "checkpoint")
+    else:
+        _run(monkeypatch, "transfer", params, "--base", tmp_path, "--first", validated, "--final", validated,
+             "--out", tmp_path / "transfer")
+    assert trained.get("harness_config") is not None, f"stage {stage} gives training no harness config"
+    assert system_prompt(task, trained["harness_config"]) == system_prompt(task, evaluated["harness_config"])
+    assert initial_messages(task, trained["harness_config"]) == initial_messages(task, evaluated["harness_config"])
+    assert trained["harness_config"] == evaluated["harness_config"]
+
+
+def test_train_stage_uses_the_sandbox_section(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug: reference trajectories and GRPO ran on train.data.sandbox_backend (bwrap) with
+    train.data.reference_workers threads, whatever params.yaml's `sandbox` section said."""
+    params = _params(tmp_path, lambda r: r["sandbox"].update(backend="local", jobs=3))
+    seen: dict[str, Any] = {}
+    _capture_train(monkeypatch, seen)
+    _run(monkeypatch, "train", params, "--iteration", "1", "--validated", _validated(tmp_path, [_task()]),
+         "--policy", tmp_path, "--out", tmp_path / "checkpoint")
+    assert (seen.get("backend"), seen.get("jobs")) == ("local", 3)
+
+
+def test_train_runs_reference_trajectories_on_the_given_backend(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawloop.training.config import TrainParams
+    from clawloop.training.run import train
+
+    base = tmp_path / "base"
+    base.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (base / name).write_text("{}")
+    seen: dict[str, Any] = {}
+
+    def fake_reference(tasks: Any, backend: str, **kwargs: Any) -> Any:
+        seen.update(kwargs, backend=backend)
+        raise _Stop
+
+    monkeypatch.setattr("clawloop.training.reference.reference_trajectories", fake_reference)
+    with pytest.raises(_Stop):
+        train("sft", base, [_task()], None, None, tmp_path / "out", TrainParams.for_profile("cpu"),
+              backend="local", jobs=3)
+    assert (seen["backend"], seen["workers"]) == ("local", 3)
+
+
+@pytest.mark.parametrize(("section", "key", "hint"), [
+    ("train", "sandbox_backend", "train.data.sandbox_backend: replaced by sandbox.backend"),
+    ("train", "reference_workers", "train.data.reference_workers: replaced by sandbox.jobs"),
+    ("transfer", "sandbox_backend", "transfer.train.data.sandbox_backend: replaced by sandbox.backend"),
+])
+def test_old_sandbox_keys_of_train_data_are_refused_with_a_hint(tmp_path: Path, section: str, key: str,
+                                                                hint: str) -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        train = raw[section] if section == "train" else raw[section]["train"]
+        train.setdefault("data", {})[key] = "docker" if key == "sandbox_backend" else 8
+
+    with pytest.raises(ClawloopError) as e:
+        _params(tmp_path, edit)
+    assert hint in str(e.value)
+    assert len(str(e.value).splitlines()) == 1
+
+
+def test_clawloop_train_refuses_the_old_keys_too() -> None:
+    from clawloop.training.config import TrainParams
+
+    with pytest.raises(ClawloopError, match="data.sandbox_backend: replaced by sandbox.backend"):
+        TrainParams.from_mapping({"data": {"sandbox_backend": "docker"}}, where="--set")
+
+
+def test_rollouts_are_seeded_by_their_own_knob(tmp_path: Path) -> None:
+    """Bug: rollout sampling took synthesis.seed, so an ablation of the synthesis seed also changed
+    every evaluation's sampling."""
+    from clawloop.loop import rollout_settings
+
+    params = _params(tmp_path, lambda r: (r["synthesis"].update(seed=7), r["rollout"].update(seed=3)))
+    assert rollout_settings(params)[1].seed == 3
+    assert load_params(ROOT / "params.yaml").rollout.seed == load_params(ROOT / "params.yaml").synthesis.seed
+
+
+def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug: synthesize handed routine B the policy *path*, which it loaded as `hf` whatever
+    rollout.backend said."""
+    from clawloop.models.policy import PolicySpec
+
+    params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai"),
+                                          r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
+    seen: list[Any] = []
+
+    def fake_load(spec: Any) -> Any:
+        seen.append(spec)
+        raise _Stop
+
+    monkeypatch.setattr("clawloop.models.policy.load_policy", fake_load)
+    _run(monkeypatch, "synthesize", params, "--iteration", "1", "--policy", tmp_path / "policy",
+         "--out", tmp_path / "pool")
+    assert len(seen) == 1 and isinstance(seen[0], PolicySpec), seen
+    assert (seen[0].backend, seen[0].model) == ("openai", str(tmp_path / "policy"))
