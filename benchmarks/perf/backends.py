@@ -7,8 +7,8 @@ Every candidate gets the same first-turn shell-core prompts (system prompt, tool
 - time to first token: batch 1, one new token, median of 3 prompts;
 - tokens/s at batch 1 (4 prompts one after another), 8 and 32 (one call each, distinct prompts);
 - load cost: model load, plus GGUF conversion and server start for llama.cpp;
-- greedy agreement: replies identical to HF fp32's (the reference) on the same 44 prompts.
-HF fp32 runs first in the same process, so every speedup is against a baseline of this run.
+- greedy agreement: replies identical to the baseline's (HF fp32 generate) on the same 44 prompts.
+The baseline runs first in the same process, so every speedup is against this run.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-CANDIDATES = ("hf-fp32", "hf-bf16", "hf-int8", "llamacpp-q8_0", "llamacpp-f16")
+CANDIDATES = ("hf-generate", "hf-fp32", "hf-bf16", "hf-int8", "llamacpp-q8_0", "llamacpp-f16")
 
 
 def load_candidate(name: str, model: Path, threads: int | None) -> Any:
@@ -34,7 +34,8 @@ def load_candidate(name: str, model: Path, threads: int | None) -> Any:
         return LlamaCppPolicy(model, LlamaCppPolicyConfig(threads=threads, parallel=32,
                                                           gguf_type=name.split("-", 1)[1]))
     dtype = "bfloat16" if name == "hf-bf16" else "float32"
-    policy = HFPolicy(model, HFPolicyConfig(threads=threads, dtype=dtype))
+    decode = "generate" if name == "hf-generate" else "loop"
+    policy = HFPolicy(model, HFPolicyConfig(threads=threads, dtype=dtype, decode=decode))
     if name == "hf-int8":
         import torch
 
@@ -85,8 +86,7 @@ def compare(args: Any) -> int:
     if unknown:
         print(f"unknown candidates {unknown} (known: {', '.join(CANDIDATES)})")
         return 2
-    if "hf-fp32" not in names:
-        names.insert(0, "hf-fp32")  # the reference every figure is compared with
+    names = ["hf-generate"] + [n for n in names if n != "hf-generate"]  # the baseline, first
     tmp = tempfile.TemporaryDirectory(prefix="clawloop-backends-")
     os.environ["CLAWLOOP_CACHE"] = tmp.name  # conversions are timed, not taken from an old cache
     model = args.model
