@@ -268,3 +268,34 @@ def test_top_p_keeps_the_nucleus() -> None:
     seen = {int(sample_next(logits, 1.0, 0.7)) for _ in range(300)}
     assert seen == {0, 1}  # 0.5 + 0.3 reaches 0.7; the tail is never drawn
     assert int(sample_next(logits, 0.0, 1.0)) == 0
+
+
+@needs_server
+def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """params.yaml's rollout section → load_loop_policy → lockstep rollouts in bwrap sandboxes."""
+    import yaml
+
+    from clawloop.agent.rollout import run_rollouts
+    from clawloop.evaluation import load_suite
+    from clawloop.loop import load_loop_policy, rollout_settings
+    from clawloop.models.llamacpp_policy import LlamaCppPolicy
+    from clawloop.params import load_params
+
+    monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path / "cache"))
+    root = Path(__file__).resolve().parents[1]
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["rollout"].update(backend="llamacpp", batch=2, threads=1, max_turns=2, max_new_tokens=16)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    params = load_params(tmp_path / "params.yaml")
+    policy = load_loop_policy(qwen3_dir, params, "it-0")
+    try:
+        assert isinstance(policy, LlamaCppPolicy) and policy.config.parallel == 2
+        harness, sampling = rollout_settings(params)
+        tasks = [t for t in load_suite(root / "benchmarks" / "shell-core").tasks if not t.needs_image][:2]
+        res = run_rollouts(tasks, policy, k=1, batch_size=2, backend="bwrap", harness_config=harness,
+                           sampling=sampling, out_dir=tmp_path / "out", progress=False)
+    finally:
+        policy.close()
+    assert [r.outcome for r in res] == ["failed", "failed"]  # a random model passes nothing
+    assert all(r.completion_tokens > 0 and r.n_turns >= 1 for r in res)
+    assert list((tmp_path / "out").glob("episodes-*.parquet"))
