@@ -151,7 +151,7 @@ def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
     from clawloop.models.policy import HFPolicyConfig, LlamaCppPolicyConfig, PolicySpec, load_policy
 
     r = params.rollout
-    threads = r.threads or os.cpu_count() or 1
+    threads = r.threads or max(1, (os.cpu_count() or 2) // 2)
     return load_policy(PolicySpec(
         backend=r.backend, model=str(path), policy_id=policy_id, hf=HFPolicyConfig(threads=threads),
         llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type)))

@@ -86,9 +86,10 @@ class RolloutParams(_Section):
     """Replies in a row without a valid tool call that end an episode (a base model that answers
     in prose pays max_new_tokens for each)."""
     threads: int | None = Field(None, ge=1)
-    """CPU threads for generation (torch or llama.cpp); null = all cores. Lockstep rollouts
-    alternate generation and sandbox commands, so generation may take every core: with the 135M
-    base at batch 32, 2 threads ran 1.64x the episodes/s of 1 (benchmarks/perf/rollout.py)."""
+    """CPU threads for generation (torch or llama.cpp); null = half the cores. Sandbox setup and
+    verification run beside generation: on 2 cores, 2 threads ran 1.64x the episodes/s of 1 on
+    multi-turn rollouts of an idle box, but an evaluation of mostly one-reply episodes beside
+    other jobs ran ~4x slower (OpenMP threads waiting on a preempted peer)."""
     gguf_type: Literal["q8_0", "f16", "f32"] = "q8_0"
     """Weights of the llamacpp backend's converted checkpoint."""
     seed: int = 0
