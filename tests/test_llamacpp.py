@@ -299,3 +299,17 @@ def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeyp
     assert [r.outcome for r in res] == ["failed", "failed"]  # a random model passes nothing
     assert all(r.completion_tokens > 0 and r.n_turns >= 1 for r in res)
     assert list((tmp_path / "out").glob("episodes-*.parquet"))
+
+
+def test_model_gguf_command(qwen3_dir: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    import clawloop.commands.model_cmd  # noqa: F401  (registers `model gguf`)
+    from clawloop.commands import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["model", "gguf", str(qwen3_dir), "--out", str(tmp_path / "m.gguf"), "--type", "f16"])
+    assert r.exit_code == 0, r.output
+    assert "qwen3, f16" in r.output and (tmp_path / "m.gguf").stat().st_size > 0
+    r = runner.invoke(app, ["model", "gguf", str(qwen3_dir), "--out", str(tmp_path / "x.gguf"), "--type", "q4"])
+    assert isinstance(r.exception, ClawloopError) and "--type" in str(r.exception)
