@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's `llama-server` into .runtime-llama/bin from the sources vendored in the
 # pinned llama-cpp-python sdist (scripts/llama-cpp-requirements.txt). Idempotent; called by
-# scripts/setup.sh. ~20 min on 2 cores, once. Skip with CLAWLOOP_NO_LLAMA=1 (rollouts then use
+# scripts/setup.sh. ~6 min on 2 idle cores, once. Skip with CLAWLOOP_NO_LLAMA=1 (rollouts then use
 # the transformers backend). The build is native (-march=native): rebuild on another CPU with
 #   rm -rf .runtime-llama && scripts/build-llama-server.sh
 set -euo pipefail
@@ -25,7 +25,7 @@ echo "[llama] fetching the pinned llama-cpp-python sdist (llama.cpp sources)"
   --require-hashes -r "$REQ" -d "$SRC"
 tar xzf "$SRC"/llama_cpp_python-*.tar.gz -C "$SRC"
 LLAMA=$(echo "$SRC"/llama_cpp_python-*/vendor/llama.cpp)
-echo "[llama] building llama-server (about 20 min on 2 cores, once)"
+echo "[llama] building llama-server (about 6 min on 2 idle cores, once)"
 start=$(date +%s)
 # No web UI (it would be fetched), no TLS, static: one self-contained binary.
 cmake -S "$LLAMA" -B "$SRC/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
