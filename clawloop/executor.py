@@ -110,7 +110,9 @@ def ray_session(params: ExecutorParams | None = None, jobs: int = 2) -> Iterator
     address = params.address or os.environ.get("RAY_ADDRESS") or None
     try:
         if address and address != "local":
-            ray.init(address=address, **quiet)
+            host = address.split("://")[-1].rsplit(":", 1)[0]
+            # a cluster on loopback addresses (one machine): this driver's node is there too
+            ray.init(address=address, **({"_node_ip_address": host} if host.startswith("127.") else {}), **quiet)
         else:
             joined = False
             if address is None:  # a cluster `ray start` runs on this machine
