@@ -12,20 +12,26 @@ a task whose worker or node dies is run again elsewhere (`max_retries`), and res
 as they finish, so a node that dies later takes none of the finished ones with it.
 
 Connecting (`ray_session`): a driver already connected (`ray.is_initialized()`) is used as is;
-otherwise `address` (or `$RAY_ADDRESS`) joins that cluster, and with neither, `ray.init(address=
-"auto")` joins a cluster that `ray start` runs on this machine, else a local one is started
-with `num_cpus` CPUs (default: `jobs`) and shut down afterwards. Every node needs the same
+otherwise `address` (or `$RAY_ADDRESS`) joins that cluster, and with neither, the cluster that
+`ray start` runs on this machine is joined (when its head answers), else a local one is started
+with `num_cpus` CPUs (default: `jobs`) and shut down afterwards. A cluster started with token
+authentication (Ray's default) wants `RAY_AUTH_MODE=token` and its token (~/.ray/auth_token or
+`$RAY_AUTH_TOKEN`) on every node and driver that joins it. Every node needs the same
 checkout and venv at the same path (Ray runs this package there), and the sandbox backend
 (bubblewrap) and task runtime (`.runtime`) installed: `scripts/setup.sh` on each.
 
-Policy-driven rollouts (probe, evaluation of a model, GRPO) keep their sandboxes on the driver:
-see `clawloop.agent.rollout` and the README's "Running on a Ray cluster".
+Policy-driven rollouts (probe, evaluation of a model, GRPO) keep their sandboxes beside the
+policy, on the driver: an episode's sandbox lives across its turns, so going remote would take
+a stateful actor per sandbox host and a round trip per command on the critical path between two
+batched generations, and on a CPU box generation, not the sandbox, is the rollout's cost (README,
+"Running on a Ray cluster").
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -108,27 +114,47 @@ def ray_session(params: ExecutorParams | None = None, jobs: int = 2) -> Iterator
     quiet: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                              "logging_level": "warning", "configure_logging": False}
     address = params.address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:  # a cluster `ray start` runs on this machine, if it still answers
+        address = _started_here() or "local"
+    if address != "local" and not _answers(address, timeout=5):
+        raise ClawloopError(f"executor: ray: no Ray head answers at {address} (executor.address or $RAY_ADDRESS)")
     try:
-        if address and address != "local":
+        if address != "local":
             host = address.split("://")[-1].rsplit(":", 1)[0]
             # a cluster on loopback addresses (one machine): this driver's node is there too
             ray.init(address=address, **({"_node_ip_address": host} if host.startswith("127.") else {}), **quiet)
         else:
-            joined = False
-            if address is None:  # a cluster `ray start` runs on this machine
-                with contextlib.suppress(ConnectionError):
-                    ray.init(address="auto", **quiet)
-                    joined = True
-            if not joined:
-                ray.init(address="local", num_cpus=params.num_cpus or jobs, _node_ip_address="127.0.0.1", **quiet)
+            ray.init(address="local", num_cpus=params.num_cpus or jobs, _node_ip_address="127.0.0.1", **quiet)
     except (ConnectionError, RuntimeError, ValueError) as e:
         first = str(e).splitlines()[0] if str(e) else repr(e)
-        raise ClawloopError(f"executor: ray: cannot join or start a cluster (address {address or 'auto'}): "
-                            f"{first}") from None
+        raise ClawloopError(f"executor: ray: cannot join or start a cluster (address {address}): {first}") from None
     try:
         yield
     finally:
         ray.shutdown()  # a driver's disconnect; it stops the cluster only when this process started it
+
+
+def _started_here() -> str | None:
+    """The address of the cluster the last `ray start` on this machine runs, when its head still
+    accepts connections (a killed one leaves its address file behind: `ray.init(address="auto")`
+    would then wait for it for minutes)."""
+    try:
+        from ray._private.utils import read_ray_address  # where `ray start` records it (ray==2.60)
+
+        address = read_ray_address()
+    except Exception:  # another Ray version: join only what $RAY_ADDRESS or `executor.address` name
+        return None
+    return address if address and _answers(address, timeout=1) else None
+
+
+def _answers(address: str, timeout: float) -> bool:
+    """Whether something accepts TCP connections at host:port (a Ray head's GCS port)."""
+    host, _, port = address.split("://")[-1].rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 _remote_cache: dict[str, Any] = {}

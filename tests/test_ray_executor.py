@@ -50,6 +50,23 @@ def test_local_executor_keeps_item_order() -> None:
     assert all(r.node is None for r in out)
 
 
+def test_a_dead_head_is_not_joined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `ray start` head that was killed leaves its address file: it is not joined (a local
+    cluster starts instead), and a dead address named outright fails at once with the reason."""
+    _need_ray()
+    import ray._private.utils
+
+    from clawloop import executor
+
+    monkeypatch.setattr(ray._private.utils, "read_ray_address", lambda *a, **k: "127.0.0.1:9")
+    assert executor._started_here() is None
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")
+    t0 = time.monotonic()
+    with pytest.raises(ClawloopError, match="no Ray head answers at 127.0.0.1:9"), ray_session():
+        pass
+    assert time.monotonic() - t0 < 10
+
+
 # ---------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def backend() -> str:
