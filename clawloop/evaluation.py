@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from clawloop.agent.rollout import agent_policy, run_model_agent
 from clawloop.errors import ClawloopError
+from clawloop.executor import ExecutorParams, executor_params, run_all
 from clawloop.progress import Progress, progress_for
 from clawloop.stats import pass_figures
 from clawloop.tasks.episode import SIMPLE_AGENTS, EpisodeRecord, open_sandbox
@@ -59,38 +60,41 @@ def check_lines(suites: Iterable[Suite]) -> None:
 
 def run_agent(agent: str, items: list[SuiteItem], *, backend: str = "bwrap", jobs: int = 2,
               config: SandboxConfig | None = None, options: dict[str, Any] | None = None,
-              progress: Progress | None = None) -> list[EpisodeRecord]:
+              progress: Progress | None = None,
+              executor: ExecutorParams | str | None = None) -> list[EpisodeRecord]:
     """Run `agent` on every loadable item; records come back in item order.
 
     The one dispatch on the agent's name: simple agents (oracle, noop) run one sandboxed episode
-    per task on `jobs` threads; a model agent (`--agent model --model DIR`) plugs in here.
-    `progress` is advanced once per episode (and by generated tokens for a model agent).
+    per task on `jobs` threads, or one Ray task each (`executor`, clawloop.executor: the record's
+    `node` names the Ray node); a model agent (`--agent model --model DIR`) plugs in here, its
+    policy and sandboxes on this machine. `progress` is advanced once per episode (and by
+    generated tokens for a model agent).
     """
     todo = [i for i in items if i.task is not None]
     if agent in SIMPLE_AGENTS:
-        return _run_simple(agent, todo, backend, jobs, config, progress)
+        return _run_simple(agent, todo, backend, jobs, config, progress, executor)
     if agent == "model":  # k samples per task in lockstep batches (clawloop.agent.rollout)
         return run_model_agent(todo, backend=backend, config=config, options=options, progress=progress)
     raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
 
 
-def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int,
-                config: SandboxConfig | None, progress: Progress | None) -> list[EpisodeRecord]:
-    results: list[EpisodeRecord | None] = [None] * len(items)
+def _simple_episode(item: SuiteItem, agent: str, backend: str, config: SandboxConfig | None) -> EpisodeRecord:
+    assert item.task is not None
+    # ClawGym / Claw-Eval-Live episodes verify their own way (formats, issue #10)
+    return run_episode_any(item.task, agent, backend, config, suite=item.suite, name=item.name)
 
-    def one(k: int) -> None:
-        it = items[k]
-        assert it.task is not None
-        # ClawGym / Claw-Eval-Live episodes verify their own way (formats, issue #10)
-        rec = run_episode_any(it.task, agent, backend, config, suite=it.suite, name=it.name)
-        results[k] = rec
+
+def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int, config: SandboxConfig | None,
+                progress: Progress | None, executor: ExecutorParams | str | None = None) -> list[EpisodeRecord]:
+    def done(_k: int, ran: Any) -> None:
         if progress is not None:
-            progress.advance(outcome=rec.outcome)
+            progress.advance(outcome=ran.value.outcome)
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for fut in as_completed([pool.submit(one, k) for k in range(len(items))]):
-            fut.result()
-    return [r for r in results if r is not None]
+    one = partial(_simple_episode, agent=agent, backend=backend, config=config)
+    ran = run_all(one, items, jobs=jobs, executor=executor, on_done=done)
+    for r in ran:
+        r.value.node = r.node
+    return [r.value for r in ran]
 
 
 def _counts(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
@@ -143,8 +147,8 @@ def timing(records: list[EpisodeRecord], wall_s: float, agent: str) -> dict[str,
 def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", jobs: int = 2,
              config: SandboxConfig | None = None, options: dict[str, Any] | None = None,
              progress: bool | Progress = False, fmt: str = "auto",
-             format_options: dict[str, Any] | None = None,
-             skip_bad_lines: bool = True) -> tuple[list[EpisodeRecord], dict[str, Any]]:
+             format_options: dict[str, Any] | None = None, skip_bad_lines: bool = True,
+             executor: ExecutorParams | str | None = None) -> tuple[list[EpisodeRecord], dict[str, Any]]:
     """Load the suites, run the agent, and summarize: (records in suite order, summary).
 
     `fmt` and `format_options` (grader_root, skills, pass_threshold) go to
@@ -152,8 +156,14 @@ def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", job
     `skip_bad_lines=False` refuses a JSONL suite with a malformed line (check_lines) before
     anything runs. `progress`: True (or the caller's Progress) shows episodes as they end.
     The summary carries `timing` (wall_s, episodes_per_s, tokens); wall_s runs from after the
-    suites and a model agent's policy are loaded to the last episode.
+    suites and a model agent's policy are loaded to the last episode (a Ray cluster's start or
+    join included). `executor` runs the oracle / no-op episodes as Ray tasks (clawloop.executor);
+    the summary then names it and counts episodes per node ("nodes").
     """
+    ex = executor_params(executor)
+    if agent == "model" and ex.kind != "local":
+        raise ClawloopError(f"--executor {ex.kind}: runs the oracle and no-op agents' episodes; a model agent's "
+                            "episodes run beside its policy, on this machine (--executor local)")
     if agent not in AGENTS:
         raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
     suites = [load_suite_any(p, fmt, **(format_options or {})) for p in paths]
@@ -173,11 +183,17 @@ def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", job
         t0 = time.perf_counter()
         if runnable:
             preflight(backend, config)
-        ran = run_agent(agent, items, backend=backend, jobs=jobs, config=config, options=options, progress=bar)
+        ran = run_agent(agent, items, backend=backend, jobs=jobs, config=config, options=options, progress=bar,
+                        executor=ex)
         wall = time.perf_counter() - t0
     if agent == "model":  # k samples per task: not one record per item
         records = [*failed_loads, *ran]
     else:
         done, loads = iter(ran), iter(failed_loads)
         records = [next(done) if i.task is not None else next(loads) for i in items]
-    return records, {**summarize(records, agent, backend), **timing(records, wall, agent)}
+    nodes: dict[str, int] = {}
+    for r in records:
+        if r.node is not None:
+            nodes[r.node] = nodes.get(r.node, 0) + 1
+    where = {"executor": ex.kind, **({"nodes": dict(sorted(nodes.items()))} if nodes else {})}
+    return records, {**summarize(records, agent, backend), **timing(records, wall, agent), **where}

@@ -64,6 +64,37 @@ class SandboxParams(_Section):
     """Sandboxes used in parallel (validation, evaluation, reference trajectories)."""
 
 
+EXECUTORS = ("local", "ray")
+"""Names `executor.kind` and `--executor` accept."""
+
+
+class ExecutorParams(_Section):
+    """params.yaml `executor`: where the sandbox episodes of the agent-free phases run.
+
+    `executor: ray` is short for `executor: {kind: ray}`. Not a dvc.yaml param of any stage:
+    where an episode runs does not change what it computes (tests/test_ray_executor.py), so
+    moving a loop onto a cluster reuses the run cache."""
+
+    kind: Literal["local", "ray"] = "local"
+    """local: `sandbox.jobs` threads on this machine; ray: one Ray task per episode, one CPU each."""
+    address: str | None = None
+    """Ray cluster to join (host:port of `ray start --head`). null: $RAY_ADDRESS, else a cluster
+    `ray start` runs on this machine, else a local one started for the phase and shut down after.
+    "local": always start a fresh local one."""
+    num_cpus: int | None = Field(None, ge=1)
+    """CPUs of a local Ray cluster started here (null: `sandbox.jobs`). Ignored when joining."""
+    max_retries: int = Field(3, ge=0)
+    """Times an episode whose worker or node died is run again (Ray task retries)."""
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources each episode requests besides its CPU, e.g. {sandbox: 1} to run
+    episodes only on nodes started with `ray start --resources '{"sandbox": 8}'`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"kind": data} if isinstance(data, str) else data
+
+
 class RolloutParams(_Section):
     """How the policy acts: generation and harness limits (probe, evaluation, GRPO)."""
 
@@ -278,6 +309,9 @@ class Params(_Section):
     """Name of this profile (informational)."""
     model: ModelParams = Field(default_factory=ModelParams)
     sandbox: SandboxParams = Field(default_factory=SandboxParams)
+    executor: ExecutorParams = Field(default_factory=ExecutorParams)
+    """Where the sandbox episodes of agent-free validation and reference trajectories run: local
+    threads or Ray tasks (`executor: ray`; clawloop.executor)."""
     rollout: RolloutParams = Field(default_factory=RolloutParams)
     synthesis: SynthesisParams = Field(default_factory=SynthesisParams)
     validation: ValidationParams = Field(default_factory=ValidationParams)

@@ -42,7 +42,7 @@ def main(params: Params) -> None:
     metrics = train(params.train.method, args.policy, tasks, rollouts, probe, args.out,
                     TrainParams.from_mapping(params.train.options(), where="params.yaml: train"),
                     logs=logs, harness_config=rollout_settings(params)[0], backend=params.sandbox.backend,
-                    jobs=params.sandbox.jobs, keep_base_without_tasks=True)
+                    jobs=params.sandbox.jobs, keep_base_without_tasks=True, executor=params.executor)
     logs.mkdir(parents=True, exist_ok=True)  # a declared output, empty when nothing was trained
     write_json(args.metrics or args.out.parent / "train.json", metrics)
     grpo = (f", GRPO on {metrics['grpo_tasks']} learnable" + (" (skipped)" if not metrics["grpo_tasks"] else "")

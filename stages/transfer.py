@@ -53,7 +53,7 @@ def main(params: Params) -> None:
                 break
             tasks = read_pool(validated / "valid.jsonl")
             train("sft", fresh, tasks, [], None, tmp / name, train_params, harness_config=harness,
-                  backend=params.sandbox.backend, jobs=params.sandbox.jobs)
+                  backend=params.sandbox.backend, jobs=params.sandbox.jobs, executor=params.executor)
             policy = loop.load_loop_policy(tmp / name, params, policy_id=f"transfer-{name}")
             rates = []
             for suite, suite_tasks in heldout:

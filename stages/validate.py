@@ -42,7 +42,7 @@ def main(params: Params) -> None:
         kept, report = validate_pool(
             tasks, params.sandbox.backend, params.sandbox.jobs, heldout,
             AgentFreeParams(near_duplicate_threshold=val.near_duplicate_threshold),
-            parse_errors=parse_errors, on_done=bar.advance)
+            parse_errors=parse_errors, on_done=bar.advance, executor=params.executor)
     print(f"[validate] agent-free: kept {len(kept)} of {report['input']} "
           f"({report['tasks_per_s']:.1f} tasks/s); rejected {report['rejected']}")
 

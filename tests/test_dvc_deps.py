@@ -41,8 +41,12 @@ GENERATORS = {
 EXEMPT: dict[str, dict[str, str]] = {"bootstrap": GENERATORS, "transfer": GENERATORS}
 """Paths a stage runs but leaves out of its deps on purpose, with the reason."""
 
+EXECUTOR = {"executor": "where sandbox episodes run (local threads or Ray tasks), not what they compute: "
+                        "the same verdicts either way (tests/test_ray_executor.py), so a loop moved onto a "
+                        "cluster reuses the run cache"}
 PARAMS_EXEMPT: dict[str, dict[str, str]] = {
     "evaluate-base": {"gate": "iteration 0 has no --previous: nothing to gate, the tolerance is never compared"},
+    "validate@${key}": EXECUTOR, "train@${key}": EXECUTOR, "transfer": EXECUTOR,
 }
 """params keys a stage reads but leaves out on purpose, with the reason."""
 

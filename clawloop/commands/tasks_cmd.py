@@ -14,6 +14,10 @@ from clawloop.commands import app, tasks_app
 _BACKEND_HELP = "Sandbox backend: bwrap (isolated, default), docker, or local (NOT isolated)."
 
 
+_EXECUTOR_HELP = ("Where the sandbox episodes run: local (--jobs threads) or ray (one Ray task per episode, one "
+                  "CPU each: joins $RAY_ADDRESS or a `ray start` cluster on this machine, else starts a local one "
+                  "with --jobs CPUs).")
+
 _SKIP_BAD_LINES_HELP = "Go on when lines of a JSONL input are malformed (listed, then left out); default: exit 2."
 
 
@@ -74,6 +78,7 @@ def validate(
     report: Path = typer.Option(..., "--report", help="JSON report: rejections per reason with example ids."),
     backend: str = typer.Option("bwrap", "--backend", help=_BACKEND_HELP),
     jobs: int = typer.Option(2, "--jobs", "-j", min=1, help="Sandboxes in parallel."),
+    executor: str = typer.Option("local", "--executor", help=_EXECUTOR_HELP),
     heldout: list[Path] | None = typer.Option(
         None, "--heldout", help="Held-out suite (repeatable; default: every Harbor task under benchmarks/)."),
     no_heldout: bool = typer.Option(False, "--no-heldout", help="Skip the held-out overlap check."),
@@ -85,6 +90,7 @@ def validate(
                                         + " Left-out lines count as rejected (parse)."),
 ) -> None:
     """Agent-free validation: oracle passes, no-op fails, deterministic, no duplicates, no held-out overlap."""
+    from clawloop.executor import executor_params
     from clawloop.io import write_json
     from clawloop.progress import Progress
     from clawloop.tasks.pool import read_pool_lenient, write_pool
@@ -97,7 +103,7 @@ def validate(
                              heldout_threshold=heldout_threshold)
     with Progress("validate", total=len(tasks), unit="tasks") as bar:
         kept, rep = validate_pool(tasks, backend, jobs, held, params, parse_errors=parse_errors,
-                                  on_done=bar.advance)
+                                  on_done=bar.advance, executor=executor_params(executor))
     rep["heldout_tasks"] = len(held)
     write_pool(out, kept)
     write_json(report, rep)
@@ -126,6 +132,7 @@ def eval_(
     model: str | None = typer.Option(None, "--model", help="Policy for --agent model (DIR, vllm:DIR, openai:MODEL@URL)."),
     backend: str = typer.Option("bwrap", "--backend", help=_BACKEND_HELP),
     jobs: int = typer.Option(2, "--jobs", "-j", min=1, help="Episodes in parallel."),
+    executor: str = typer.Option("local", "--executor", help=_EXECUTOR_HELP + " Oracle and no-op agents only."),
     out: Path | None = typer.Option(None, "--out", help="Write one JSON line per episode here "
                                     "(--agent model: a directory for the Parquet trajectories and episodes.jsonl)."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON line last."),
@@ -148,6 +155,7 @@ def eval_(
     summary (--json) carries wall_s, episodes_per_s and, for --agent model, token counts and
     tokens_per_s."""
     from clawloop.evaluation import evaluate
+    from clawloop.executor import executor_params
     from clawloop.io import write_jsonl
 
     options: dict[str, Any] = {"model": model} if model else {}
@@ -157,7 +165,7 @@ def eval_(
     records, summary = evaluate(
         suites, agent, backend=backend, jobs=jobs, options=options, fmt=fmt, progress=True,
         format_options={"grader_root": grader_root, "skills": skills},  # formats hook (issue #10)
-        skip_bad_lines=skip_bad_lines)
+        skip_bad_lines=skip_bad_lines, executor=executor_params(executor))
     if out is not None:
         write_jsonl(out, (r.to_json() for r in records))
     _print_summary(summary)

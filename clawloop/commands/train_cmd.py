@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -36,15 +37,21 @@ def _parse_sets(sets: list[str]) -> dict:
 
 def _sandbox_section(params: Path | None) -> dict:
     """params.yaml's `sandbox` section ({} without --params or without the section)."""
+    out = _section(params, "sandbox")
+    return out if isinstance(out, dict) else {}
+
+
+def _section(params: Path | None, name: str) -> Any:
+    """A top-level section of params.yaml, as written (None without --params or without the section)."""
     from clawloop.errors import ClawloopError
     from clawloop.training.config import load_section
 
     if params is None:
-        return {}
+        return None
     try:
-        return load_section(params, "sandbox")
+        return load_section(params, None).get(name)
     except ClawloopError:
-        return {}
+        return None
 
 
 @app.command()
@@ -68,6 +75,9 @@ def train(
         "(default: sandbox.backend of --params, else bwrap)."),
     jobs: int | None = typer.Option(
         None, "--jobs", min=1, help="Reference trajectories run in parallel (default: sandbox.jobs of --params, else 4)."),
+    executor: str | None = typer.Option(
+        None, "--executor", help="Where reference trajectories run: local (--jobs threads) or ray (Ray tasks, one "
+        "CPU each; clawloop.executor). Default: the executor section of --params, else local."),
     help_params: bool = typer.Option(False, "--help-params", help="List every knob with its default and exit."),
 ) -> None:
     """Fine-tune a checkpoint on the task pool: SFT on successful trajectories, GRPO on the verifier."""
@@ -93,10 +103,13 @@ def train(
     for flag, value in (("--base", base), ("--tasks", tasks), ("--out", out)):
         if value is None:
             raise ClawloopError(f"{flag}: required")
+    from clawloop.executor import executor_params
     from clawloop.training.run import train as run
 
     sandbox = _sandbox_section(params)
+    ex = executor_params(executor if executor is not None else _section(params, "executor"))
     metrics = run(method or "sft", base, tasks, trajectories, probe, out, p, logs=logs,
-                  backend=backend or sandbox.get("backend", "bwrap"), jobs=jobs or sandbox.get("jobs", 4))
+                  backend=backend or sandbox.get("backend", "bwrap"), jobs=jobs or sandbox.get("jobs", 4),
+                  executor=ex)
     typer.echo(json.dumps(metrics, sort_keys=True))
     typer.echo(f"wrote {out}")

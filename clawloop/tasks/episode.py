@@ -86,6 +86,8 @@ class EpisodeRecord:
     """Tokens of a model agent's episode (0 for oracle and no-op)."""
     unloadable: bool = False
     """The task never loaded (reason says why): listed apart, never under a skill."""
+    node: str | None = None
+    """Hex id of the Ray node that ran the episode (`executor: ray`); None when it ran here."""
 
     @property
     def passed(self) -> bool:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal
 
 from clawloop.agent.harness import EpisodeState, HarnessConfig
 from clawloop.errors import ClawloopError
+from clawloop.executor import ExecutorParams, run_all
 from clawloop.tasks.model import Task
 from clawloop.training.data import Conversation
 
@@ -33,6 +34,8 @@ class ReferenceResult:
     conversation: Conversation | None = None
     """The episode, only when the verifier passed it."""
     duration_s: float = 0.0
+    node: str | None = None
+    """The Ray node that replayed it (None on the local executor)."""
 
 
 def call_text(name: str, arguments: dict[str, Any]) -> str:
@@ -97,9 +100,11 @@ def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Any = 
 
 def reference_trajectories(tasks: Sequence[Task], backend: str = "bwrap", *, sandbox_config: Any = None,
                            harness_config: HarnessConfig | None = None, workers: int = 4,
+                           executor: ExecutorParams | str | None = None,
                            ) -> tuple[list[Conversation], list[ReferenceResult]]:
-    """Replay every task's reference solution (thread pool); returns (kept conversations, all results)."""
-    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="reference") as pool:
-        results = list(pool.map(lambda t: reference_episode(t, backend, sandbox_config, harness_config), tasks))
+    """Replay every task's reference solution, `workers` at a time on the local executor (or as
+    Ray tasks: clawloop.executor); returns (kept conversations, all results), in task order."""
+    one = partial(reference_episode, backend=backend, sandbox_config=sandbox_config, harness_config=harness_config)
+    results = [replace(r.value, node=r.node) for r in run_all(one, list(tasks), jobs=workers, executor=executor)]
     kept = [r.conversation for r in results if r.conversation is not None]
     return kept, results

@@ -53,7 +53,8 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
           trajectories: Sequence[str | Path] | None, probe: str | Path | None, out: str | Path,
           params: TrainParams | None = None, *, logs: str | Path | None = None,
           harness_config: HarnessConfig | None = None, backend: str = "bwrap", jobs: int = 4,
-          sandbox_config: Any = None, keep_base_without_tasks: bool = False) -> dict[str, Any]:
+          sandbox_config: Any = None, keep_base_without_tasks: bool = False,
+          executor: Any = None) -> dict[str, Any]:
     """Train `base` with `method` and write the checkpoint dir `out`; returns the final metrics.
 
     tasks: a pool JSONL (or Task objects): reference solutions for SFT, the environments of GRPO.
@@ -64,6 +65,8 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
     trajectories and GRPO episodes look like them (default: HarnessConfig()).
     backend, jobs, sandbox_config: the sandboxes of reference trajectories (`jobs` in parallel) and
     GRPO episodes (params.yaml's `sandbox` section in the loop; None config: the task runtime mounted).
+    executor: where reference trajectories run (clawloop.executor: local threads or Ray tasks;
+    params.yaml's `executor`); GRPO episodes run beside the trainer.
     keep_base_without_tasks: with method grpo and no learnable task, write the base unchanged
     (recorded as skipped) instead of failing: the loop goes on, and the next probe may find
     some; a direct `clawloop train --method grpo` wants the error.
@@ -104,7 +107,8 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
 
         sft_tasks = _select(pool, probe_table, SFT_LABELS)
         refs, results = reference_trajectories(
-            sft_tasks, backend, sandbox_config=sandbox_config, harness_config=harness_config, workers=jobs)
+            sft_tasks, backend, sandbox_config=sandbox_config, harness_config=harness_config, workers=jobs,
+            executor=executor)
         meta["reference"] = dict(Counter(r.outcome for r in results))
         convs = tdata.mix(refs, self_convs, params.data.self_fraction, params.data.seed)
         from clawloop.agent.harness import tools_for

@@ -23,13 +23,14 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
+from clawloop.executor import ExecutorParams, Ran, executor_params, run_all
 from clawloop.tasks.episode import (
     LIST_TOUCHED,
     OracleCheck,
@@ -227,12 +228,15 @@ def load_heldout(paths: Iterable[str | Path]) -> list[Task]:
 def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
                   heldout_tasks: Iterable[Task] = (), params: AgentFreeParams | None = None, *,
                   config: SandboxConfig | None = None, parse_errors: Iterable[str] = (),
-                  on_done: Callable[[int], None] | None = None) -> tuple[list[Task], dict[str, Any]]:
+                  on_done: Callable[[int], None] | None = None,
+                  executor: ExecutorParams | str | None = None) -> tuple[list[Task], dict[str, Any]]:
     """Filter `tasks` (order kept); returns (kept, report).
 
     report: {"input", "kept", "rejected": {reason: count}, "examples": {reason: [{"id", "detail"}]},
-    "backend", "jobs", "duration_s", "tasks_per_s", "params"}. Parse errors passed in count as
-    reason "parse". `on_done(n)` is called as tasks finish (progress).
+    "backend", "jobs", "executor", "duration_s", "tasks_per_s", "params"} (and "nodes": sandbox
+    checks per Ray node, on the ray executor). Parse errors passed in count as reason "parse".
+    `on_done(n)` is called as tasks finish (progress). `executor`: where the sandbox checks run
+    (clawloop.executor: local threads, or Ray tasks); the verdicts do not depend on it.
     """
     params = params or AgentFreeParams()
     t0 = time.monotonic()
@@ -256,14 +260,12 @@ def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
             continue
         candidates.append(t)
 
-    def one(t: Task) -> tuple[str | None, str]:
-        out = check_in_sandbox(t, backend, config, params.determinism, params.fast)
-        if on_done:
-            on_done(1)
-        return out
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        verdicts = list(pool.map(one, candidates))
+    ex = executor_params(executor)
+    check = partial(check_in_sandbox, backend=backend, config=config, determinism=params.determinism,
+                    fast=params.fast)
+    ran = run_all(check, candidates, jobs=jobs, executor=ex,
+                  on_done=(lambda _k, _r: on_done(1)) if on_done else None)
+    verdicts = [r.value for r in ran]
 
     near = NearDuplicateIndex(params.near_duplicate_threshold)
     kept: list[Task] = []
@@ -285,7 +287,13 @@ def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
         "input": n_in, "kept": len(kept),
         "rejected": {r: len(v) for r, v in rejected.items() if v},
         "examples": {r: v[:params.examples] for r, v in rejected.items() if v},
-        "backend": backend, "jobs": jobs, "duration_s": round(took, 3),
+        "backend": backend, "jobs": jobs, "executor": ex.kind, **_nodes(ran), "duration_s": round(took, 3),
         "tasks_per_s": round(len(tasks) / took, 2) if took > 0 else 0.0,
         "params": params.model_dump(),
     }
+
+
+def _nodes(ran: list[Ran[Any]]) -> dict[str, dict[str, int]]:
+    """{"nodes": {node id: sandbox checks}} when a Ray executor ran them, else {}."""
+    nodes = Counter(r.node for r in ran if r.node is not None)
+    return {"nodes": dict(sorted(nodes.items()))} if nodes else {}
