@@ -41,6 +41,8 @@ def _task() -> Task:
 def _run(monkeypatch: pytest.MonkeyPatch, stage: str, params: Params, *argv: str | Path) -> None:
     import importlib
 
+    # `.venv/bin/pytest` (the README's command) puts no repo root on sys.path: stages/ is not a package there.
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     monkeypatch.setattr(sys, "argv", [f"stages/{stage}.py", *map(str, argv)])
     with pytest.raises(_Stop):
         importlib.import_module(f"stages.{stage}").main(params)
