@@ -61,7 +61,7 @@ def qwen3_dir(tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     model = build_model("tiny", tokenizer, seed=0, max_positions=4096)
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for _name, p in model.named_parameters():
             if p.dim() == 2:
                 p.mul_(4.0)
     return _save(model, tokenizer, tmp_path_factory.mktemp("qwen3"))
