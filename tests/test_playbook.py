@@ -275,3 +275,81 @@ def test_without_pruning_every_entry_stays(rollouts: Path) -> None:
 def test_a_policy_without_a_tokenizer_is_counted_by_estimate(tmp_path: Path) -> None:
     count, name = pbk.token_counter(tmp_path)
     assert name == "chars/4" and count("x" * 40) == 10
+
+
+# --- the train stage -----------------------------------------------------------------------------
+
+def _stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, policy: Path, out: Path,
+           rep: CapabilityReport, rollouts: Path) -> dict[str, Any]:
+    import sys
+
+    import yaml
+
+    from clawloop.io import read_json, write_json
+    from clawloop.params import load_params
+    from clawloop.tasks.pool import write_pool
+    from clawloop.validation.probe import write_probe
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml").read_text())
+    raw["train"]["method"] = method
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    validated = tmp_path / "validated"
+    validated.mkdir(exist_ok=True)
+    write_pool(validated / "valid.jsonl", [TASK])
+    write_probe(validated / "probe.jsonl", [])
+    write_json(tmp_path / "diagnosis.json", rep.model_dump(mode="json"))
+    monkeypatch.setattr(sys, "argv", ["stages/train.py", "--iteration", "1", "--validated", str(validated),
+                                      "--policy", str(policy), "--self-rollouts", str(rollouts.parent),
+                                      "--report", str(tmp_path / "diagnosis.json"), "--out", str(out)])
+    import stages.train
+
+    stages.train.main(load_params(tmp_path / "params.yaml"))
+    return read_json(out.parent / "train.json")
+
+
+def test_the_train_stage_keeps_the_weights_and_writes_the_playbook(tmp_path: Path, rollouts: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = tmp_path / "iter-0" / "policy"
+    policy.mkdir(parents=True)
+    (policy / "model.safetensors").write_bytes(b"weights")
+    out = tmp_path / "iter-1" / "checkpoint"
+    rep = report({"files": (0, 4), "csv": (0, 4)}, {"format_error": 8})
+    metrics = _stage(tmp_path, monkeypatch, "playbook", policy, out, rep, rollouts)
+    assert (out / "model.safetensors").stat().st_ino == (policy / "model.safetensors").stat().st_ino  # frozen
+    pb = read_playbook(out / POLICY_FILE)
+    assert read_playbook(out.parent / "playbook" / POLICY_FILE) == pb and pb.tokenizer == "chars/4"
+    assert "## Playbook" in (out.parent / "playbook" / "playbook.md").read_text()
+    assert {e.skill or e.failure_mode for e in pb.entries} >= {"format_error", "files", "csv"}
+    assert [e.example.episode_id for e in pb.examples if e.example] == ["csv", "short"]
+    assert metrics["method"] == "playbook" and metrics["steps"] == 0
+    assert metrics["playbook_entries"] == len(pb.entries) == metrics["playbook_added"]
+    assert (tmp_path / "iter-1" / "train-log").is_dir()
+
+
+def test_sft_plus_playbook_trains_sft_then_adds_the_playbook(tmp_path: Path, rollouts: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    def fake_train(method: str, base: Path, tasks: Any, trajectories: Any, probe: Any, out: Path, *a: Any,
+                   **kw: Any) -> dict[str, Any]:
+        seen.update(method=method, harness=kw["harness_config"])
+        Path(out).mkdir(parents=True)
+        (Path(out) / "model.safetensors").write_bytes(b"new")
+        return {"method": method, "steps": 3}
+
+    monkeypatch.setattr("clawloop.training.run.train", fake_train)
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    write_playbook(policy / POLICY_FILE, Playbook(token_budget=100, entries=[tip(skill="csv", baseline=0.5)]))
+    out = tmp_path / "iter-1" / "checkpoint"
+    metrics = _stage(tmp_path, monkeypatch, "sft+playbook", policy, out,
+                     report({"csv": (1, 4)}, {"wrong_result": 3}), rollouts)
+    assert seen["method"] == "sft" and seen["harness"].playbook is None  # the weights see the plain prompt
+    assert metrics["method"] == "sft+playbook" and metrics["steps"] == 3 and metrics["playbook_pruned"] == 1
+    pb = read_playbook(out / POLICY_FILE)
+    assert pb.pruned[0].skill == "csv" and "fell" in pb.pruned[0].reason and pb.retired == [pb.pruned[0].id]
+    # a weight-only method writes an empty artifact (a declared DVC output) and no playbook.json
+    out2 = tmp_path / "iter-2" / "checkpoint"
+    _stage(tmp_path, monkeypatch, "sft", policy, out2, report({}), rollouts)
+    assert read_playbook(out2.parent / "playbook" / POLICY_FILE).entries == []
+    assert not (out2 / POLICY_FILE).exists()
