@@ -14,6 +14,9 @@ Growth and pruning, each iteration:
 3. kept entries first, then the candidates, are added while the rendered block (the exact text
    the harness puts in the system prompt) fits `token_budget` tokens of the policy's tokenizer.
 
+The report is the previous iteration's, whether the gate promoted its checkpoint or not (as the
+curriculum reads it); the previous playbook is the one the current policy carries.
+
 Teacher-free: nothing here asks another model; the text is the report's, the project's tip lines
 and the agent's own commands.
 """
@@ -157,8 +160,11 @@ def condense(messages: list[dict[str, Any]], episode_id: str, params: PlaybookPa
             fn = call.get("function", call)
             args = fn.get("arguments") or {}
             if isinstance(args, str):
-                args = orjson.loads(args) if args.strip() else {}
-            if fn.get("name") != "bash" or not isinstance(args.get("command"), str):
+                try:
+                    args = orjson.loads(args) if args.strip() else {}
+                except orjson.JSONDecodeError:
+                    return None  # not a call this harness wrote
+            if fn.get("name") != "bash" or not isinstance(args, dict) or not isinstance(args.get("command"), str):
                 continue
             out = next((str(n.get("content") or "") for n in messages[i + 1:i + 2] if n.get("role") == "tool"), "")
             code = _EXIT.findall(out)
