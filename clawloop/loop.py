@@ -8,6 +8,7 @@ from: the new one when the gate promotes it, else the best so far.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -162,9 +163,10 @@ def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
     )
 
     r = params.rollout
+    threads = r.threads or max(1, (os.cpu_count() or 2) // 2)
     return load_policy(PolicySpec(
-        backend=r.backend, model=str(path), policy_id=policy_id, hf=HFPolicyConfig(threads=r.threads),
-        llamacpp=LlamaCppPolicyConfig(threads=r.threads, parallel=r.batch, gguf_type=r.gguf_type),
+        backend=r.backend, model=str(path), policy_id=policy_id, hf=HFPolicyConfig(threads=threads),
+        llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),
         openai=OpenAIPolicyConfig.model_validate(r.openai)))
 
 

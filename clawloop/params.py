@@ -68,9 +68,10 @@ class RolloutParams(_Section):
     """How the policy acts: generation and harness limits (probe, evaluation, GRPO)."""
 
     backend: Literal["auto", "hf", "llamacpp", "vllm", "openai"] = "auto"
-    """Generation backend: auto (hf on a GPU, llamacpp on a CPU where llama-server is built, else
-    hf), transformers (CPU/GPU, the reference), llama.cpp's server (CPU), vLLM (GPU), or an
-    OpenAI-compatible endpoint."""
+    """Generation backend: transformers (CPU/GPU, the reference), llama.cpp's server (CPU), vLLM
+    (GPU), an OpenAI-compatible endpoint, or auto: llamacpp on a CPU for batches of at most 4
+    where llama-server is built (faster there), hf otherwise (faster at batch >= 8 on a CPU,
+    measured by benchmarks/perf/rollout.py --compare)."""
     batch: int = Field(32, ge=1)
     """Episodes stepped in lockstep (one batched generate per step)."""
     temperature: float = Field(0.0, ge=0)
@@ -85,8 +86,10 @@ class RolloutParams(_Section):
     """Replies in a row without a valid tool call that end an episode (a base model that answers
     in prose pays max_new_tokens for each)."""
     threads: int | None = Field(None, ge=1)
-    """CPU threads for generation (torch or llama.cpp); null = half the cores (sandbox commands run
-    beside it)."""
+    """CPU threads for generation (torch or llama.cpp); null = half the cores. Sandbox setup and
+    verification run beside generation: on 2 cores, 2 threads ran 1.64x the episodes/s of 1 on
+    multi-turn rollouts of an idle box, but an evaluation of mostly one-reply episodes beside
+    other jobs ran ~4x slower (OpenMP threads waiting on a preempted peer)."""
     gguf_type: Literal["q8_0", "f16", "f32"] = "q8_0"
     """Weights of the llamacpp backend's converted checkpoint."""
     seed: int = 0

@@ -61,7 +61,7 @@ def qwen3_dir(tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     model = build_model("tiny", tokenizer, seed=0, max_positions=4096)
     with torch.no_grad():
-        for _name, p in model.named_parameters():
+        for p in model.parameters():
             if p.dim() == 2:
                 p.mul_(4.0)
     return _save(model, tokenizer, tmp_path_factory.mktemp("qwen3"))
@@ -85,18 +85,18 @@ def llama_dir(tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _save(model, tokenizer, tmp_path_factory.mktemp("llama"))
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen3"])
-def test_exported_gguf_loads_back_into_transformers_with_the_same_logits(
-        arch: str, llama_dir: Path, qwen3_dir: Path, tmp_path: Path) -> None:
-    """transformers' own GGUF reader (which undoes llama.cpp's q/k layout) gets the same model."""
+def test_exported_gguf_loads_back_into_transformers_with_the_same_logits(llama_dir: Path, tmp_path: Path) -> None:
+    """transformers' own GGUF reader (which undoes llama.cpp's q/k layout) gets the same model.
+    (Its qwen3 reader ignores attention.key_length and assumes head_dim 128: the qwen3 export
+    is checked against llama-server itself below.)"""
     import torch
     from transformers import AutoModelForCausalLM
 
     from clawloop.models.gguf_export import export_gguf
 
-    src = llama_dir if arch == "llama" else qwen3_dir
+    src = llama_dir
     meta = export_gguf(src, tmp_path / "m.gguf", qtype="f32")
-    assert meta["architecture"] == arch and (tmp_path / "m.gguf").is_file()
+    assert meta["architecture"] == "llama" and (tmp_path / "m.gguf").is_file()
     assert not list(tmp_path.glob(".*tmp*")), "the temporary file was renamed into place"
     a = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32).eval()
     b = AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file="m.gguf", dtype=torch.float32).eval()
@@ -133,7 +133,7 @@ def test_export_refuses_what_it_cannot_convert(qwen3_dir: Path, tmp_path: Path) 
     with pytest.raises(ClawloopError, match=r"config.json: architectures \['GPT2LMHeadModel'\].*rollout.backend hf"):
         export_gguf(bad, tmp_path / "x.gguf")
     assert not (tmp_path / "x.gguf").exists()
-    with pytest.raises(ClawloopError, match="tokenizer.json is missing"):
+    with pytest.raises(ClawloopError, match="empty: config.json is missing"):
         cached_gguf(tmp_path / "empty")
 
 
@@ -184,10 +184,13 @@ def test_llamacpp_sampling_is_seeded(qwen3_dir: Path, tmp_path: Path, monkeypatc
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path))
     cfg = LlamaCppPolicyConfig(gguf_type="q8_0", threads=1, parallel=4, context_per_slot=1024)
     hot = SamplingParams(temperature=1.5, max_new_tokens=12, seed=7)
+    # One request at a time: under concurrency the server's batch composition depends on timing,
+    # which moves logits by rounding, so sampled replies repeat only up to numerics.
     with LlamaCppPolicy(qwen3_dir, cfg) as a, LlamaCppPolicy(qwen3_dir, cfg) as b:
-        ra, rb = a.generate(CONVS, hot), b.generate(CONVS, hot)
-        assert [g.text for g in ra] == [g.text for g in rb]
-        assert len({g.text for g in ra + a.generate(CONVS, hot)}) > 1
+        ra = [a.generate([c], hot)[0].text for c in CONVS]
+        rb = [b.generate([c], hot)[0].text for c in CONVS]
+        assert ra == rb
+        assert len(set(ra + [a.generate([c], hot)[0].text for c in CONVS])) > len(CONVS)
 
 
 def test_llamacpp_without_a_server_says_how_to_build_it(qwen3_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -198,15 +201,18 @@ def test_llamacpp_without_a_server_says_how_to_build_it(qwen3_dir: Path, monkeyp
     monkeypatch.setattr(llamacpp_policy.shutil, "which", lambda name: None)
     with pytest.raises(ClawloopError, match="llama-server not found; run scripts/setup.sh"):
         load_policy(f"llamacpp:{qwen3_dir}")
-    assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir))) == "hf"
+    assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp={"parallel": 1})) == "hf"
 
 
 @needs_server
 def test_auto_picks_llamacpp_on_a_cpu_for_a_convertible_checkpoint(qwen3_dir: Path) -> None:
     from clawloop.models.policy import PolicySpec, resolve_auto_backend
 
-    assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir))) == "llamacpp"
-    assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), hf={"device": "cuda"})) == "hf"
+    small = {"parallel": 1}
+    assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp=small)) == "llamacpp"
+    assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir))) == "hf"  # batch 36
+    assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp=small,
+                                           hf={"device": "cuda"})) == "hf"
 
 
 # --- HF decode loop -------------------------------------------------------------------------------
@@ -262,3 +268,48 @@ def test_top_p_keeps_the_nucleus() -> None:
     seen = {int(sample_next(logits, 1.0, 0.7)) for _ in range(300)}
     assert seen == {0, 1}  # 0.5 + 0.3 reaches 0.7; the tail is never drawn
     assert int(sample_next(logits, 0.0, 1.0)) == 0
+
+
+@needs_server
+def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """params.yaml's rollout section → load_loop_policy → lockstep rollouts in bwrap sandboxes."""
+    import yaml
+
+    from clawloop.agent.rollout import run_rollouts
+    from clawloop.evaluation import load_suite
+    from clawloop.loop import load_loop_policy, rollout_settings
+    from clawloop.models.llamacpp_policy import LlamaCppPolicy
+    from clawloop.params import load_params
+
+    monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path / "cache"))
+    root = Path(__file__).resolve().parents[1]
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["rollout"].update(backend="llamacpp", batch=2, threads=1, max_turns=2, max_new_tokens=16)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    params = load_params(tmp_path / "params.yaml")
+    policy = load_loop_policy(qwen3_dir, params, "it-0")
+    try:
+        assert isinstance(policy, LlamaCppPolicy) and policy.config.parallel == 2
+        harness, sampling = rollout_settings(params)
+        tasks = [t for t in load_suite(root / "benchmarks" / "shell-core").tasks if not t.needs_image][:2]
+        res = run_rollouts(tasks, policy, k=1, batch_size=2, backend="bwrap", harness_config=harness,
+                           sampling=sampling, out_dir=tmp_path / "out", progress=False)
+    finally:
+        policy.close()
+    assert [r.outcome for r in res] == ["failed", "failed"]  # a random model passes nothing
+    assert all(r.completion_tokens > 0 and r.n_turns >= 1 for r in res)
+    assert list((tmp_path / "out").glob("episodes-*.parquet"))
+
+
+def test_model_gguf_command(qwen3_dir: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    import clawloop.commands.model_cmd  # noqa: F401  (registers `model gguf`)
+    from clawloop.commands import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["model", "gguf", str(qwen3_dir), "--out", str(tmp_path / "m.gguf"), "--type", "f16"])
+    assert r.exit_code == 0, r.output
+    assert "qwen3, f16" in r.output and (tmp_path / "m.gguf").stat().st_size > 0
+    r = runner.invoke(app, ["model", "gguf", str(qwen3_dir), "--out", str(tmp_path / "x.gguf"), "--type", "q4"])
+    assert isinstance(r.exception, ClawloopError) and "--type" in str(r.exception)

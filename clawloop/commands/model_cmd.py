@@ -1,4 +1,4 @@
-"""`clawloop model init|info`: build the from-scratch policy, show what a model directory holds."""
+"""`clawloop model init|info|gguf`: build a base policy, show a model directory, export it to GGUF."""
 
 from __future__ import annotations
 
@@ -68,3 +68,20 @@ def info(model: Path = typer.Argument(..., help="A model directory.")) -> None:
             typer.echo(orjson.dumps(read_json(model / name), option=orjson.OPT_INDENT_2).decode())
             return
     raise ClawloopError(f"{model}: no model_meta.json or config.json")
+
+
+@model_app.command()
+def gguf(
+    model: Path = typer.Argument(..., help="An HF checkpoint directory (Llama or Qwen3)."),
+    out: Path = typer.Option(..., "--out", help="The GGUF file to write."),
+    qtype: str = typer.Option("q8_0", "--type", help="Weights: q8_0, f16 or f32."),
+) -> None:
+    """Write a checkpoint as GGUF (what rollout.backend llamacpp serves; llama.cpp, Ollama, ...)."""
+    from clawloop.errors import ClawloopError
+    from clawloop.models.gguf_export import export_gguf
+
+    if qtype not in ("q8_0", "f16", "f32"):
+        raise ClawloopError(f"--type: expected q8_0, f16 or f32, got {qtype!r}")
+    meta = export_gguf(model, out, qtype=qtype)  # type: ignore[arg-type]
+    typer.echo(f"wrote {out}: {meta['architecture']}, {meta['qtype']}, {meta['bytes'] / 1e6:.1f} MB "
+               f"in {meta['seconds']} s")
