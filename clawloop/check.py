@@ -2,7 +2,8 @@
 
 PATH is a runs/ tree (every iteration's artifacts), one iteration directory, or any single
 artifact — a pool or probe JSONL, eval records, a trajectory directory or Parquet part, a
-diagnosis directory, a checkpoint, metrics.json or another report — or a directory of such
+diagnosis directory, a checkpoint (with its playbook.json, if any), a playbook, metrics.json or
+another report — or a directory of such
 artifacts (e.g. iter-1/validated). The check is picked by content (`check_path`), so an artifact
 copied elsewhere or renamed is still checked as what it is. CI runs it after the smoke loop; any
 violation exits non-zero. Each check names the file and the field, like the stages' errors.
@@ -96,9 +97,18 @@ def check_eval_detail(path: Path) -> None:
 
 
 def check_checkpoint(path: Path) -> None:
+    """A checkpoint directory, and the playbook it carries if any."""
+    from clawloop.agent.playbook import policy_playbook
     from clawloop.training.checkpoint import check_base
 
     check_base(path)
+    policy_playbook(path)
+
+
+def check_playbook(path: Path) -> None:
+    from clawloop.agent.playbook import read_playbook
+
+    read_playbook(path)
 
 
 def check_json(path: Path) -> None:
@@ -156,6 +166,7 @@ ITERATION_ARTIFACTS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("?validation.json", "validation metrics", check_json),
     ("?checkpoint", "checkpoint", check_checkpoint),
     ("?train.json", "training metrics", check_json),
+    ("?playbook/playbook.json", "playbook", check_playbook),
 ]
 
 
@@ -289,6 +300,8 @@ def _json_kind(path: Path) -> tuple[str, Callable[[Path], None]]:
     except orjson.JSONDecodeError:
         return "JSON", check_json  # reports the error
     keys = set(obj) if isinstance(obj, dict) else set()
+    if path.name == "playbook.json" or {"token_budget", "entries"} <= keys:
+        return "playbook", check_playbook
     if "schema_version" in keys and {"cells", "failure_modes"} & keys:
         return "capability report", check_diagnosis
     if {"heldout_pass_rate", "promoted"} <= keys:

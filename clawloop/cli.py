@@ -20,6 +20,7 @@ _COMMAND_MODULES = [
     "diagnose_cmd",  # clawloop diagnose, clawloop tasks probe
     "train_cmd",     # clawloop train
     "loop_cmd",      # clawloop check|report
+    "serve_cmd",     # clawloop serve
 ]
 for _name in _COMMAND_MODULES:
     importlib.import_module(f"clawloop.commands.{_name}")

@@ -133,28 +133,41 @@ def read_eval_detail(path: str | Path) -> EvalDetail:
     return _read_model(EvalDetail, path)
 
 
-def rollout_settings(params: Any, *, temperature: float | None = None) -> tuple[Any, Any]:
-    """(HarnessConfig, SamplingParams) from params.yaml's `rollout` section."""
+def rollout_settings(params: Any, *, temperature: float | None = None,
+                     policy: str | Path | None = None) -> tuple[Any, Any]:
+    """(HarnessConfig, SamplingParams) from params.yaml's `rollout` section. With `policy` (a
+    policy directory), its playbook (`playbook.json`, clawloop.agent.playbook) joins the harness
+    config: every rollout of that policy renders it into the system prompt."""
     from clawloop.agent.harness import HarnessConfig
+    from clawloop.agent.playbook import policy_playbook
     from clawloop.models.policy_types import SamplingParams
 
     r = params.rollout
     harness = HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
-                            max_format_errors=r.max_format_errors)
+                            max_format_errors=r.max_format_errors, playbook=policy_playbook(policy))
     sampling = SamplingParams(temperature=r.temperature if temperature is None else temperature,
                               max_new_tokens=r.max_new_tokens, seed=r.seed)
     return harness, sampling
 
 
 def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
-    """The policy at checkpoint dir `path`, on the backend params.yaml's `rollout` names."""
-    from clawloop.models.policy import HFPolicyConfig, LlamaCppPolicyConfig, PolicySpec, load_policy
+    """The policy at checkpoint dir `path`, on the backend params.yaml's `rollout` names. On the
+    openai backend the endpoint of `rollout.openai` serves the model (e.g. `clawloop serve`); the
+    checkpoint path is sent as the model name, and the weights are whatever the endpoint holds."""
+    from clawloop.models.policy import (
+        HFPolicyConfig,
+        LlamaCppPolicyConfig,
+        OpenAIPolicyConfig,
+        PolicySpec,
+        load_policy,
+    )
 
     r = params.rollout
     threads = r.threads or max(1, (os.cpu_count() or 2) // 2)
     return load_policy(PolicySpec(
         backend=r.backend, model=str(path), policy_id=policy_id, hf=HFPolicyConfig(threads=threads),
-        llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type)))
+        llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),
+        openai=OpenAIPolicyConfig.model_validate(r.openai)))
 
 
 def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:

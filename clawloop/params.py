@@ -126,6 +126,10 @@ class RolloutParams(_Section):
     seed: int = 0
     """Seed of rollout sampling (evaluation, probe, transfer); part of the episode ids. Apart from
     synthesis.seed, so a synthesis ablation leaves evaluation sampling as it was."""
+    openai: dict[str, Any] = Field(default_factory=dict)
+    """Options of the openai backend (clawloop.models.policy_types.OpenAIPolicyConfig: base_url,
+    max_concurrency, ...), e.g. the URL of `clawloop serve`. Set max_concurrency to `batch` so a
+    lockstep step reaches the server as one batch."""
 
 
 class SynthesisParams(_Section):
@@ -191,8 +195,9 @@ class TrainParams(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    method: Literal["sft", "grpo", "sft+grpo"] = "sft"
-    """What the train stage runs."""
+    method: Literal["sft", "grpo", "sft+grpo", "playbook", "sft+playbook"] = "sft"
+    """What the train stage runs: weights (sft, grpo, sft+grpo), a playbook with the weights
+    frozen (playbook), or SFT and then a playbook (sft+playbook); see clawloop.agent.playbook."""
 
     @model_validator(mode="before")
     @classmethod
@@ -363,12 +368,14 @@ def _validate_sections(params: Params, path: Path) -> None:
     from clawloop.diagnosis.params import DiagnosisParams
     from clawloop.models.base import SCRATCH_PREFIX, scratch_size
     from clawloop.models.bootstrap import BootstrapConfig
+    from clawloop.models.policy_types import OpenAIPolicyConfig
     from clawloop.synthesis.curriculum import CurriculumParams
     from clawloop.training.config import TrainParams as LibTrainParams
 
     checks: list[tuple[str, type[BaseModel], dict[str, Any]]] = [
         ("synthesis.curriculum", CurriculumParams, params.synthesis.curriculum),
         ("diagnosis.options", DiagnosisParams, params.diagnosis.options),
+        ("rollout.openai", OpenAIPolicyConfig, params.rollout.openai),
     ]
     if params.model.base.startswith(SCRATCH_PREFIX):
         checks.append(("model.bootstrap", BootstrapConfig, {"size": scratch_size(params.model.base),

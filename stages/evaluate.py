@@ -40,7 +40,7 @@ def main(params: Params) -> None:
     if args.pool and params.eval.pool_sample:
         pool = sorted(read_pool(args.pool), key=lambda t: t.id)[: params.eval.pool_sample]
         suites.append(("pool", pool, False))
-    harness, sampling = loop.rollout_settings(params)
+    harness, sampling = loop.rollout_settings(params, policy=args.policy)  # its playbook, if any
     policy = loop.load_loop_policy(args.policy, params, policy_id=f"iter-{args.iteration}")
     figures = {}
     episodes = 0

@@ -1,11 +1,17 @@
-"""Stage `train@N`: SFT and/or GRPO of the current policy on iteration N's validated tasks.
+"""Stage `train@N`: SFT and/or GRPO of the current policy, and/or its playbook, on iteration N's tasks.
 
     python -m stages.train --iteration 1 --validated runs/iter-1/validated \
-        --policy runs/iter-0/policy --self-rollouts runs/iter-0/eval --out runs/iter-1/checkpoint
+        --policy runs/iter-0/policy --self-rollouts runs/iter-0/eval \
+        --report runs/iter-0/diagnosis/diagnosis.json --out runs/iter-1/checkpoint
 
 SFT learns from reference trajectories (the tasks' solutions executed in the sandbox) and the
 policy's own successful rollouts on held-in tasks (the probe's, and the last evaluation's pool
 suite; never a held-out suite). GRPO trains on the tasks the probe labelled learnable.
+`playbook` keeps the weights (the checkpoint is the policy, hard-linked) and evolves the
+playbook from the report and the same held-in rollouts (clawloop.training.playbook);
+`sft+playbook` does SFT, then the playbook. The playbook goes into the checkpoint directory
+(`playbook.json`, rendered by every later rollout of it) and into the versioned artifact
+`<out>/../playbook/` (empty for the weight-only methods).
 """
 
 import argparse
@@ -21,33 +27,60 @@ def main(params: Params) -> None:
     ap.add_argument("--validated", type=Path, required=True)
     ap.add_argument("--policy", type=Path, required=True)
     ap.add_argument("--self-rollouts", type=Path, help="previous evaluation dir (its pool suite is used)")
+    ap.add_argument("--report", type=Path, help="previous iteration's diagnosis.json (playbook methods)")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--playbook", type=Path, help="playbook artifact dir (default: <out>/../playbook)")
     ap.add_argument("--logs", type=Path, help="DVCLive dir (default: <out>/../train-log)")
     ap.add_argument("--metrics", type=Path, help="default: <out>/../train.json")
     args = ap.parse_args()
 
-    from clawloop.io import write_json
+    from clawloop.agent.playbook import POLICY_FILE, Playbook, policy_playbook, write_playbook
+    from clawloop.errors import ClawloopError
+    from clawloop.io import hand_over, write_json
     from clawloop.loop import rollout_settings
     from clawloop.tasks.pool import read_pool
+    from clawloop.training import playbook as pbk
     from clawloop.training.config import TrainParams
     from clawloop.training.run import train
     from clawloop.validation.probe import read_probe, select_by_label
 
+    method = params.train.method
+    weights = {"playbook": None, "sft+playbook": "sft"}.get(method, method)
+    options = TrainParams.from_mapping(params.train.options(), where="params.yaml: train")
     pool = read_pool(args.validated / "valid.jsonl")
     probe = args.validated / "probe.jsonl"
     tasks = select_by_label(pool, read_probe(probe), [*params.validation.train_labels, "unprobed"])
     rollouts = [d for d in (args.validated / "probe", args.self_rollouts and args.self_rollouts / "pool")
                 if d and d.is_dir()]
     logs = args.logs or args.out.parent / "train-log"
-    metrics = train(params.train.method, args.policy, tasks, rollouts, probe, args.out,
-                    TrainParams.from_mapping(params.train.options(), where="params.yaml: train"),
-                    logs=logs, harness_config=rollout_settings(params)[0], backend=params.sandbox.backend,
-                    jobs=params.sandbox.jobs, keep_base_without_tasks=True, executor=params.executor)
+    harness = rollout_settings(params)[0]  # the plain prompt: the weights never see a playbook
+    if weights is not None:
+        metrics = train(weights, args.policy, tasks, rollouts, probe, args.out, options, logs=logs,
+                        harness_config=harness, backend=params.sandbox.backend, jobs=params.sandbox.jobs,
+                        keep_base_without_tasks=True, executor=params.executor)
+        metrics["method"] = method
+    else:  # weights frozen: the checkpoint is the policy (hard links), its playbook replaced below
+        hand_over(args.policy, args.out)
+        metrics = {"method": method, "steps": 0}
+    playbook = Playbook(iteration=args.iteration, token_budget=options.playbook.token_budget)
+    if "playbook" in method:
+        if args.report is None:
+            raise ClawloopError(f"--report: train.method {method} needs the previous diagnosis.json")
+        previous = policy_playbook(args.policy)
+        count, tokenizer = pbk.token_counter(args.policy)
+        playbook = pbk.build_playbook(pbk.read_report(args.report), iteration=args.iteration, previous=previous,
+                                      rollouts=rollouts, count=count, params=options.playbook,
+                                      harness_config=harness, tokenizer=tokenizer, report_path=str(args.report))
+        write_playbook(args.out / POLICY_FILE, playbook)
+        metrics.update(pbk.summary(playbook, previous))
+    pbk.write_artifact(args.playbook or args.out.parent / "playbook", playbook, harness)
     logs.mkdir(parents=True, exist_ok=True)  # a declared output, empty when nothing was trained
     write_json(args.metrics or args.out.parent / "train.json", metrics)
     grpo = (f", GRPO on {metrics['grpo_tasks']} learnable" + (" (skipped)" if not metrics["grpo_tasks"] else "")
             if "grpo_tasks" in metrics else "")
-    print(f"[train] iteration {args.iteration}: {params.train.method}, {len(tasks)} tasks{grpo},"
+    book = (f", playbook {metrics['playbook_entries']} entries / {metrics['playbook_tokens']} tokens"
+            f" (+{metrics['playbook_added']}, -{metrics['playbook_pruned']})" if "playbook" in method else "")
+    print(f"[train] iteration {args.iteration}: {method}, {len(tasks)} tasks{grpo}{book},"
           f" {metrics.get('steps', 0)} steps → {args.out}")
 
 

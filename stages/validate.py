@@ -48,7 +48,7 @@ def main(params: Params) -> None:
 
     # Agent-based: probe a deterministic subset (ids are content hashes, so sorting is a shuffle).
     probe_set = sorted(kept, key=lambda t: t.id)[: val.probe.max_tasks]
-    harness, sampling = rollout_settings(params, temperature=val.probe.temperature)
+    harness, sampling = rollout_settings(params, temperature=val.probe.temperature, policy=args.policy)
     policy = load_loop_policy(args.policy, params, policy_id=f"iter-{args.iteration - 1}")
     with output_dir(args.out) as tmp:
         results = probe_tasks(probe_set, policy, k=val.probe.k, out_dir=tmp / "probe",

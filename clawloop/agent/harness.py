@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clawloop.agent.playbook import Playbook
 from clawloop.tasks.model import FileSpec, Task, Verifier
 from sandbox.base import ExecResult, truncate_output
 
@@ -83,6 +84,11 @@ class HarnessConfig(BaseModel):
     """Longer replies are a format error and are stored cut to this length."""
     system_template: str = "system.j2"
     """Jinja template of the system prompt, in clawloop/agent/templates or an absolute path."""
+    playbook: Playbook | None = None
+    """The policy's playbook (clawloop.agent.playbook), rendered after the system prompt by
+    `playbook_template`; None or an empty one adds nothing."""
+    playbook_template: str = "playbook.j2"
+    """Jinja template of the playbook block, in clawloop/agent/templates or an absolute path."""
 
 
 @lru_cache(maxsize=16)
@@ -92,6 +98,7 @@ def _template(name: str) -> Any:
     path = Path(name) if Path(name).is_absolute() else TEMPLATES / name
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
                              autoescape=False)
+    env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False)
     return env.from_string(path.read_text(encoding="utf-8"))
 
 
@@ -112,11 +119,23 @@ def _limits(task: Task, config: HarnessConfig) -> tuple[int, float, float]:
 
 
 def system_prompt(task: Task, config: HarnessConfig | None = None) -> str:
-    """The system turn for `task` (from the system template)."""
+    """The system turn for `task` (from the system template), then the playbook block if any."""
     config = config or HarnessConfig()
     max_turns, cmd_timeout, _ = _limits(task, config)
-    return render(config.system_template, workdir=task.workdir, submit_tool=config.submit_tool,
+    text = render(config.system_template, workdir=task.workdir, submit_tool=config.submit_tool,
                   max_turns=max_turns, command_timeout_s=cmd_timeout, task=task)
+    block = playbook_block(config.playbook, config)
+    return f"{text}\n\n{block}" if block else text
+
+
+def playbook_block(playbook: Playbook | None, config: HarnessConfig | None = None) -> str:
+    """The rendered playbook (templates/playbook.j2); empty without entries. The same text for
+    every task, so the prompt prefix stays shared across a batch (KV reuse, prefix caching)."""
+    if playbook is None or not playbook.entries:
+        return ""
+    config = config or HarnessConfig()
+    return render(config.playbook_template, tips=playbook.tips, examples=playbook.examples,
+                  submit_tool=config.submit_tool).strip()
 
 
 @lru_cache(maxsize=1)

@@ -300,7 +300,8 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
     """`clawloop eval --agent model`: rollouts of a policy over suite items, as EpisodeRecords.
 
     options: model (policy spec, required), samples (k, default 1), batch (default 32),
-    temperature (default 0), max_new_tokens, max_turns, out_dir (trajectory directory).
+    temperature (default 0), max_new_tokens, max_turns, out_dir (trajectory directory), playbook
+    (a playbook.json; default: the one a model directory carries, clawloop.agent.playbook).
     `progress` (the eval's) is advanced per episode and by the tokens generated.
     """
     from clawloop.models.policy_types import SamplingParams
@@ -311,7 +312,7 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
     sampling = SamplingParams(temperature=float(opts.get("temperature") or 0.0),
                               max_new_tokens=int(opts.get("max_new_tokens") or 256),
                               seed=opts.get("seed"))
-    harness = HarnessConfig(max_turns=opts.get("max_turns"))
+    harness = HarnessConfig(max_turns=opts.get("max_turns"), playbook=_playbook(opts))
 
     def record(r: EpisodeSummary, it: Any) -> Any:
         steps = [Step(x.command, x.exit_code if x.exit_code is not None else -1, x.output or "", x.timed_out,
@@ -333,6 +334,19 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
             progress=progress if progress is not None else False, sandbox_config=config)
         records += [record(r, by_id[r.task_id]) for r in res]
     return records
+
+
+def _playbook(options: dict[str, Any]) -> Any:
+    from clawloop.agent.playbook import policy_playbook, read_playbook
+
+    if options.get("playbook"):
+        return read_playbook(options["playbook"])
+    model = options.get("model")
+    if isinstance(model, str | Path):
+        spec = str(model)
+        path = spec.split(":", 1)[1] if spec.split(":", 1)[0] in ("hf", "llamacpp", "auto", "vllm") else spec
+        return policy_playbook(path) if Path(path).is_dir() else None
+    return None
 
 
 def agent_policy(options: dict[str, Any]) -> Any:

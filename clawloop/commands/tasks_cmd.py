@@ -139,6 +139,8 @@ def eval_(
     samples: int = typer.Option(1, "--samples", "-k", min=1, help="--agent model: episodes per task."),
     batch: int = typer.Option(32, "--batch", min=1, help="--agent model: episodes stepped in lockstep."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="--agent model: sampling temperature."),
+    playbook: Path | None = typer.Option(None, "--playbook", help="--agent model: a playbook.json rendered into "
+                                         "the system prompt (default: the one a model DIR carries, if any)."),
     # --- formats hook (issue #10): benchmark layouts (clawloop.tasks.formats)
     fmt: str = typer.Option("auto", "--format", help="auto | harbor | jsonl | clawgym | claw-eval-live."),
     grader_root: Path | None = typer.Option(None, "--grader-root", help="claw-eval-live: a checkout of the "
@@ -160,7 +162,7 @@ def eval_(
 
     options: dict[str, Any] = {"model": model} if model else {}
     if agent == "model":  # the model agent's knobs (clawloop.agent.rollout.run_model_agent)
-        options.update(samples=samples, batch=batch, temperature=temperature, out_dir=out)
+        options.update(samples=samples, batch=batch, temperature=temperature, out_dir=out, playbook=playbook)
         out = out / "episodes.jsonl" if out is not None else None
     records, summary = evaluate(
         suites, agent, backend=backend, jobs=jobs, options=options, fmt=fmt, progress=True,

@@ -7,6 +7,7 @@ parses every backend alike.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -43,6 +44,70 @@ def to_openai_messages(conversation: Conversation) -> list[dict[str, Any]]:
         else:
             out.append({"role": role, "content": m.get("content", "")})
     return out
+
+
+def _text(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a list of content parts."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def from_openai_messages(messages: list[dict[str, Any]]) -> Conversation:
+    """OpenAI messages → HF chat messages (the inverse of `to_openai_messages`): tool-call
+    arguments parsed into objects, tool results named after the call they answer."""
+    out: Conversation = []
+    names: dict[str, str] = {}
+    for m in messages:
+        role = m.get("role")
+        if role == "assistant" and m.get("tool_calls"):
+            calls = []
+            for tc in m["tool_calls"]:
+                fn = tc.get("function") or {}
+                args: Any = fn.get("arguments")
+                if isinstance(args, str):
+                    # a string that is no JSON stays as the model wrote it; the template prints it as is
+                    with contextlib.suppress(ValueError):
+                        args = json.loads(args) if args.strip() else {}
+                names[str(tc.get("id"))] = str(fn.get("name", ""))
+                calls.append({"type": "function", "function": {"name": fn.get("name", ""),
+                                                               "arguments": {} if args is None else args}})
+            out.append({"role": "assistant", "content": _text(m.get("content")), "tool_calls": calls})
+        elif role == "tool":
+            out.append({"role": "tool", "name": names.get(str(m.get("tool_call_id")), m.get("name") or "bash"),
+                        "content": _text(m.get("content"))})
+        else:
+            out.append({"role": role, "content": _text(m.get("content"))})
+    return out
+
+
+def reply_message(text: str) -> dict[str, Any]:
+    """Reply text with `<tool_call>` blocks → an OpenAI assistant message (the inverse of
+    `reply_text`). The calls are read as the harness reads them (the first block, its end tag
+    optional); text a client-side harness would call malformed stays content, so it sees the
+    same reply as a local one."""
+    start = text.find("<tool_call>")
+    calls: list[dict[str, Any]] = []
+    rest = text
+    while start != -1:
+        body = rest[start + len("<tool_call>"):]
+        end = body.find("</tool_call>")
+        try:
+            obj, _ = json.JSONDecoder(strict=False).raw_decode((body if end == -1 else body[:end]).strip())
+        except (ValueError, RecursionError):
+            obj = None
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            break
+        args = obj.get("arguments", obj.get("parameters", {}))
+        calls.append({"id": f"call_{len(calls)}", "type": "function", "function": {
+            "name": obj["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}})
+        if end == -1:
+            break
+        rest = body[end + len("</tool_call>"):]
+        start = rest.find("<tool_call>")
+    if not calls:
+        return {"role": "assistant", "content": text}
+    return {"role": "assistant", "content": text[: text.find("<tool_call>")].strip() or None, "tool_calls": calls}
 
 
 def reply_text(message: dict[str, Any]) -> str:
@@ -93,6 +158,8 @@ class OpenAIPolicy:
             else:
                 if r.status_code == 200:
                     return r.json()
+                if r.status_code == 400 and "context_length_exceeded" in r.text:
+                    return {"context_length_exceeded": True}
                 last = f"HTTP {r.status_code}: {r.text[:200]}"
                 if r.status_code != 429 and r.status_code < 500:
                     break
@@ -115,6 +182,8 @@ class OpenAIPolicy:
         if seed is not None:
             body["seed"] = seed
         data = self._post(body)
+        if data.get("context_length_exceeded"):  # as a local backend: no reply, the episode ends
+            return Generation("", 0, 0, "context")
         try:
             choice = data["choices"][0]
             message = choice.get("message") or {}

@@ -419,26 +419,25 @@ def resolve_auto_backend(spec: PolicySpec) -> str:
     return "llamacpp" if any(a in ARCHITECTURES for a in archs) else "hf"
 
 
-def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
-    """Build a policy from a spec.
+def parse_spec(text: str) -> PolicySpec:
+    """A PolicySpec from its string form: "DIR" or "hf:DIR" (transformers), "llamacpp:DIR",
+    "auto:DIR", "vllm:DIR", "openai:MODEL@BASE_URL"."""
+    backend, _, rest = text.partition(":")
+    if backend in ("hf", "llamacpp", "auto", "vllm", "openai") and rest:
+        if backend == "openai":
+            model, _, url = rest.partition("@")
+            return PolicySpec(backend="openai", model=model,
+                              openai=OpenAIPolicyConfig(base_url=url) if url else OpenAIPolicyConfig())
+        return PolicySpec(backend=backend, model=rest)  # type: ignore[arg-type]
+    return PolicySpec(backend="hf", model=text)
 
-    Strings: "DIR" or "hf:DIR" (transformers), "llamacpp:DIR", "auto:DIR", "vllm:DIR",
-    "openai:MODEL@BASE_URL"; or a PolicySpec / its dict form for full options.
-    """
+
+def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
+    """Build a policy from a spec: a string (`parse_spec`), a PolicySpec or its dict form."""
     if isinstance(spec, dict):
         spec = PolicySpec.model_validate(spec)
     elif isinstance(spec, str | Path):
-        text = str(spec)
-        backend, _, rest = text.partition(":")
-        if backend in ("hf", "llamacpp", "auto", "vllm", "openai") and rest:
-            if backend == "openai":
-                model, _, url = rest.partition("@")
-                spec = PolicySpec(backend="openai", model=model,
-                                  openai=OpenAIPolicyConfig(base_url=url) if url else OpenAIPolicyConfig())
-            else:
-                spec = PolicySpec(backend=backend, model=rest)  # type: ignore[arg-type]
-        else:
-            spec = PolicySpec(backend="hf", model=text)
+        spec = parse_spec(str(spec))
     if spec.backend != "openai" and not Path(spec.model).is_dir():
         raise ClawloopError(f"{spec.model}: model directory not found")
     if spec.backend == "auto":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 KNOBS = ("synthesis.conditioning", "synthesis.routines", "train.method")
-"""The params the README's ablations change (uniform, both-routines, grpo, sft+grpo)."""
+"""The params the README's ablations change (uniform, both-routines, grpo, sft+grpo, playbook, sft+playbook)."""
 
 _METRICS = re.compile(r"(?:^|/)runs/iter-(\d+)/metrics\.json$")
 

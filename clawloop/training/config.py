@@ -113,6 +113,30 @@ class GRPOParams(_Params):
     lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights.")
 
 
+class PlaybookParams(_Params):
+    """The playbook methods (train.method playbook | sft+playbook): what the playbook may hold."""
+
+    token_budget: int = Field(
+        384, gt=0, description="Most tokens of the rendered playbook block, counted with the policy's "
+        "tokenizer: a small model pays for each at every turn.")
+    max_tips: int = Field(6, ge=0, description="Most instruction lines (per skill and per failure mode).")
+    max_mode_tips: int = Field(
+        3, ge=0, description="Most of those answering failure modes (the most frequent); the rest go to the "
+        "weakest skills.")
+    max_examples: int = Field(2, ge=0, description="Most worked examples (the agent's own successful episodes).")
+    examples_per_skill: int = Field(1, gt=0, description="Most worked examples of one skill.")
+    max_example_steps: int = Field(4, gt=0, description="Episodes with more commands are not used as examples.")
+    example_instruction_chars: int = Field(
+        300, gt=0, description="An example's task text is cut to this many characters.")
+    example_output_chars: int = Field(
+        0, ge=0, description="Characters of each command's output shown in an example (0: exit code only).")
+    weak_below: float = Field(
+        0.5, ge=0.0, le=1.0, description="Skills whose pass rate in the report is below this get a tip.")
+    prune: bool = Field(
+        True, description="Drop entries whose skill's pass rate (or failure mode's share) did not improve "
+        "since they were last judged; a pruned entry is never re-added.")
+
+
 class TrainParams(_Params):
     """Every knob of the training stage."""
 
@@ -120,6 +144,7 @@ class TrainParams(_Params):
     data: DataParams = Field(default_factory=DataParams)
     sft: SFTParams = Field(default_factory=SFTParams)
     grpo: GRPOParams = Field(default_factory=GRPOParams)
+    playbook: PlaybookParams = Field(default_factory=PlaybookParams)
     threads: int | None = Field(
         None, gt=0, description="torch CPU threads (None: torch's default, one per core). On a CPU shared "
         "with other jobs, 2 threads ran 4-6x slower than 1 (OpenMP spin-waiting); OMP_WAIT_POLICY=PASSIVE "

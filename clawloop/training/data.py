@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from clawloop.agent.playbook import strip_playbook
 from clawloop.errors import ClawloopError
 
 if TYPE_CHECKING:
@@ -72,7 +73,8 @@ def _check_messages(messages: Any, where: str) -> list[dict[str, Any]]:
 
 def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -> list[Conversation]:
     """Successful rollouts (passed=true) from rollout dirs or episodes files: deduplicated by
-    conversation hash, at most `max_per_task` per task, shortest conversations first."""
+    conversation hash, at most `max_per_task` per task, shortest conversations first; a playbook
+    in the system turn is cut off (clawloop.agent.playbook.strip_playbook)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -100,7 +102,8 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -
                     messages = orjson.loads(rec["messages"] or "")
                 except orjson.JSONDecodeError as e:
                     raise ClawloopError(f"{where}: messages: not valid JSON ({e})") from None
-                conv = Conversation(rec["task_id"], _check_messages(messages, where), "self")
+                # A rollout of a policy with a playbook: the weights learn the plain prompt.
+                conv = Conversation(rec["task_id"], strip_playbook(_check_messages(messages, where)), "self")
                 by_task[conv.task_id].setdefault(conv.key, conv)
     out: list[Conversation] = []
     for task_id in sorted(by_task):

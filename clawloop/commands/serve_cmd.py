@@ -1,0 +1,56 @@
+"""`clawloop serve`: a local policy behind the OpenAI chat-completions API (clawloop.models.serve)."""
+
+from __future__ import annotations
+
+import typer
+
+from clawloop.commands import app
+
+
+@app.command()
+def serve(
+    model: str = typer.Argument(..., help="The policy: DIR or hf:DIR (transformers), llamacpp:DIR, auto:DIR, vllm:DIR."),
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
+    port: int = typer.Option(8000, help="TCP port (0: a free one, printed at start)."),
+    window_ms: float = typer.Option(10.0, help="Keep batching while requests arrive within this many ms."),
+    max_wait_ms: float = typer.Option(100.0, help="Most time the first request of a batch waits."),
+    max_batch: int = typer.Option(64, help="Most conversations per generate call."),
+    threads: int = typer.Option(None, help="CPU threads for generation (default: half the cores)."),
+    name: str = typer.Option(None, help="Model id to report (default: the model directory's name)."),
+) -> None:
+    """Serve MODEL at /v1/chat/completions (OpenAI wire format, tools in, tool_calls out), batching
+    concurrent requests into one generate call; Ctrl-C or SIGTERM stops it."""
+    import signal
+
+    from clawloop.errors import ClawloopError
+    from clawloop.models.policy import load_policy, parse_spec
+    from clawloop.models.serve import ServeConfig, make_server, url
+
+    spec = parse_spec(model)
+    if spec.backend == "openai":
+        raise ClawloopError(f"{model}: serve a local policy (DIR, hf:, llamacpp:, auto:, vllm:), not an endpoint")
+    if threads is not None:
+        spec.hf.threads = spec.llamacpp.threads = threads
+    config = ServeConfig(host=host, port=port, window_ms=window_ms, max_wait_ms=max_wait_ms,
+                         max_batch=max_batch, model_name=name)
+    policy = load_policy(spec)
+    try:
+        server = make_server(policy, config)
+    except OSError as e:
+        raise ClawloopError(f"{host}:{port}: cannot listen ({e.strerror or e})") from None
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    print(f"serving {model} as {server.model!r} at {url(server)}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        close = getattr(policy, "close", None)
+        if close is not None:
+            close()
+        print(f"stopped: {server.batcher.stats}", flush=True)

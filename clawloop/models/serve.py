@@ -1,0 +1,250 @@
+"""`clawloop serve`: a local policy behind the OpenAI chat-completions API, with tools.
+
+    server = make_server(policy, ServeConfig(port=8000)); server.serve_forever()
+
+POST /v1/chat/completions takes the OpenAI wire format (messages with tool calls and tool
+results, `tools`, temperature, top_p, max_tokens, seed, stop) and answers with `tool_calls`
+(`finish_reason: "tool_calls"`) or content. Conversions are openai_policy's, so `OpenAIPolicy`
+→ `clawloop serve` → a local policy gives the harness the replies the local policy gives it.
+Requests that arrive together are batched into one `policy.generate` call: the first request of
+a batch waits up to `max_wait_ms` while more arrive (each new one within `window_ms` of the
+last), so a lockstep rollout's step, sent as concurrent requests, is generated as one batch. A
+prompt over the model's context is refused with `context_length_exceeded` (HTTP 400), as OpenAI
+and vLLM do. GET /v1/models lists the one model; GET /health gives request and batch counts.
+Streaming and n > 1 are refused (HTTP 400).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clawloop.models.openai_policy import from_openai_messages, reply_message
+from clawloop.models.policy_types import Conversation, Generation, SamplingParams
+
+
+class ServeConfig(BaseModel):
+    """Where and how `clawloop serve` listens and batches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    """Interface to listen on (127.0.0.1: this machine only)."""
+    port: int = Field(8000, ge=0, le=65535)
+    """TCP port; 0 picks a free one (printed at start)."""
+    window_ms: float = Field(10.0, ge=0)
+    """A batch keeps collecting while each new request arrives within this many ms of the last."""
+    max_wait_ms: float = Field(100.0, ge=0)
+    """Most time the first request of a batch waits for others."""
+    max_batch: int = Field(64, gt=0)
+    """Most conversations in one generate call."""
+    model_name: str | None = None
+    """The model id reported (None: the policy's policy_id); requests may name any model."""
+
+
+class BadRequest(Exception):
+    """A request the server refuses (HTTP 400), with the OpenAI error code."""
+
+    def __init__(self, message: str, code: str = "invalid_request") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class _Job:
+    conversation: Conversation
+    sampling: SamplingParams
+    tools: list[dict[str, Any]] | None
+    future: Future[Generation] = field(default_factory=Future)
+
+    @property
+    def key(self) -> str:
+        """Jobs with equal keys share one generate call (seeds differ per request: the first wins)."""
+        return json.dumps([self.sampling.model_dump(exclude={"seed"}), self.tools], sort_keys=True)
+
+
+class Batcher:
+    """One worker thread that turns queued requests into batched `policy.generate` calls."""
+
+    def __init__(self, policy: Any, config: ServeConfig) -> None:
+        self.policy, self.config = policy, config
+        self.jobs: queue.Queue[_Job | None] = queue.Queue()
+        self.stats = {"requests": 0, "batches": 0, "largest_batch": 0}
+        self._thread = threading.Thread(target=self._run, name="clawloop-serve-batcher", daemon=True)
+        self._thread.start()
+
+    def generate(self, conversation: Conversation, sampling: SamplingParams,
+                 tools: list[dict[str, Any]] | None) -> Generation:
+        """Queue one conversation and wait for its reply (raises what generate raised)."""
+        job = _Job(conversation, sampling, tools)
+        self.jobs.put(job)
+        return job.future.result()
+
+    def close(self) -> None:
+        self.jobs.put(None)
+        self._thread.join(timeout=5)
+
+    def _collect(self, first: _Job) -> list[_Job]:
+        batch = [first]
+        start = last = time.monotonic()
+        window, most = self.config.window_ms / 1000, self.config.max_wait_ms / 1000
+        while len(batch) < self.config.max_batch:
+            timeout = min(last + window, start + most) - time.monotonic()
+            if timeout <= 0:
+                break
+            try:
+                job = self.jobs.get(timeout=timeout)
+            except queue.Empty:
+                break
+            if job is None:
+                self.jobs.put(None)
+                break
+            batch.append(job)
+            last = time.monotonic()
+        return batch
+
+    def _run(self) -> None:
+        while (first := self.jobs.get()) is not None:
+            groups: dict[str, list[_Job]] = {}
+            for job in self._collect(first):
+                groups.setdefault(job.key, []).append(job)
+            for jobs in groups.values():
+                self.stats["requests"] += len(jobs)
+                self.stats["batches"] += 1
+                self.stats["largest_batch"] = max(self.stats["largest_batch"], len(jobs))
+                try:
+                    gens = self.policy.generate([j.conversation for j in jobs], jobs[0].sampling,
+                                                tools=jobs[0].tools)
+                    for j, g in zip(jobs, gens, strict=True):
+                        j.future.set_result(g)
+                except Exception as e:  # every request of the batch gets the error
+                    for j in jobs:
+                        if not j.future.done():
+                            j.future.set_exception(e)
+
+
+def parse_request(body: Any) -> tuple[Conversation, SamplingParams, list[dict[str, Any]] | None]:
+    """(conversation, sampling, tools) of a chat-completions request body; BadRequest if malformed."""
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise BadRequest("messages: expected a non-empty list of message objects")
+    if body.get("stream"):
+        raise BadRequest("stream: streaming is not supported")
+    if body.get("n", 1) != 1:
+        raise BadRequest("n: only n=1 is supported")
+    stop = body.get("stop") or []
+    try:
+        sampling = SamplingParams(
+            temperature=body.get("temperature", 1.0), top_p=body.get("top_p", 1.0),
+            max_new_tokens=body.get("max_tokens") or body.get("max_completion_tokens") or 256,
+            seed=body.get("seed"), stop=[stop] if isinstance(stop, str) else stop)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise BadRequest(f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    tools = body.get("tools") or None
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        raise BadRequest("tools: expected a list of tool objects")
+    return from_openai_messages(messages), sampling, tools
+
+
+def completion(gen: Generation, model: str) -> dict[str, Any]:
+    """The chat-completions response of one generation."""
+    message = reply_message(gen.text)
+    reason = "tool_calls" if message.get("tool_calls") else ("length" if gen.finish_reason == "length" else "stop")
+    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+            "usage": {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
+                      "total_tokens": gen.prompt_tokens + gen.completion_tokens}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: one line per request is noise
+        pass
+
+    def _send(self, status: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str, code: str) -> None:
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        self._send(status, {"error": {"message": message, "type": kind, "code": code}})
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0].rstrip("/")
+        if path in ("/v1/models", "/models"):
+            self._send(200, {"object": "list", "data": [{"id": self.server.model, "object": "model",
+                                                         "owned_by": "clawloop"}]})
+        elif path == "/health":
+            self._send(200, {"status": "ok", "model": self.server.model, **self.server.batcher.stats})
+        else:
+            self._error(404, f"{path}: not found", "not_found")
+
+    def do_POST(self) -> None:
+        path = self.path.split("?")[0].rstrip("/")
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if path not in ("/v1/chat/completions", "/chat/completions"):
+            self._error(404, f"{path}: not found (POST /v1/chat/completions)", "not_found")
+            return
+        try:
+            conversation, sampling, tools = parse_request(json.loads(raw or b"null"))
+        except ValueError:
+            self._error(400, "the request body is not valid JSON", "invalid_json")
+            return
+        except BadRequest as e:
+            self._error(400, str(e), e.code)
+            return
+        try:
+            gen = self.server.batcher.generate(conversation, sampling, tools)
+        except Exception as e:
+            self._error(500, f"generation failed: {type(e).__name__}: {str(e)[:300]}", "generation_failed")
+            return
+        if gen.finish_reason == "context":
+            self._error(400, f"the prompt ({gen.prompt_tokens} tokens) exceeds the model's maximum context "
+                        "length", "context_length_exceeded")
+            return
+        self._send(200, completion(gen, self.server.model))
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    batcher: Batcher
+    model: str
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.batcher.close()
+
+
+def make_server(policy: Any, config: ServeConfig | None = None) -> _Server:
+    """An HTTP server (not yet serving: call serve_forever) for `policy`, anything with
+    `generate(conversations, sampling, tools=)` (clawloop.models.policy.Policy)."""
+    config = config or ServeConfig()
+    server = _Server((config.host, config.port), _Handler)
+    server.batcher = Batcher(policy, config)
+    server.model = config.model_name or str(getattr(policy, "policy_id", "clawloop"))
+    return server
+
+
+def url(server: ThreadingHTTPServer) -> str:
+    """The base URL clients use (…/v1)."""
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}/v1"

@@ -1,0 +1,302 @@
+"""Build the next playbook from the capability report and the agent's own successful rollouts.
+
+    pb = build_playbook(report, iteration=2, previous=policy_playbook(policy_dir),
+                        rollouts=[probe_dir, pool_dir], count=token_counter(policy_dir))
+
+Growth and pruning, each iteration:
+1. every entry of the previous playbook is judged on the new report: a skill entry stays only if
+   its skill's pass rate rose since it was last judged, a failure-mode tip only if that mode's
+   share of episodes fell; the rest are pruned, and their ids retired for good;
+2. new candidates: a tip (playbook_tips.yaml, the first variant not retired) for each failure
+   mode the report saw, most frequent first, and for each skill below `weak_below`, weakest first;
+   worked examples from the agent's own passed episodes (held-in rollouts: the probe's and the
+   pool evaluation's, never a held-out suite), one per skill, weakest skill first, shortest first;
+3. kept entries first, then the candidates, are added while the rendered block (the exact text
+   the harness puts in the system prompt) fits `token_budget` tokens of the policy's tokenizer.
+
+The report is the previous iteration's, whether the gate promoted its checkpoint or not (as the
+curriculum reads it); the previous playbook is the one the current policy carries.
+
+Teacher-free: nothing here asks another model; the text is the report's, the project's tip lines
+and the agent's own commands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clawloop.agent.harness import HarnessConfig, playbook_block
+from clawloop.agent.playbook import (
+    ExampleStep,
+    Playbook,
+    PlaybookEntry,
+    PrunedEntry,
+    WorkedExample,
+)
+from clawloop.diagnosis.schema import CapabilityReport
+from clawloop.errors import ClawloopError
+from clawloop.training.config import PlaybookParams
+
+TIPS = Path(__file__).parent / "playbook_tips.yaml"
+TokenCounter = Callable[[str], int]
+_EXIT = re.compile(r"\[exit code (-?\d+)")
+
+
+@cache
+def load_tips(path: Path = TIPS) -> dict[str, dict[str, list[str]]]:
+    """The tip lines: {"failure_modes": {mode: [variants]}, "skills": {skill: [variants]}}."""
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {k: {key: [str(v) for v in vs] for key, vs in (data.get(k) or {}).items()}
+            for k in ("failure_modes", "skills")}
+
+
+def token_counter(policy_dir: str | Path | None) -> tuple[TokenCounter, str]:
+    """(count, name): the policy's own tokenizer when its directory has one, else an estimate of
+    4 characters a token (an API model without local files)."""
+    if policy_dir is not None and (Path(policy_dir) / "tokenizer_config.json").is_file():
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(policy_dir))
+        return (lambda text: len(tok(text, add_special_tokens=False)["input_ids"])), str(policy_dir)
+    return (lambda text: (len(text) + 3) // 4), "chars/4"
+
+
+def read_report(path: str | Path) -> CapabilityReport:
+    """Read a diagnosis.json; a file that does not match the schema is a one-line ClawloopError."""
+    from pydantic import ValidationError
+
+    from clawloop.io import read_json
+    from clawloop.tasks.pool import describe_validation_error
+
+    try:
+        return CapabilityReport.model_validate(read_json(path))
+    except ValidationError as e:
+        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
+
+
+def _entry_id(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def skill_rates(report: CapabilityReport) -> dict[str, tuple[int, int]]:
+    """(passes, episodes) per skill, over every level of the report's cells."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for c in report.cells:
+        out[c.skill][0] += c.passes
+        out[c.skill][1] += c.episodes
+    return {k: (p, n) for k, (p, n) in out.items()}
+
+
+def mode_shares(report: CapabilityReport) -> dict[str, float]:
+    """Each failure mode's count over the report's episodes."""
+    n = max(report.episodes, 1)
+    return {m.mode: m.count / n for m in report.failure_modes if m.mode != "infra_error"}
+
+
+def judge(entry: PlaybookEntry, rates: dict[str, tuple[int, int]], modes: dict[str, float],
+          ) -> tuple[bool, float, str] | None:
+    """(improved, new baseline, evidence) of a previous entry on the new report; None when the
+    report has nothing to say about it (no episode of its skill): it is kept as it was."""
+    if entry.failure_mode is not None and entry.skill is None:
+        share = modes.get(entry.failure_mode, 0.0)
+        word = "fell" if share < entry.baseline else ("stayed" if share == entry.baseline else "rose")
+        return share < entry.baseline, share, (f"{entry.failure_mode} share {entry.baseline:.3f} -> "
+                                               f"{share:.3f} ({word})")
+    if entry.skill not in rates or rates[entry.skill][1] == 0:
+        return None
+    p, n = rates[entry.skill]
+    rate = p / n
+    word = "rose" if rate > entry.baseline else ("stayed" if rate == entry.baseline else "fell")
+    return rate > entry.baseline, rate, f"{entry.skill} pass rate {entry.baseline:.3f} -> {rate:.3f} ({word}, {p}/{n})"
+
+
+def load_examples(rollouts: Sequence[str | Path], params: PlaybookParams) -> dict[str, list[WorkedExample]]:
+    """The agent's own passed episodes without format errors and with at most
+    `max_example_steps` commands, condensed, per skill, shortest first (then by episode id)."""
+    import pyarrow.parquet as pq
+
+    cols = ["episode_id", "skill", "passed", "n_format_errors", "messages"]
+    by_skill: dict[str, dict[str, WorkedExample]] = defaultdict(dict)
+    for root in rollouts:
+        root = Path(root)
+        files = [root] if root.is_file() else sorted(root.glob("**/episodes*.parquet"))
+        for f in files:
+            try:
+                rows = pq.read_table(f, columns=cols).to_pylist()
+            except Exception as e:  # a part without these columns is no rollout of this harness
+                raise ClawloopError(f"{f}: not an episodes table ({str(e).splitlines()[0]})") from None
+            for r in rows:
+                if not r["passed"] or r["n_format_errors"] or not r["skill"]:
+                    continue
+                ex = condense(orjson.loads(r["messages"] or "[]"), r["episode_id"], params)
+                if ex is not None:
+                    by_skill[r["skill"]].setdefault(_example_key(ex), ex)
+    return {s: sorted(d.values(), key=lambda e: (len(e.steps), sum(len(x.command) for x in e.steps),
+                                                  e.episode_id))
+            for s, d in sorted(by_skill.items())}
+
+
+def _example_key(ex: WorkedExample) -> str:
+    return _entry_id("example", ex.instruction, *(s.command for s in ex.steps))
+
+
+def condense(messages: list[dict[str, Any]], episode_id: str, params: PlaybookParams) -> WorkedExample | None:
+    """A worked example from one episode's messages: the user instruction and each bash command
+    with its exit code; None when it has no command or too many."""
+    instruction = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "").strip()
+    steps: list[ExampleStep] = []
+    for i, m in enumerate(messages):
+        for call in m.get("tool_calls") or [] if m.get("role") == "assistant" else []:
+            fn = call.get("function", call)
+            args = fn.get("arguments") or {}
+            if isinstance(args, str):
+                try:
+                    args = orjson.loads(args) if args.strip() else {}
+                except orjson.JSONDecodeError:
+                    return None  # not a call this harness wrote
+            if fn.get("name") != "bash" or not isinstance(args, dict) or not isinstance(args.get("command"), str):
+                continue
+            out = next((str(n.get("content") or "") for n in messages[i + 1:i + 2] if n.get("role") == "tool"), "")
+            code = _EXIT.findall(out)
+            head = out[: out.rfind("[exit code")].strip() if "[exit code" in out else out.strip()
+            steps.append(ExampleStep(command=args["command"], exit_code=int(code[-1]) if code else None,
+                                     output=head[: params.example_output_chars].strip()))
+    if not instruction or not steps or len(steps) > params.max_example_steps:
+        return None
+    cut = params.example_instruction_chars
+    text = " ".join(instruction.split())
+    return WorkedExample(instruction=text if len(text) <= cut else text[: cut - 3].rstrip() + "...",
+                         steps=steps, episode_id=episode_id)
+
+
+def _candidates(report: CapabilityReport, rates: dict[str, tuple[int, int]], modes: dict[str, float],
+                examples: dict[str, list[WorkedExample]], taken: set[str], iteration: int,
+                params: PlaybookParams) -> list[PlaybookEntry]:
+    tips = load_tips()
+    out: list[PlaybookEntry] = []
+    # the most frequent modes first (build_playbook keeps max_mode_tips of them), then the weakest skills
+    for m in sorted((m for m in report.failure_modes if m.count and m.mode in tips["failure_modes"]),
+                    key=lambda m: (-m.count, m.mode)):
+        for text in tips["failure_modes"][m.mode]:
+            eid = _entry_id("tip", "mode", m.mode, text)
+            if eid not in taken:
+                out.append(PlaybookEntry(id=eid, kind="tip", failure_mode=m.mode, text=text,
+                                         added_iteration=iteration, baseline=modes.get(m.mode, 0.0),
+                                         evidence=f"{m.mode}: {m.count} of {report.episodes} episodes"))
+                break
+    weak = sorted(((p / n, -n, s) for s, (p, n) in rates.items() if n and p / n < params.weak_below))
+    for rate, neg_n, skill in weak:
+        for text in tips["skills"].get(skill, []):
+            eid = _entry_id("tip", "skill", skill, text)
+            if eid not in taken:
+                out.append(PlaybookEntry(id=eid, kind="tip", skill=skill, text=text, added_iteration=iteration,
+                                         baseline=rate, evidence=f"{skill}: {rates[skill][0]}/{-neg_n} passed"))
+                break
+    order = sorted(examples, key=lambda s: (rates[s][0] / rates[s][1] if rates.get(s, (0, 0))[1] else 1.0, s))
+    for skill in order:
+        n = 0
+        for ex in examples[skill]:
+            eid = _example_key(ex)
+            if eid in taken or n >= params.examples_per_skill:
+                continue
+            p, total = rates.get(skill, (0, 0))
+            out.append(PlaybookEntry(id=eid, kind="example", skill=skill, example=ex, added_iteration=iteration,
+                                     baseline=p / total if total else 0.0,
+                                     evidence=f"own episode {ex.episode_id}; {skill}: {p}/{total} passed"))
+            n += 1
+    return out
+
+
+def build_playbook(report: CapabilityReport, *, iteration: int, previous: Playbook | None,
+                   rollouts: Sequence[str | Path], count: TokenCounter, params: PlaybookParams | None = None,
+                   harness_config: HarnessConfig | None = None, tokenizer: str = "",
+                   report_path: str = "") -> Playbook:
+    """The playbook of `iteration` (see the module docstring)."""
+    params = params or PlaybookParams()
+    harness_config = harness_config or HarnessConfig()
+    rates, modes = skill_rates(report), mode_shares(report)
+    retired = list(previous.retired) if previous else []
+    kept: list[PlaybookEntry] = []
+    pruned: list[PrunedEntry] = []
+    for e in previous.entries if previous else []:
+        verdict = judge(e, rates, modes)
+        if verdict is None:
+            kept.append(e)
+        elif verdict[0] or not params.prune:
+            kept.append(e.model_copy(update={"baseline": verdict[1], "evidence": verdict[2]}))
+        else:
+            pruned.append(PrunedEntry(id=e.id, kind=e.kind, skill=e.skill, failure_mode=e.failure_mode,
+                                      reason=verdict[2]))
+            retired.append(e.id)
+    taken = set(retired) | {e.id for e in kept}
+    # A kept entry already answers its key: no second tip for the same skill or failure mode.
+    answered = {(e.skill, e.failure_mode) for e in kept if e.kind == "tip"}
+    fresh = [c for c in _candidates(report, rates, modes, load_examples(rollouts, params), taken,
+                                    iteration, params)
+             if not (c.kind == "tip" and (c.skill, c.failure_mode) in answered)]
+
+    def render(entries: list[PlaybookEntry]) -> str:
+        return playbook_block(Playbook(token_budget=params.token_budget, entries=entries), harness_config)
+
+    chosen: list[PlaybookEntry] = []
+    used = 0
+    limits = {"tip": params.max_tips, "example": params.max_examples}
+    for e in [*kept, *fresh]:
+        if sum(x.kind == e.kind for x in chosen) >= limits[e.kind]:
+            continue
+        if e.skill is None and sum(x.skill is None for x in chosen) >= params.max_mode_tips:
+            continue
+        trial = _ordered([*chosen, e])
+        tokens = count(render(trial))
+        if tokens <= params.token_budget:
+            chosen.append(e.model_copy(update={"tokens": tokens - used}))
+            used = tokens
+    chosen = _ordered(chosen)
+    return Playbook(iteration=iteration, token_budget=params.token_budget,
+                    tokens=count(render(chosen)) if chosen else 0, tokenizer=tokenizer, report=report_path,
+                    entries=chosen, pruned=pruned, retired=retired)
+
+
+def _ordered(entries: list[PlaybookEntry]) -> list[PlaybookEntry]:
+    """Rendering order: failure-mode tips, skill tips, worked examples (stable within each)."""
+    rank = {"mode": 0, "skill": 1, "example": 2}
+    return sorted(entries, key=lambda e: rank["example" if e.kind == "example" else
+                                              ("mode" if e.skill is None else "skill")])
+
+
+def summary(playbook: Playbook, previous: Playbook | None) -> dict[str, Any]:
+    """Flat figures for train.json (`dvc metrics show`)."""
+    before = {e.id for e in previous.entries} if previous else set()
+    return {"playbook_entries": len(playbook.entries), "playbook_tips": len(playbook.tips),
+            "playbook_examples": len(playbook.examples), "playbook_tokens": playbook.tokens,
+            "playbook_added": sum(e.id not in before for e in playbook.entries),
+            "playbook_pruned": len(playbook.pruned)}
+
+
+def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessConfig | None = None) -> None:
+    """runs/iter-N/playbook/: playbook.json and playbook.md (the rendered block, then why each
+    entry is there and why each pruned one went)."""
+    from clawloop.agent.playbook import POLICY_FILE, write_playbook
+    from clawloop.io import write_text
+
+    out = Path(out)
+    write_playbook(out / POLICY_FILE, playbook)
+    block = playbook_block(playbook, harness_config) or "(empty)"
+    lines = [f"# Playbook, iteration {playbook.iteration}", "",
+             f"{playbook.tokens} of {playbook.token_budget} tokens ({playbook.tokenizer or 'not counted'}); "
+             f"report: {playbook.report or '-'}", "", "```", block, "```", "", "## Entries", ""]
+    lines += [f"- {e.kind} {e.skill or e.failure_mode} (iteration {e.added_iteration}, {e.tokens} tokens): "
+              f"{e.evidence}" for e in playbook.entries] or ["(none)"]
+    lines += ["", "## Pruned", ""]
+    lines += [f"- {p.kind} {p.skill or p.failure_mode}: {p.reason}" for p in playbook.pruned] or ["(none)"]
+    write_text(out / "playbook.md", "\n".join(lines) + "\n")
