@@ -301,6 +301,8 @@ def _stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, policy:
     monkeypatch.setattr(sys, "argv", ["stages/train.py", "--iteration", "1", "--validated", str(validated),
                                       "--policy", str(policy), "--self-rollouts", str(rollouts.parent),
                                       "--report", str(tmp_path / "diagnosis.json"), "--out", str(out)])
+    # `.venv/bin/pytest` (the README's command) puts no repo root on sys.path.
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     import stages.train
 
     stages.train.main(load_params(tmp_path / "params.yaml"))
