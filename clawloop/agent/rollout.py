@@ -343,9 +343,10 @@ def _playbook(options: dict[str, Any]) -> Any:
         return read_playbook(options["playbook"])
     model = options.get("model")
     if isinstance(model, str | Path):
-        spec = str(model)
-        path = spec.split(":", 1)[1] if spec.split(":", 1)[0] in ("hf", "llamacpp", "auto", "vllm") else spec
-        return policy_playbook(path) if Path(path).is_dir() else None
+        from clawloop.models.policy import parse_spec
+
+        spec = parse_spec(str(model))
+        return policy_playbook(spec.model) if spec.backend != "openai" and Path(spec.model).is_dir() else None
     return None
 
 
