@@ -32,3 +32,18 @@ def one_torch_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def backend() -> str:
+    """The bwrap sandbox backend, or a skip saying why it cannot run here (modules that test
+    several backends define their own `backend`)."""
+    from clawloop.tasks.episode import open_sandbox
+
+    try:
+        with open_sandbox("bwrap") as sb:
+            if sb.exec("true", timeout=30).exit_code == 0:
+                return "bwrap"
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"bwrap sandbox unusable here: {e}")
+    pytest.skip("bwrap sandbox unusable here")

@@ -23,17 +23,6 @@ from sandbox.base import ExecResult, Sandbox
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 
 
-@pytest.fixture(scope="module")
-def backend() -> str:
-    try:
-        with open_sandbox("bwrap") as sb:
-            if sb.exec("true", timeout=30).exit_code == 0:
-                return "bwrap"
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"bwrap sandbox unusable here: {e}")
-    pytest.skip("bwrap sandbox unusable here")
-
-
 def make_task(test: str, steps: list[str] | None = None, **kw: object) -> Task:
     return Task(instruction="Create /workspace/done containing ok.",
                 verifier=Verifier(files={"test.sh": FileSpec.of("#!/bin/bash\nmkdir -p /logs/verifier\n" + test,

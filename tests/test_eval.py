@@ -13,23 +13,12 @@ from typer.testing import CliRunner
 
 from clawloop.cli import app
 from clawloop.evaluation import evaluate, load_suite, summarize
-from clawloop.tasks.episode import EpisodeRecord, open_sandbox
+from clawloop.tasks.episode import EpisodeRecord
 from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.pool import write_pool
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def backend() -> str:
-    try:
-        with open_sandbox("bwrap") as sb:
-            if sb.exec("true", timeout=30).exit_code == 0:
-                return "bwrap"
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"bwrap sandbox unusable here: {e}")
-    pytest.skip("bwrap sandbox unusable here")
 
 
 def _last_json(output: str) -> dict:

@@ -21,7 +21,6 @@ import pytest
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, executor_params, ray_available, ray_session, run_all
 from clawloop.params import Params
-from clawloop.tasks.episode import open_sandbox
 from clawloop.tasks.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,17 +67,6 @@ def test_a_dead_head_is_not_joined(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ---------------------------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def backend() -> str:
-    try:
-        with open_sandbox("bwrap") as sb:
-            if sb.exec("true", timeout=30).exit_code == 0:
-                return "bwrap"
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"bwrap sandbox unusable here: {e}")
-    pytest.skip("bwrap sandbox unusable here")
-
-
 def _need_ray() -> None:
     why = ray_available()
     if why is not None:

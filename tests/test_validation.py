@@ -9,7 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 from clawloop.cli import app
-from clawloop.tasks.episode import open_sandbox
 from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
 from clawloop.tasks.pool import read_pool, write_pool
@@ -24,17 +23,6 @@ from clawloop.validation.agent_free import (
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 PASS_IF = ('mkdir -p /logs/verifier\nif {cond}; then echo 1 > /logs/verifier/reward.txt; '
            'else echo 0 > /logs/verifier/reward.txt; fi\n')
-
-
-@pytest.fixture(scope="module")
-def backend() -> str:
-    try:
-        with open_sandbox("bwrap") as sb:
-            if sb.exec("true", timeout=30).exit_code == 0:
-                return "bwrap"
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"bwrap sandbox unusable here: {e}")
-    pytest.skip("bwrap sandbox unusable here")
 
 
 def task(instruction: str, cond: str, steps: list[str] | None, **kw: object) -> Task:
