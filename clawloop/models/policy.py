@@ -301,18 +301,19 @@ class HFPolicy:
                 store.reused_tokens += h.length
                 store.computed_tokens += len(p) - h.length
             new = seqs[row, width:].tolist()
-            n, reason = len(new), "length"
-            for j, t in enumerate(new):
-                if t in stops:
-                    n, reason = j + 1, "stop"
-                    break
-            body = new[:n - 1] if reason == "stop" else new[:n]
-            text = self.tokenizer.decode(body, skip_special_tokens=False)
-            if sampling.stop:
-                text, hit = _cut_at_stop(text, sampling.stop)
-                reason = "stop" if hit else reason
-            gens.append(Generation(text, len(p), n, reason, tuple(p), tuple(new[:n])))
+            n = next((j + 1 for j, t in enumerate(new) if t in stops), len(new))
+            gens.append(self._reply(p, new[:n], sampling))
         return gens
+
+    def _reply(self, prompt: list[int], new: list[int], sampling: SamplingParams) -> Generation:
+        """The Generation of tokens `new` (ending with a stop token when the reply ended)."""
+        ended = bool(new) and new[-1] in self.stop_ids
+        text = self.tokenizer.decode(new[:-1] if ended else new, skip_special_tokens=False)
+        reason = "stop" if ended else "length"
+        if sampling.stop:
+            text, hit = _cut_at_stop(text, sampling.stop)
+            reason = "stop" if hit else reason
+        return Generation(text, len(prompt), len(new), reason, tuple(prompt), tuple(new))
 
 
     def _decode_loop(self, prompts: list[list[int]], hits: list[Any], input_ids: Any, attention: Any,
@@ -340,16 +341,7 @@ class HFPolicy:
         rows = decode(self.model, input_ids, attention, cache, C, max_new=max_new, stop_ids=set(self.stop_ids),
                       temperature=sampling.temperature, top_p=sampling.top_p, on_finish=keep_prompt,
                       stopped=stopped if sampling.stop else None)
-        gens = []
-        for p, (new, ended) in zip(prompts, rows, strict=True):
-            body = new[:-1] if ended and new and new[-1] in self.stop_ids else new
-            text = self.tokenizer.decode(body, skip_special_tokens=False)
-            reason = "stop" if ended else "length"
-            if sampling.stop:
-                text, hit = _cut_at_stop(text, sampling.stop)
-                reason = "stop" if hit else reason
-            gens.append(Generation(text, len(p), len(new), reason, tuple(p), tuple(new)))
-        return gens
+        return [self._reply(p, new, sampling) for p, (new, _) in zip(prompts, rows, strict=True)]
 
 
 def __getattr__(name: str) -> Any:
