@@ -11,7 +11,7 @@ after each iteration, with the wall time of each phase.
 model_meta.json) and tabulate it.
 
 --repro: the one command that reproduces the README's figures: a clone of this repository's
-HEAD in --workdir (a temp dir by default; the .venv and .runtime are shared by symlink), --set
+HEAD in --workdir (a temp dir by default; .venv, .runtime and .runtime-llama are shared by symlink), --set
 edits of its params.yaml, one `dvc repro` with the wall time of every stage, then the table of
 --runs on what it left.
 
@@ -97,8 +97,9 @@ def repro(workdir: Path, sets: list[str]) -> dict[str, Any]:
 
     repo = workdir / "repo"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
-    for shared in (".venv", ".runtime"):
-        (repo / shared).symlink_to((ROOT / shared).resolve())
+    for shared in (".venv", ".runtime", ".runtime-llama"):
+        if (ROOT / shared).exists():  # .runtime-llama is optional (rollout.backend: auto falls back to hf)
+            (repo / shared).symlink_to((ROOT / shared).resolve())
     if sets:
         raw = yaml.safe_load((repo / "params.yaml").read_text())
         for kv in sets:
