@@ -105,6 +105,20 @@ def _dominant_mode(modes: list[FailureModeStats], skill: str) -> str:
     return f"; dominant failure: {best.mode} ({best.by_skill[skill]})"
 
 
+def _judged_cell(cells: list[CellStats], params: DiagnosisParams) -> CellStats:
+    """The cell a skill's recommendation rests on: the top level when it is reliable (raise), else
+    the lowest failing level (lower), else the lowest level not yet reliable (hold). Judging by
+    the top level alone held every skill at level 5 on a suite with one level-5 episode per
+    skill (0/1 is neither reliable nor failing), even at 0 of 5 over all levels."""
+    by_level = sorted(cells, key=lambda c: c.level)
+    if by_level[-1].ci_low >= params.raise_ci_low:
+        return by_level[-1]
+    failing = [c for c in by_level if c.ci_high <= params.lower_ci_high]
+    if failing:
+        return failing[0]
+    return next(c for c in by_level if c.ci_low < params.raise_ci_low)
+
+
 def recommend(
     cells: list[CellStats],
     modes: list[FailureModeStats],
@@ -129,7 +143,7 @@ def recommend(
                 out.append(Recommendation(skill=skill, action="expand", level=level,
                                           reason="no episodes: add tasks of this skill"))
             continue
-        top = max(by_skill[skill], key=lambda c: c.level)
+        top = _judged_cell(by_skill[skill], params)
         figures = (f"level {top.level}: {top.passes}/{top.episodes} passed, "
                    f"95% CI [{top.ci_low:.2f}, {top.ci_high:.2f}]")
         why = _dominant_mode(modes, skill)
