@@ -174,7 +174,7 @@ def episode(eid: str, messages: list[dict[str, Any]], *, skill: str = "files", p
 
 
 def solved(commands: list[str], instruction: str = "Write hi into a.txt.") -> list[dict[str, Any]]:
-    from clawloop.agent.harness import assistant_message, tool_message
+    from clawloop.agent.tool_calls import assistant_message, tool_message
 
     msgs: list[dict[str, Any]] = [{"role": "system", "content": "s"}, {"role": "user", "content": instruction}]
     for c in commands:

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from clawloop.agent.harness import BASH_TOOL, SUBMIT_TOOL, HarnessConfig, format_observation, initial_messages
+from clawloop.agent.harness import HarnessConfig, format_observation, initial_messages
+from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL
 from clawloop.errors import ClawloopError
 from clawloop.tasks.model import Task
 from clawloop.training.checkpoint import (
@@ -82,8 +83,8 @@ class ShellEnvironment:
             self.error = f"setup: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
         return None
 
-    def bash(self, command: str):  # no return annotation: keeps the schema equal to harness.BASH_TOOL
-        """(Set from harness.BASH_TOOL below.)"""
+    def bash(self, command: str):  # no return annotation: keeps the schema equal to tool_calls.BASH_TOOL
+        """(Set from tool_calls.BASH_TOOL below.)"""
         if self.error is not None:
             return "[the sandbox is unavailable]"
         if self.submitted:
@@ -99,8 +100,8 @@ class ShellEnvironment:
             return "[the sandbox is unavailable]"
         return format_observation(result, limit=self.harness_config.observation_chars, timeout_s=timeout)
 
-    def submit(self):  # no return annotation: keeps the schema equal to harness.SUBMIT_TOOL
-        """(Set from harness.SUBMIT_TOOL below.)"""
+    def submit(self):  # no return annotation: keeps the schema equal to tool_calls.SUBMIT_TOOL
+        """(Set from tool_calls.SUBMIT_TOOL below.)"""
         self.submitted = True
         return "[submitted]"
 
