@@ -358,7 +358,7 @@ def test_sft_plus_playbook_trains_sft_then_adds_the_playbook(tmp_path: Path, rol
 
 
 def test_clawloop_eval_renders_a_model_dirs_playbook_or_the_one_given(tmp_path: Path) -> None:
-    from clawloop.agent.rollout import _playbook
+    from clawloop.agent.model_agent import _playbook
 
     pb = Playbook(token_budget=100, entries=[tip()])
     write_playbook(tmp_path / POLICY_FILE, pb)

@@ -161,7 +161,7 @@ def eval_(
     from clawloop.io import write_jsonl
 
     options: dict[str, Any] = {"model": model} if model else {}
-    if agent == "model":  # the model agent's knobs (clawloop.agent.rollout.run_model_agent)
+    if agent == "model":  # the model agent's knobs (clawloop.agent.model_agent.run_model_agent)
         options.update(samples=samples, batch=batch, temperature=temperature, out_dir=out, playbook=playbook)
         out = out / "episodes.jsonl" if out is not None else None
     records, summary = evaluate(
