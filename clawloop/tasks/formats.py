@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
+from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
 from clawloop.tasks import clawgym
 from clawloop.tasks.episode import (
@@ -206,7 +207,7 @@ def benchmark_of(task: Task) -> str | None:
 def verify_any(sb: Sandbox, task: Task, messages: list[dict[str, Any]] | None = None) -> Verdict:
     """`episode.verify` for any format; Claw-Eval-Live grades on the host with `messages`."""
     if cel.is_claw_eval(task):
-        return cel.verify_claw_eval(sb, task, messages)
+        return ceg.verify_claw_eval(sb, task, messages)
     v = verify(sb, task)
     why = clawgym.reward_error(v.output) if v.outcome == "error" and clawgym.is_clawgym(task) else None
     return dataclasses.replace(v, reason=why) if why else v
@@ -243,7 +244,7 @@ def run_episode_any(task: Task, agent: str = "oracle", backend: str = "bwrap", c
             commands = task.solution.steps if fn is run_oracle and task.solution else ["?"] * len(results)
             rec.steps = [Step(c, r.exit_code, r.output, r.timed_out, r.duration_s)
                          for c, r in zip(commands, results, strict=False)]
-            v = cel.verify_claw_eval(sb, task, cel.transcript_from_steps(task, list(zip(commands, results,
+            v = ceg.verify_claw_eval(sb, task, ceg.transcript_from_steps(task, list(zip(commands, results,
                                                                                          strict=False))))
         rec.outcome, rec.reward, rec.reason, rec.verifier_output = v.outcome, v.reward, v.reason, v.output
         rec.scores = v.scores
