@@ -64,7 +64,7 @@ def export(
     out: Path = typer.Option(..., "--out", help="Directory to write one Harbor task directory per task into."),
 ) -> None:
     """Export a JSONL pool as Harbor task directories."""
-    from clawloop.tasks.harbor import export_tasks
+    from clawloop.tasks.harbor_export import export_tasks
     from clawloop.tasks.pool import read_pool
 
     paths = export_tasks(read_pool(pool), out)

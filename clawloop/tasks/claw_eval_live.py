@@ -41,7 +41,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.harbor import read_tree
+from clawloop.tasks.file_tree import find_dirs, read_tree
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.tasks.pool import describe_validation_error
 
@@ -80,19 +80,7 @@ def is_claw_eval_task(path: Path) -> bool:
 
 def find_claw_eval_dirs(root: str | Path) -> list[Path]:
     """Task directories at `root` or up to two levels below (a checkout's tasks/<id>/), sorted."""
-    root = Path(root)
-    if is_claw_eval_task(root):
-        return [root]
-    found: list[Path] = []
-    for dirpath, dirnames, _ in os.walk(root):
-        p = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
-        if p != root and is_claw_eval_task(p):
-            found.append(p)
-            dirnames[:] = []
-        elif len(p.relative_to(root).parts) >= 2:
-            dirnames[:] = []
-    return sorted(found)
+    return find_dirs(root, is_claw_eval_task, depth=2, skip=lambda d: d.startswith((".", "_")))
 
 
 def _str_list(raw: dict[str, Any], key: str, where: str) -> list[str]:
