@@ -12,6 +12,7 @@ import posixpath
 import random
 import re
 import shlex
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -248,3 +249,20 @@ class TaskBuilder:
             limits=Limits(max_turns=max(8, 2 * len(steps) + 4)),
             provenance=Provenance(routine="procedural", generator=f"{self.family}@{self.version}"),
         )
+
+
+Generate = Callable[[int, random.Random, Knobs], Task]
+"""A skill family's `generate(level, rng, knobs) -> Task`."""
+
+
+def level_generator(name: str, version: int, levels: Sequence[Callable[[TaskBuilder], None]]) -> Generate:
+    """The `generate` of a family whose levels each fill a fresh TaskBuilder: `levels[0]` is
+    level 1. A level outside them is a KeyError (callers check levels: skills.check_level)."""
+    by_level = dict(enumerate(levels, start=1))
+
+    def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
+        b = TaskBuilder(name, version, level, rng, knobs)
+        by_level[level](b)
+        return b.build()
+
+    return generate
