@@ -152,12 +152,15 @@ class TaskBuilder:
     def expect_file(self, rel: str, want: str, norm: str = "text") -> None:
         self.checks.append({"t": "file", "path": f"{W}/{rel}", "want": want, "norm": norm})
 
-    def unchanged(self, rel: str) -> None:
-        """The starting file `rel` must still be there with its starting content."""
-        self.expect_file(rel, self.files[f"{W}/{rel}"].data().decode("utf-8"), "exact")
+    def unchanged(self, *rels: str) -> None:
+        """Each starting file of `rels` must still be there with its starting content."""
+        for rel in rels:
+            self.expect_file(rel, self.files[f"{W}/{rel}"].data().decode("utf-8"), "exact")
 
-    def expect_absent(self, rel: str) -> None:
-        self.checks.append({"t": "absent", "path": f"{W}/{rel}"})
+    def expect_absent(self, *rels: str) -> None:
+        """None of `rels` may exist at the end."""
+        for rel in rels:
+            self.checks.append({"t": "absent", "path": f"{W}/{rel}"})
 
     def expect_dir(self, rel: str) -> None:
         self.checks.append({"t": "dir", "path": f"{W}/{rel}"})

@@ -100,10 +100,8 @@ def _level3(b: TaskBuilder) -> None:
         b.say("delete_glob", ext=ext)
         b.step("ls")
         b.step(f"rm -- *.{ext}")
-    for t in targets:
-        b.expect_absent(t)
-    for o in others:
-        b.unchanged(o)
+    b.expect_absent(*targets)
+    b.unchanged(*others)
 
 
 def _level4(b: TaskBuilder) -> None:
@@ -122,8 +120,7 @@ def _level4(b: TaskBuilder) -> None:
         b.step(f"cp {q(srcs[0])} {q(srcs[1])} {q(d)}/")
         b.expect_tree(d, {s: b.files[f"/workspace/{s}"].content for s in srcs})
         b.expect_file(d + ".old", stale, "exact")
-        for s in srcs:
-            b.unchanged(s)
+        b.unchanged(*srcs)
     else:
         # composition with permissions: install a script copy and make it runnable
         script = b.file(b.name("sh", awkward=awk), f"#!/bin/bash\necho {words.sentence(rng, 3)}\n")

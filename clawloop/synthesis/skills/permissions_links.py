@@ -176,8 +176,7 @@ def _level5(b: TaskBuilder) -> None:
         b.expect_mode(f, 0o644)
     for s in scripts:
         b.expect_mode(s, 0o755)
-    for ln in broken:
-        b.expect_absent(ln)
+    b.expect_absent(*broken)
     b.expect_mode(site, 0o755)
     b.expect_mode(f"{site}/bin", 0o755)
     b.expect_link(good, files[0])
