@@ -29,13 +29,7 @@ from clawloop.agent.harness import HarnessConfig, format_observation, initial_me
 from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL
 from clawloop.errors import ClawloopError
 from clawloop.tasks.model import Task
-from clawloop.training.checkpoint import (
-    dvclive_callback,
-    final_metrics,
-    last_checkpoint,
-    load_tokenizer,
-    save_final,
-)
+from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
 from clawloop.training.config import GRPOParams, resolve_bf16
 from clawloop.training.sft import peft_config, shared_args
 from sandbox.base import SandboxConfig
@@ -251,12 +245,9 @@ def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: P
              callbacks: Sequence[Callable[..., Any]] | None = None) -> dict[str, Any]:
     """GRPO from `base` on `tasks` (resuming from `stage_dir`), saved into `dest`; returns the meta."""
     start = time.time()
-    resume = last_checkpoint(stage_dir)
-    cb = dvclive_callback(logs_dir, resume=resume is not None)
-    from clawloop.training.progress import train_progress
+    from clawloop.training.progress import training_run
 
-    with train_progress("train grpo") as shown:
-        cbs = [*(callbacks or []), shown, *([cb] if cb else [])]
+    with training_run("grpo", stage_dir, logs_dir, callbacks or ()) as (cbs, resume):
         trainer, env_cls = build_trainer(base, tasks, params, stage_dir, backend=backend,
                                          sandbox_config=sandbox_config, harness_config=harness_config,
                                          callbacks=cbs)
