@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from clawloop.agent.rollout import agent_policy, run_model_agent
+from clawloop.agent.model_agent import agent_policy, run_model_agent
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, executor_params, run_all
 from clawloop.progress import Progress, progress_for

@@ -182,7 +182,7 @@ class Cgroup:
 
 def reap_cgroups() -> int:
     """Kill and delete the sandbox cgroups of processes that are gone (killed before close)."""
-    from sandbox._paths import _pid_alive
+    from sandbox._paths import pid_alive
 
     host, _ = cgroup_host()
     if host is None:
@@ -191,7 +191,7 @@ def reap_cgroups() -> int:
     for parent in host.parents:
         for d in parent.glob("clawloop-*-*"):
             m = re.fullmatch(r"clawloop-(\d+)-\d+", d.name)
-            if m and d.is_dir() and not _pid_alive(int(m.group(1))):
+            if m and d.is_dir() and not pid_alive(int(m.group(1))):
                 dead.setdefault(d.name, []).append(d)
     for dirs in dead.values():
         cg = Cgroup(host.version, dirs)

@@ -53,6 +53,14 @@ def sandbox_path(path: str) -> str:
     return "/" + norm.lstrip("/")
 
 
+def mount_source(host_path: Path) -> Path:
+    """The host directory a backend's `mount()` shows, resolved; SandboxError when it is none."""
+    host = Path(host_path).resolve()
+    if not host.is_dir():
+        raise SandboxError(f"mount source {host_path}: not a directory")
+    return host
+
+
 class FileView:
     """The files of one sandbox as the host sees them: a root directory plus mounts."""
 
@@ -361,7 +369,7 @@ def reap_state_dirs(tmp: Path | None = None) -> int:
             continue
         for entry in base.iterdir():
             m = _STATE_RE.match(entry.name)
-            if m and entry.is_dir() and not entry.is_symlink() and not _pid_alive(int(m.group(2))):
+            if m and entry.is_dir() and not entry.is_symlink() and not pid_alive(int(m.group(2))):
                 unmount_tmpfs(entry / "root")  # bwrap's disk quota, if its process died first
                 rmtree_force(entry)
                 n += 1
@@ -369,7 +377,8 @@ def reap_state_dirs(tmp: Path | None = None) -> int:
     return n
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Is a process `pid` running (perhaps under another uid)?"""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

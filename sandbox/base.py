@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,6 +94,19 @@ class Sandbox(Protocol):
     def close(self) -> None:
         """Kill anything still running and delete the sandbox's files. Idempotent."""
         ...
+
+
+class ClosedOnExit:
+    """The `with` protocol of every backend: leaving the block closes the sandbox."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def truncate_output(data: bytes, limit: int) -> tuple[str, bool]:

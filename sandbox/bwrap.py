@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import weakref
 from pathlib import Path
 
-from sandbox._execserver import ExecServer, Gone, find_python
+from sandbox._bwrap_run import SHM_MB, BwrapContainers, cleanup
+from sandbox._execserver import ExecServer, find_python
 from sandbox._host import HostIdentity, bwrap_version, find_bwrap, host_identity
 from sandbox._layout import (
     LONG_COMMAND,
@@ -46,32 +46,22 @@ from sandbox._layout import (
     shell_script,
     venv_origin,
 )
-from sandbox._limits import Cgroup, unmount_tmpfs, whole_sandbox_limits
-from sandbox._paths import FileView, Mount, copy_back, rmtree_force, sandbox_path, state_prefix, tmp_root
-from sandbox._pid1 import Launch, PidOne
-from sandbox._proc import run_captured
-from sandbox.base import ExecResult, SandboxConfig, SandboxError
+from sandbox._limits import Cgroup, whole_sandbox_limits
+from sandbox._paths import FileView, Mount, copy_back, mount_source, sandbox_path, state_prefix, tmp_root
+from sandbox.base import ClosedOnExit, ExecResult, SandboxConfig, SandboxError
 
 __all__ = ["BwrapSandbox", "HostIdentity", "bwrap_version", "find_bwrap", "host_identity"]
 
-_SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
 _COMMAND_FILE = "/.clawloop-command"
 """A command too long for one argument is written here (in the read-only root) while it runs."""
 _SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64",
              "lib32": "usr/lib32", "libx32": "usr/libx32"}
-_SHM_MB = 64
-"""Size of /dev/shm (docker's default), within disk_mb."""
 
 
-class BwrapSandbox:
+class BwrapSandbox(BwrapContainers, ClosedOnExit):
     """A sandbox whose commands run one at a time in its bubblewrap container."""
 
     backend = "bwrap"
-    oneshot_commands = 1
-    """Commands per mount set run in a one-shot container before the exec server starts. The
-    first is often the only one (a verifier after mount(), a validation run), and a container
-    with bash alone starts in half the time of one with the server (~10 vs ~20 ms); from the
-    second on the server pays off (~2.5 ms per command instead of ~10). 0: always the server."""
 
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
@@ -98,7 +88,7 @@ class BwrapSandbox:
         self.state_dir = Path(tempfile.mkdtemp(prefix=state_prefix("bwrap"), dir=base))
         self._cgroups: list[Cgroup] = []  # the sandbox's cgroup, if the host gives one
         # Stopped and deleted at close, garbage collection or interpreter exit, whichever first.
-        self._finalizer = weakref.finalize(self, _cleanup, self._servers, self.state_dir, self._cgroups)
+        self._finalizer = weakref.finalize(self, cleanup, self._servers, self.state_dir, self._cgroups)
         try:
             self._setup(owner)
         except BaseException:
@@ -112,7 +102,7 @@ class BwrapSandbox:
         self.root = self.state_dir / "root"
         self.root.mkdir()
         self.limits, cgroup = whole_sandbox_limits(self.config, self.root, owner,
-                                                   self.process_limit_enforced, _SHM_MB)
+                                                   self.process_limit_enforced, SHM_MB)
         self._cgroups += [cgroup] if cgroup else []
         # Copy-on-write root: the root dir and /etc are the sandbox's own (in its tmpfs as root),
         # so `WORKDIR /app`, `mkdir /etc/sudoers.d` work as in an image and vanish at close.
@@ -201,98 +191,6 @@ class BwrapSandbox:
 
     # -- Sandbox protocol -----------------------------------------------------------------
 
-    def _bwrap_argv(self, launch: Launch | None, *rest: str) -> list[str]:
-        """setpriv + bwrap + `launch`'s options + the current mount set + `rest` (options, then
-        the command)."""
-        a = [self._bwrap, *(launch.args() if launch else ()), "--unshare-all", "--unshare-user",
-             "--uid", "0", "--gid", "0", *self._no_nested_userns, "--new-session",
-             "--hostname", "sandbox", "--bind", str(self.root), "/", "--proc", "/proc", "--dev", "/dev"]
-        # /dev read-only but for a sized /dev/shm: bwrap's /dev is a tmpfs without a size.
-        if self._sized_tmpfs:
-            a += ["--perms", "1777", "--size", str(min(_SHM_MB, self.config.disk_mb) << 20)]
-        a += ["--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
-        # Parents before children: /opt before the runtime in /opt, /logs before /logs/verifier.
-        for m in sorted(self._view.mounts.values(), key=lambda m: m.target.count("/")):
-            if m.host is not None:
-                a += ["--bind" if m.writable else "--ro-bind", str(m.host), m.target]
-        a += [*rest]
-        if self._ident.run_as and _SETPRIV:
-            # An exec of setpriv is cheaper than Popen(user=...), which cannot use vfork and so
-            # copies the page tables of this (possibly large) process.
-            uid, gid = (str(x) for x in self._ident.run_as)
-            a = [_SETPRIV, "--reuid", uid, "--regid", gid, "--clear-groups", *a]
-        return a
-
-    def _popen_kw(self) -> dict[str, object]:
-        if self._ident.run_as and not _SETPRIV:
-            uid, gid = self._ident.run_as
-            return {"user": uid, "group": gid, "extra_groups": []}
-        return {}
-
-    def _run(self, script: str, cwd: str, env: dict[str, str], timeout: float) -> ExecResult:
-        """Run in the exec server's container (started when needed), or in a one-shot container
-        for the first `oneshot_commands` commands since open() or the last mount change."""
-        # --as-pid-1: the server is pid 1, which commands cannot signal; no --die-with-parent:
-        # bwrap would die with the host *thread* that started it, and the server ends anyway
-        # when this process closes its socket or dies.
-        server = ("--as-pid-1", "--chdir", "/", "--clearenv", self._python)
-        key = self._bwrap_argv(None, *server)
-        if self._servers and (self._servers[0].key != key or not self._servers[0].alive()):
-            self._servers.pop().stop()
-        if not self._servers:
-            if self._oneshot_argv != key:
-                self._oneshot_argv, self._oneshots = key, 0
-            if self._oneshots < self.oneshot_commands:
-                self._oneshots += 1
-                return self._run_oneshot(script, cwd, env, timeout)
-        for attempt in (1, 2):
-            if not self._servers:
-                launch = Launch(self._cgroup())
-                self._servers.append(ExecServer(self._bwrap_argv(launch, *server), key=key,
-                                                launch=launch, log=self.state_dir / "server.log",
-                                                popen_kw=self._popen_kw()))
-            try:
-                return self._servers[0].run(script, cwd, env, timeout, self.config.output_limit)
-            except Gone:  # found dead before the command was sent: once more in a new one
-                self._servers.pop().stop()
-                if attempt == 2:
-                    raise SandboxError("the sandbox's exec server died twice in a row") from None
-        raise AssertionError("unreachable")
-
-    def _run_oneshot(self, script: str, cwd: str, env: dict[str, str], timeout: float) -> ExecResult:
-        """A container for one command, as before the server existed. Its pid 1 is bwrap's own
-        init, which the command can ptrace (same uid, dumpable) and keep alive past bwrap: the
-        host kills it, and so the whole pid namespace, as soon as bwrap exits or times out."""
-        setenv = [x for k, v in env.items() for x in ("--setenv", k, v)]
-        launch = Launch(self._cgroup())
-        argv = self._bwrap_argv(launch, "--die-with-parent", "--chdir", cwd, "--clearenv", *setenv,
-                                "bash", "-c", script)
-        held: list[PidOne | None] = [None]
-
-        def hold(proc: subprocess.Popen[bytes]) -> None:
-            held[0] = launch.hold(proc)
-
-        def end(_: object = None) -> None:  # bwrap exited, timed out, or we are done
-            if held[0] is not None and not held[0].kill() and self._cgroups:
-                self._cgroups[0].kill()  # pid 1 would not die: every process of the sandbox
-
-        def kill(proc: subprocess.Popen[bytes]) -> None:
-            proc.kill()
-            end(proc)
-
-        # bwrap gets an empty environment: under --unshare-pid its init process keeps bwrap's
-        # environment, which the sandbox can read in /proc/1/environ.
-        try:
-            return run_captured(argv, timeout=timeout, output_limit=self.config.output_limit,
-                                env={}, cwd="/", pass_fds=launch.pass_fds, started=hold,
-                                after_exit=end, kill=kill, **self._popen_kw())
-        finally:
-            launch.close()
-            end()
-
-    def _cgroup(self) -> Cgroup | None:
-        return self._cgroups[0] if self._cgroups else None
-
     def _check_open(self) -> None:
         if self._closed:
             raise SandboxError("sandbox is closed")
@@ -351,9 +249,7 @@ class BwrapSandbox:
         """
         with self._lock:
             self._check_open()
-            host = Path(host_path).resolve()
-            if not host.is_dir():
-                raise SandboxError(f"mount source {host_path}: not a directory")
+            host = mount_source(host_path)
             t = sandbox_path(target)
             resolved, _, inside = self._view.resolve(t)
             if resolved != t:
@@ -402,29 +298,6 @@ class BwrapSandbox:
         """Stop the container (killing anything in it) and delete the state dir."""
         self._closed = True
         self._finalizer()
-
-    def __enter__(self) -> BwrapSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _cleanup(servers: list[ExecServer], state_dir: Path, cgroups: list[Cgroup]) -> None:
-    """Stop the server, kill whatever is left in the cgroup, free the tmpfs, delete the rest.
-    Each step runs even if one before failed (this runs at close, collection or exit)."""
-    try:
-        while servers:
-            servers.pop().stop()
-    finally:
-        try:
-            for cg in cgroups:
-                cg.kill()
-        finally:
-            unmount_tmpfs(state_dir / "root")
-            rmtree_force(state_dir)
-            while cgroups:
-                cgroups.pop().remove()
 
 
 def _check_strings(command: str, env: dict[str, str]) -> ExecResult | None:

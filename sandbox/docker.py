@@ -37,9 +37,18 @@ from sandbox._layout import (
     shell_script,
     venv_origin,
 )
-from sandbox._paths import FileView, Mount, copy_back, rmtree_force, sandbox_path, state_prefix
+from sandbox._paths import (
+    FileView,
+    Mount,
+    copy_back,
+    mount_source,
+    pid_alive,
+    rmtree_force,
+    sandbox_path,
+    state_prefix,
+)
 from sandbox._proc import HeadTail
-from sandbox.base import ExecResult, SandboxConfig, SandboxError
+from sandbox.base import ClosedOnExit, ExecResult, SandboxConfig, SandboxError
 
 DEFAULT_IMAGE = "clawloop-sandbox:latest"
 LABEL = "clawloop.sandbox"
@@ -98,7 +107,7 @@ def reap(everything: bool = False) -> int:
     for ctr in c.containers.list(all=True, filters={"label": f"{LABEL}=1"}, ignore_removed=True):
         pid = int(ctr.labels.get("clawloop.pid", "0") or 0)
         host = ctr.labels.get("clawloop.host", "")
-        if everything or (host == os.uname().nodename and pid and not _alive(pid)):
+        if everything or (host == os.uname().nodename and pid and not pid_alive(pid)):
             try:
                 ctr.remove(force=True)
                 n += 1
@@ -110,23 +119,13 @@ def reap(everything: bool = False) -> int:
     return n
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @atexit.register
 def _remove_all() -> None:
     for sb in list(_live):
         sb.close()
 
 
-class DockerSandbox:
+class DockerSandbox(ClosedOnExit):
     """A sandbox backed by one long-lived container."""
 
     backend = "docker"
@@ -279,9 +278,7 @@ class DockerSandbox:
         """Copy a host dir into the workspace, /logs or /tests (see the module docstring)."""
         with self._lock:
             self._check_open()
-            host = Path(host_path).resolve()
-            if not host.is_dir():
-                raise SandboxError(f"mount source {host_path}: not a directory")
+            host = mount_source(host_path)
             t = sandbox_path(target)
             spath, dest, carrier = self._view.resolve(t)
             if carrier is None or dest is None or spath != t:
@@ -321,12 +318,6 @@ class DockerSandbox:
                 pass
         _live.discard(self)
         self._finalizer()
-
-    def __enter__(self) -> DockerSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _clear(path: Path, keep_dir: bool) -> None:

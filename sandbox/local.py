@@ -29,12 +29,12 @@ import weakref
 from pathlib import Path
 
 from sandbox._layout import LONG_COMMAND, WRITABLE_TOPS, check_runtime, check_workspace, shell_script
-from sandbox._paths import FileView, Mount, rmtree_force, sandbox_path, state_prefix
+from sandbox._paths import FileView, Mount, mount_source, rmtree_force, sandbox_path, state_prefix
 from sandbox._proc import run_captured
-from sandbox.base import ExecResult, SandboxConfig, SandboxError
+from sandbox.base import ClosedOnExit, ExecResult, SandboxConfig, SandboxError
 
 
-class LocalSandbox:
+class LocalSandbox(ClosedOnExit):
     """Commands as plain subprocesses of the host, files under a temp root. Not isolated."""
 
     backend = "local"
@@ -102,9 +102,7 @@ class LocalSandbox:
         """Map `target` to the host dir (a symlink in the temp root). Read-only is not enforced
         for commands, only for `write_file`."""
         with self._lock:
-            host = Path(host_path).resolve()
-            if not host.is_dir():
-                raise SandboxError(f"mount source {host_path}: not a directory")
+            host = mount_source(host_path)
             t = sandbox_path(target)
             link = self.root / t.lstrip("/")
             link.parent.mkdir(parents=True, exist_ok=True)
@@ -125,12 +123,6 @@ class LocalSandbox:
     def close(self) -> None:
         self._closed = True
         self._finalizer()
-
-    def __enter__(self) -> LocalSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -34,14 +34,12 @@ def main(params: Params) -> None:
     ap.add_argument("--metrics", type=Path, help="default: <out>/../train.json")
     args = ap.parse_args()
 
-    from clawloop.agent.playbook import POLICY_FILE, Playbook, policy_playbook, write_playbook
-    from clawloop.errors import ClawloopError
     from clawloop.io import hand_over, write_json
     from clawloop.loop import rollout_settings
     from clawloop.tasks.pool import read_pool
-    from clawloop.training import playbook as pbk
     from clawloop.training.config import TrainParams
-    from clawloop.training.run import train
+    from clawloop.training.playbook import evolve_checkpoint, write_artifact
+    from clawloop.training.run import describe, train
     from clawloop.validation.probe import read_probe, select_by_label
 
     method = params.train.method
@@ -62,27 +60,14 @@ def main(params: Params) -> None:
     else:  # weights frozen: the checkpoint is the policy (hard links), its playbook replaced below
         hand_over(args.policy, args.out)
         metrics = {"method": method, "steps": 0}
-    playbook = Playbook(iteration=args.iteration, token_budget=options.playbook.token_budget)
-    if "playbook" in method:
-        if args.report is None:
-            raise ClawloopError(f"--report: train.method {method} needs the previous diagnosis.json")
-        previous = policy_playbook(args.policy)
-        count, tokenizer = pbk.token_counter(args.policy)
-        playbook = pbk.build_playbook(pbk.read_report(args.report), iteration=args.iteration, previous=previous,
-                                      rollouts=rollouts, count=count, params=options.playbook,
-                                      harness_config=harness, tokenizer=tokenizer, report_path=str(args.report))
-        write_playbook(args.out / POLICY_FILE, playbook)
-        metrics.update(pbk.summary(playbook, previous))
-    pbk.write_artifact(args.playbook or args.out.parent / "playbook", playbook, harness)
+    playbook, figures = evolve_checkpoint(method, policy=args.policy, report=args.report, out=args.out,
+                                          iteration=args.iteration, rollouts=rollouts,
+                                          params=options.playbook, harness_config=harness)
+    metrics.update(figures)
+    write_artifact(args.playbook or args.out.parent / "playbook", playbook, harness)
     logs.mkdir(parents=True, exist_ok=True)  # a declared output, empty when nothing was trained
     write_json(args.metrics or args.out.parent / "train.json", metrics)
-    grpo = (f", GRPO on {metrics['grpo_tasks']} learnable" + (" (skipped)" if not metrics["grpo_tasks"] else "")
-            if "grpo_tasks" in metrics else "")
-    book = (f", playbook {metrics['playbook_entries']} entries / {metrics['playbook_tokens']} tokens"
-            f" (+{metrics['playbook_added']}, -{metrics['playbook_pruned']})" if "playbook" in method else "")
-    print(f"[train] iteration {args.iteration}: {method}, {len(tasks)} tasks{grpo}{book},"
-          f" {metrics.get('steps', 0)} steps → {args.out}")
-
+    print(f"[train] iteration {args.iteration}: {describe(method, len(tasks), metrics)} → {args.out}")
 
 if __name__ == "__main__":
     run_stage(main)

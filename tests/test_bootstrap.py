@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from clawloop.agent.harness import TOOLS, HarnessConfig, assistant_message, parse_reply, tool_message
+from clawloop.agent.harness import HarnessConfig
+from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
 from clawloop.commands import app
 from clawloop.models.bootstrap import SPLIT_PATTERN, measure_tokenizer, train_tokenizer
 from clawloop.tasks.model import FileSpec, Task, Verifier

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from clawloop.errors import ClawloopError
+from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
 from clawloop.tasks.formats import ScoredEpisodeRecord, load_suite_any, run_episode_any
 
@@ -97,10 +98,10 @@ def test_missing_grader_is_an_error(tmp_path: Path) -> None:
 
 
 def test_trace_shapes_dispatches() -> None:
-    msgs = cel.transcript_from_steps(SimpleNamespace(instruction="do it"),  # type: ignore[arg-type]
+    msgs = ceg.transcript_from_steps(SimpleNamespace(instruction="do it"),  # type: ignore[arg-type]
                                      [("ls", SimpleNamespace(output="a.txt", exit_code=0)),
                                       ("false", SimpleNamespace(output="", exit_code=1))])
-    trace, calls = cel._trace([{"role": "system", "content": "sys"}, *msgs,
+    trace, calls = ceg._trace([{"role": "system", "content": "sys"}, *msgs,
                                {"role": "assistant", "content": "done"}], "t")
     assert [m["message"]["role"] for m in trace] == ["system", "user", "assistant", "user", "assistant",
                                                      "user", "assistant"]
@@ -199,7 +200,7 @@ def test_claw_eval_live_verifies_through_the_episode_protocol() -> None:
     task = cel.load_claw_eval_task(SUITE / "tasks" / "CTB_FX01_log_error_count", grader_root=GRADER_ROOT)
     plain = task.model_copy(update={"metadata": {}})
     seqs = []
-    for verify, t in ((episode.verify, plain), (cel.verify_claw_eval, task)):
+    for verify, t in ((episode.verify, plain), (ceg.verify_claw_eval, task)):
         sb = _RecordingSandbox()
         assert verify(sb, t).outcome == "error"  # nothing ran: no reward, no snapshot
         assert not any(h.exists() for h in sb.hosts), "a host dir of the verifier was left behind"

@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from clawloop.agent.harness import BASH_TOOL, SUBMIT_TOOL, TOOLS, initial_messages
+from clawloop.agent.harness import initial_messages
+from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL, TOOLS
 from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
 from clawloop.training.config import GRPOParams
 from clawloop.training.grpo import environment_factory, grpo_dataset

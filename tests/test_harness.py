@@ -7,18 +7,14 @@ import json
 import pytest
 
 from clawloop.agent.harness import (
-    TOOLS,
     EpisodeState,
-    FormatError,
     HarnessConfig,
-    ParsedCall,
-    assistant_message,
     format_observation,
     initial_messages,
-    parse_reply,
     system_prompt,
     tools_for,
 )
+from clawloop.agent.tool_calls import TOOLS, FormatError, ParsedCall, assistant_message, parse_reply
 from clawloop.models.policy import Generation
 from clawloop.tasks.model import Limits, Task, Verifier
 from sandbox.base import ExecResult

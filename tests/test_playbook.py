@@ -174,7 +174,7 @@ def episode(eid: str, messages: list[dict[str, Any]], *, skill: str = "files", p
 
 
 def solved(commands: list[str], instruction: str = "Write hi into a.txt.") -> list[dict[str, Any]]:
-    from clawloop.agent.harness import assistant_message, tool_message
+    from clawloop.agent.tool_calls import assistant_message, tool_message
 
     msgs: list[dict[str, Any]] = [{"role": "system", "content": "s"}, {"role": "user", "content": instruction}]
     for c in commands:
@@ -358,7 +358,7 @@ def test_sft_plus_playbook_trains_sft_then_adds_the_playbook(tmp_path: Path, rol
 
 
 def test_clawloop_eval_renders_a_model_dirs_playbook_or_the_one_given(tmp_path: Path) -> None:
-    from clawloop.agent.rollout import _playbook
+    from clawloop.agent.model_agent import _playbook
 
     pb = Playbook(token_budget=100, entries=[tip()])
     write_playbook(tmp_path / POLICY_FILE, pb)

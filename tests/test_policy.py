@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clawloop.agent.harness import TOOLS, assistant_message, parse_reply, tool_message
+from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
 from clawloop.errors import ClawloopError
 from clawloop.models.policy import (
     HFPolicy,

@@ -66,7 +66,7 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_materialized_base_is_a_plain_checkpoint_with_our_template(smollm2: Path) -> None:
     from transformers import AutoConfig, AutoTokenizer
 
-    from clawloop.agent.harness import TOOLS
+    from clawloop.agent.tool_calls import TOOLS
 
     meta = json.loads((smollm2 / "model_meta.json").read_text())
     assert meta["base"] == "smollm2-135m-instruct" and meta["params"] == 134_515_008

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from clawloop.agent.harness import TOOLS, FormatError, assistant_message, parse_reply, tool_message
+from clawloop.agent.tool_calls import TOOLS, FormatError, assistant_message, parse_reply, tool_message
 from clawloop.models.openai_policy import (
     OpenAIPolicy,
     from_openai_messages,

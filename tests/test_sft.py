@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from clawloop.agent.harness import TOOLS, assistant_message, initial_messages, tool_message
+from clawloop.agent.harness import initial_messages
+from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
 from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
 from clawloop.training import data as tdata
 from clawloop.training.config import SFTParams
@@ -111,7 +112,7 @@ def greedy_replies(model_dir: Path, conversations: list[list[dict[str, Any]]]) -
 def test_sft_learns_commands_and_writes_a_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
     """24 trajectories (two commands, twelve phrasings each) from scratch; greedy generation on
     held-in tasks then reproduces the trained commands."""
-    from clawloop.agent.harness import ParsedCall, parse_reply
+    from clawloop.agent.tool_calls import ParsedCall, parse_reply
     from clawloop.training.sft import run_sft
 
     tasks = [Task(instruction=p, verifier=Verifier(files={"test.sh": FileSpec(content="exit 0")}),

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clawloop.agent.harness import TOOLS, HarnessConfig, initial_messages
+from clawloop.agent.harness import HarnessConfig, initial_messages
+from clawloop.agent.tool_calls import TOOLS
 from clawloop.errors import ClawloopError
 from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
 from clawloop.training import data as tdata
@@ -100,7 +101,7 @@ def write_episodes(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def convo(task: Task, *commands: str) -> str:
-    from clawloop.agent.harness import assistant_message, tool_message
+    from clawloop.agent.tool_calls import assistant_message, tool_message
 
     msgs = initial_messages(task)
     for c in commands:

@@ -52,7 +52,8 @@ def make_tasks(n: int, verifier: str | None = None) -> list[Any]:
 
 
 def conversations(n: int) -> list[Any]:
-    from clawloop.agent.harness import assistant_message, initial_messages, tool_message
+    from clawloop.agent.harness import initial_messages
+    from clawloop.agent.tool_calls import assistant_message, tool_message
     from clawloop.training.data import Conversation
 
     out = []

@@ -64,7 +64,7 @@ def export(
     out: Path = typer.Option(..., "--out", help="Directory to write one Harbor task directory per task into."),
 ) -> None:
     """Export a JSONL pool as Harbor task directories."""
-    from clawloop.tasks.harbor import export_tasks
+    from clawloop.tasks.harbor_export import export_tasks
     from clawloop.tasks.pool import read_pool
 
     paths = export_tasks(read_pool(pool), out)
@@ -161,7 +161,7 @@ def eval_(
     from clawloop.io import write_jsonl
 
     options: dict[str, Any] = {"model": model} if model else {}
-    if agent == "model":  # the model agent's knobs (clawloop.agent.rollout.run_model_agent)
+    if agent == "model":  # the model agent's knobs (clawloop.agent.model_agent.run_model_agent)
         options.update(samples=samples, batch=batch, temperature=temperature, out_dir=out, playbook=playbook)
         out = out / "episodes.jsonl" if out is not None else None
     records, summary = evaluate(

@@ -76,7 +76,7 @@ def probe(model: Any, tokenizer: Any, n: int = 200, seed: int = 0, batch_size: i
     """Teacher-forced copy metrics of `model` on `n` held-out items (see the module docstring)."""
     import torch
 
-    from clawloop.agent.harness import TOOLS
+    from clawloop.agent.tool_calls import TOOLS
 
     its = items(n, seed)
     names_hit = names_total = cmd_hit = tok_hit = tok_total = 0

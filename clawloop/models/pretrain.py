@@ -244,7 +244,7 @@ class Generator:
         return self.rng.choice(self._help_chunks)
 
     def _render(self, instruction: str, commands: list[str], *, system: bool, task: Any = None) -> str:
-        from clawloop.agent.harness import TOOLS, assistant_message, tool_message
+        from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
 
         msgs = [{"role": "user", "content": instruction}]
         if system:

@@ -12,6 +12,7 @@ import posixpath
 import random
 import re
 import shlex
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -151,12 +152,15 @@ class TaskBuilder:
     def expect_file(self, rel: str, want: str, norm: str = "text") -> None:
         self.checks.append({"t": "file", "path": f"{W}/{rel}", "want": want, "norm": norm})
 
-    def unchanged(self, rel: str) -> None:
-        """The starting file `rel` must still be there with its starting content."""
-        self.expect_file(rel, self.files[f"{W}/{rel}"].data().decode("utf-8"), "exact")
+    def unchanged(self, *rels: str) -> None:
+        """Each starting file of `rels` must still be there with its starting content."""
+        for rel in rels:
+            self.expect_file(rel, self.files[f"{W}/{rel}"].data().decode("utf-8"), "exact")
 
-    def expect_absent(self, rel: str) -> None:
-        self.checks.append({"t": "absent", "path": f"{W}/{rel}"})
+    def expect_absent(self, *rels: str) -> None:
+        """None of `rels` may exist at the end."""
+        for rel in rels:
+            self.checks.append({"t": "absent", "path": f"{W}/{rel}"})
 
     def expect_dir(self, rel: str) -> None:
         self.checks.append({"t": "dir", "path": f"{W}/{rel}"})
@@ -248,3 +252,20 @@ class TaskBuilder:
             limits=Limits(max_turns=max(8, 2 * len(steps) + 4)),
             provenance=Provenance(routine="procedural", generator=f"{self.family}@{self.version}"),
         )
+
+
+Generate = Callable[[int, random.Random, Knobs], Task]
+"""A skill family's `generate(level, rng, knobs) -> Task`."""
+
+
+def level_generator(name: str, version: int, levels: Sequence[Callable[[TaskBuilder], None]]) -> Generate:
+    """The `generate` of a family whose levels each fill a fresh TaskBuilder: `levels[0]` is
+    level 1. A level outside them is a KeyError (callers check levels: skills.check_level)."""
+    by_level = dict(enumerate(levels, start=1))
+
+    def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
+        b = TaskBuilder(name, version, level, rng, knobs)
+        by_level[level](b)
+        return b.build()
+
+    return generate

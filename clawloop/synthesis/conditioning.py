@@ -91,6 +91,14 @@ class Stats:
         if len(ex) < self._n:
             ex.append(detail[:300])
 
+    def first(self, task_id: str, seen: set[str]) -> bool:
+        """True the first time `task_id` comes (it joins `seen`); a repeat is rejected as "duplicate"."""
+        if task_id in seen:
+            self.reject("duplicate", task_id)
+            return False
+        seen.add(task_id)
+        return True
+
     def to_json(self) -> dict[str, Any]:
         return {"routine": self.routine, "attempts": self.attempts, "produced": self.produced,
                 "yield": round(self.produced / self.attempts, 4) if self.attempts else 0.0,

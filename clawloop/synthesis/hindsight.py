@@ -353,10 +353,7 @@ def hindsight_tasks(policy: Policy, *, n: int, seed: int = 0, report: Capability
         except Rejected as r:
             stats.reject(r.reason, f"{parent.id}: {r.detail}")
             continue
-        if task.id in ids:
-            stats.reject("duplicate", task.id)
-            continue
-        ids.add(task.id)
-        tasks.append(task)
+        if stats.first(task.id, ids):
+            tasks.append(task)
     stats.produced = len(tasks)
     return tasks, stats.to_json()

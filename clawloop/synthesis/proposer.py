@@ -247,10 +247,8 @@ def propose_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityRe
             except ProposalError as e:
                 stats.reject(e.reason, f"{e.detail} | reply: {gen.text[:120]!r}")
                 continue
-            if task.id in ids:
-                stats.reject("duplicate", task.id)
+            if not stats.first(task.id, ids):
                 continue
-            ids.add(task.id)
             tasks.append(task)
             by_skill.setdefault(task.skill, []).append(task.instruction.splitlines()[0][:160])
     stats.produced = len(tasks)

@@ -27,7 +27,6 @@ fields but an empty `final_message` and `transcript` (chat-graded tasks cannot p
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import shlex
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.harbor import read_tree
+from clawloop.tasks.file_tree import find_dirs, read_tree
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.tasks.pool import describe_validation_error
 
@@ -89,19 +88,7 @@ def is_clawgym_task(path: Path) -> bool:
 
 def find_clawgym_dirs(root: str | Path) -> list[Path]:
     """Task directories (holding data_entry.json) at `root` or up to two levels below, sorted."""
-    root = Path(root)
-    if is_clawgym_task(root):
-        return [root]
-    found: list[Path] = []
-    for dirpath, dirnames, _ in os.walk(root):
-        p = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
-        if p != root and is_clawgym_task(p):
-            found.append(p)
-            dirnames[:] = []
-        elif len(p.relative_to(root).parts) >= 2:
-            dirnames[:] = []
-    return sorted(found)
+    return find_dirs(root, is_clawgym_task, depth=2, skip=lambda d: d.startswith((".", "_")))
 
 
 def _string(entry: dict[str, Any], key: str, where: str, *, required: bool) -> str | None:

@@ -313,32 +313,52 @@ def skip_reason(task: Task, backend: str) -> str | None:
     return None
 
 
-def run_episode(task: Task, agent: str | SimpleAgent = "oracle", backend: str = "bwrap",
-                config: SandboxConfig | None = None, *, suite: str | None = None,
-                name: str | None = None) -> EpisodeRecord:
-    """Open a sandbox, prepare, let the agent act, verify, close. Never raises for task trouble."""
-    agent_name = agent if isinstance(agent, str) else getattr(agent, "__name__", "agent")
-    fn = SIMPLE_AGENTS.get(agent) if isinstance(agent, str) else agent
+def simple_agent(agent: str) -> SimpleAgent:
+    """The simple agent named `agent`; an unknown name is a ClawloopError naming the known ones."""
+    fn = SIMPLE_AGENTS.get(agent)
     if fn is None:
         raise ClawloopError(f"--agent: unknown simple agent {agent!r} (known: {', '.join(SIMPLE_AGENTS)})")
-    rec = EpisodeRecord(task.id, name or task.id, suite or task.source, task.skill, task.level, agent_name,
-                        "skipped")
-    rec.reason = skip_reason(task, backend)
+    return fn
+
+
+Judge = Callable[[Sandbox, list[tuple[str, ExecResult]]], Verdict]
+"""Grades an episode from its sandbox and the agent's (command, result) pairs."""
+
+
+def play(rec: EpisodeRecord, task: Task, fn: SimpleAgent, backend: str, config: SandboxConfig | None,
+         judge: Judge) -> Verdict | None:
+    """Fill `rec` with one episode of the simple agent `fn` unless `rec.reason` already skips it:
+    open a sandbox, prepare, act, `judge`, close. Returns the verdict; task or sandbox trouble is
+    outcome "error" (and None), never raised."""
     if rec.reason is None and fn is run_oracle and task.solution is None:
         rec.reason = "no reference solution"
     if rec.reason:
-        return rec
+        return None
     t0 = time.monotonic()
+    v: Verdict | None = None
     try:
         with open_sandbox(backend, config) as sb:
             prepare(sb, task)
             commands = task.solution.steps if fn is run_oracle and task.solution else []
             results = fn(sb, task)
-            rec.steps = [Step(c, r.exit_code, r.output, r.timed_out, r.duration_s)
-                         for c, r in zip(commands or ["?"] * len(results), results, strict=False)]
-            v = verify(sb, task)
+            pairs = list(zip(commands or ["?"] * len(results), results, strict=False))
+            rec.steps = [Step(c, r.exit_code, r.output, r.timed_out, r.duration_s) for c, r in pairs]
+            v = judge(sb, pairs)
         rec.outcome, rec.reward, rec.reason, rec.verifier_output = v.outcome, v.reward, v.reason, v.output
     except (ClawloopError, SandboxError, OSError) as e:
-        rec.outcome, rec.reason = "error", str(e)
+        rec.outcome, rec.reason, v = "error", str(e), None
     rec.duration_s = time.monotonic() - t0
+    return v
+
+
+def run_episode(task: Task, agent: str | SimpleAgent = "oracle", backend: str = "bwrap",
+                config: SandboxConfig | None = None, *, suite: str | None = None,
+                name: str | None = None) -> EpisodeRecord:
+    """Open a sandbox, prepare, let the agent act, verify, close. Never raises for task trouble."""
+    agent_name = agent if isinstance(agent, str) else getattr(agent, "__name__", "agent")
+    fn = simple_agent(agent) if isinstance(agent, str) else agent
+    rec = EpisodeRecord(task.id, name or task.id, suite or task.source, task.skill, task.level, agent_name,
+                        "skipped")
+    rec.reason = skip_reason(task, backend)
+    play(rec, task, fn, backend, config, lambda sb, _: verify(sb, task))
     return rec

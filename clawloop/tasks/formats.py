@@ -22,32 +22,28 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
+from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
 from clawloop.tasks import clawgym
 from clawloop.tasks.episode import (
     PASS_THRESHOLD,
-    SIMPLE_AGENTS,
     EpisodeRecord,
-    Step,
-    TaskSetupError,
     Verdict,
-    open_sandbox,
-    prepare,
+    play,
     run_episode,
-    run_oracle,
+    simple_agent,
     verify,
 )
 from clawloop.tasks.episode import skip_reason as image_skip_reason
 from clawloop.tasks.model import FileSpec, Task
 from clawloop.tasks.suite import Suite, SuiteItem, load_suite
-from sandbox.base import Sandbox, SandboxConfig, SandboxError
+from sandbox.base import Sandbox, SandboxConfig
 
 FORMATS = ("auto", "harbor", "jsonl", "clawgym", "claw-eval-live")
 """Values of `clawloop eval --format`."""
@@ -206,7 +202,7 @@ def benchmark_of(task: Task) -> str | None:
 def verify_any(sb: Sandbox, task: Task, messages: list[dict[str, Any]] | None = None) -> Verdict:
     """`episode.verify` for any format; Claw-Eval-Live grades on the host with `messages`."""
     if cel.is_claw_eval(task):
-        return cel.verify_claw_eval(sb, task, messages)
+        return ceg.verify_claw_eval(sb, task, messages)
     v = verify(sb, task)
     why = clawgym.reward_error(v.output) if v.outcome == "error" and clawgym.is_clawgym(task) else None
     return dataclasses.replace(v, reason=why) if why else v
@@ -225,31 +221,14 @@ def run_episode_any(task: Task, agent: str = "oracle", backend: str = "bwrap", c
         why = clawgym.reward_error(rec.verifier_output) if rec.outcome == "error" else None
         rec.reason = why or rec.reason
         return rec
-    fn = SIMPLE_AGENTS.get(agent)
-    if fn is None:
-        raise ClawloopError(f"--agent: unknown simple agent {agent!r} (known: {', '.join(SIMPLE_AGENTS)})")
+    fn = simple_agent(agent)
     rec = ScoredEpisodeRecord(task.id, name or task.id, suite or task.source, task.skill, task.level, agent,
                               "skipped", benchmark=bench)
     rec.reason = cel.skip_reason(task) or image_skip_reason(task, backend)
-    if rec.reason is None and fn is run_oracle and task.solution is None:
-        rec.reason = "no reference solution"
-    if rec.reason:
-        return rec
-    t0 = time.monotonic()
-    try:
-        with open_sandbox(backend, config) as sb:
-            prepare(sb, task)
-            results = fn(sb, task)
-            commands = task.solution.steps if fn is run_oracle and task.solution else ["?"] * len(results)
-            rec.steps = [Step(c, r.exit_code, r.output, r.timed_out, r.duration_s)
-                         for c, r in zip(commands, results, strict=False)]
-            v = cel.verify_claw_eval(sb, task, cel.transcript_from_steps(task, list(zip(commands, results,
-                                                                                         strict=False))))
-        rec.outcome, rec.reward, rec.reason, rec.verifier_output = v.outcome, v.reward, v.reason, v.output
+    v = play(rec, task, fn, backend, config,
+             lambda sb, pairs: ceg.verify_claw_eval(sb, task, ceg.transcript_from_steps(task, pairs)))
+    if isinstance(v, ceg.ScoredVerdict):
         rec.scores = v.scores
-    except (TaskSetupError, ClawloopError, SandboxError, OSError) as e:
-        rec.outcome, rec.reason = "error", str(e)
-    rec.duration_s = time.monotonic() - t0
     return rec
 
 

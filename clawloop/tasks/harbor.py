@@ -10,6 +10,9 @@ top-level `source` → source; the Dockerfile through Dockerfile-lite → files,
 setup, needs_image. Everything else of task.toml, the original Dockerfile and the environment
 files it does not COPY are kept in `metadata["harbor"]`, so an unmodified import exports back
 verbatim; fields Harbor has no place for go to `[metadata.clawloop]` of task.toml.
+
+This module imports; clawloop.tasks.harbor_export writes task directories back. The generated
+scripts (`entry_wrapper`, `solve_script`) live here because import recognizes them to undo them.
 """
 
 from __future__ import annotations
@@ -17,8 +20,6 @@ from __future__ import annotations
 import copy
 import datetime
 import json
-import os
-import re
 import shlex
 import tomllib
 from pathlib import Path
@@ -28,6 +29,7 @@ from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks.dockerfile_lite import parse_dockerfile
+from clawloop.tasks.file_tree import JUNK, empty_dirs, find_dirs, read_tree
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.tasks.pool import describe_validation_error
 from clawloop.tasks.shell_lite import Runtime, check_script, detect_runtime
@@ -37,79 +39,7 @@ SOLVE_STEP = "bash /solution/solve.sh"
 DEFAULT_IMAGE = "ubuntu:24.04"
 GENERATED_MARK = "# clawloop: generated from the task's files, env, workdir and setup"
 _DIFFICULTY = {"trivial": 1, "easy": 1, "medium": 3, "hard": 5, "expert": 5}
-_JUNK = {"__pycache__", ".pytest_cache", ".DS_Store", ".git"}
-_DEFAULT_PROVENANCE = Provenance(routine="harbor")
-
-
-# ------------------------------------------------------------------------------ file trees
-def read_tree(root: Path, *, skip_junk: bool = True) -> dict[str, FileSpec]:
-    """Every file under `root` (relative posix path → spec); modes normalized to 644/755.
-    `skip_junk=False` keeps caches too: a Dockerfile may COPY a `__pycache__/*.pyc` on purpose."""
-    out: dict[str, FileSpec] = {}
-    if not root.is_dir():
-        return out
-    junk = _JUNK if skip_junk else frozenset()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d not in junk)
-        for name in sorted(filenames):
-            if name in junk or (skip_junk and name.endswith(".pyc")):
-                continue
-            p = Path(dirpath) / name
-            mode = 0o755 if p.stat().st_mode & 0o111 else 0o644
-            out[p.relative_to(root).as_posix()] = FileSpec.of(p.read_bytes(), mode)
-    return out
-
-
-def empty_dirs(root: Path) -> frozenset[str]:
-    """Relative paths of the directories under `root` that hold no files at any depth."""
-    out = set()
-    for dirpath, dirnames, filenames in os.walk(root, topdown=False, followlinks=True):
-        p = Path(dirpath)
-        if p != root and not [f for f in filenames if f not in _JUNK] and \
-                all((p / d).relative_to(root).as_posix() in out for d in dirnames if d not in _JUNK):
-            out.add(p.relative_to(root).as_posix())
-    return frozenset(out)
-
-
-def write_tree(root: Path, files: dict[str, FileSpec]) -> None:
-    for rel, spec in files.items():
-        p = root / rel.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(spec.data())
-        p.chmod(spec.mode)
-
-
-# ------------------------------------------------------------------------------------ TOML
-def _toml_key(k: str) -> str:
-    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k, ensure_ascii=False)
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return {"inf": "inf", "-inf": "-inf", "nan": "nan"}.get(repr(v), repr(v))
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items() if x is not None) + "}"
-    raise ClawloopError(f"task.toml: cannot write a value of type {type(v).__name__}")
-
-
-def dump_toml(data: dict[str, Any], _prefix: str = "") -> str:
-    """A small TOML writer: scalars and arrays inline, nested dicts as [tables]."""
-    lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in data.items()
-             if v is not None and not isinstance(v, dict)]
-    for k, v in data.items():
-        if isinstance(v, dict):
-            name = f"{_prefix}.{_toml_key(k)}" if _prefix else _toml_key(k)
-            body = dump_toml(v, name)
-            lines.append(f"\n[{name}]" + ("\n" + body if body.strip() else ""))
-    return "\n".join(lines).lstrip("\n") + ("\n" if lines else "")
+DEFAULT_PROVENANCE = Provenance(routine="harbor")
 
 
 def _plain(v: Any) -> Any:
@@ -136,19 +66,7 @@ def is_task_dir(path: Path) -> bool:
 
 def find_task_dirs(root: str | Path) -> list[Path]:
     """Task directories at `root` itself or up to four levels below it, sorted."""
-    root = Path(root)
-    if is_task_dir(root):
-        return [root]
-    found: list[Path] = []
-    for dirpath, dirnames, _ in os.walk(root):
-        p = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _JUNK)
-        if p != root and is_task_dir(p):
-            found.append(p)
-            dirnames[:] = []
-        elif len(p.relative_to(root).parts) >= 4:
-            dirnames[:] = []
-    return sorted(found)
+    return find_dirs(root, is_task_dir, depth=4, skip=lambda d: d.startswith(".") or d in JUNK)
 
 
 def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -204,13 +122,13 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
         raise ClawloopError(f"{path}/tests/test.sh: file not found")
     tests["test.sh"] = _executable(tests["test.sh"])
     entry = _get(cl, "verifier_entry", str, f"{where}: metadata.clawloop") or "test.sh"
-    if entry != "test.sh" and tests["test.sh"].content == _entry_wrapper(entry):
+    if entry != "test.sh" and tests["test.sh"].content == entry_wrapper(entry):
         del tests["test.sh"]
     sol_files = read_tree(path / "solution")
     solution = None
     if sol_files:
         steps = cl.get("solution_steps") or [SOLVE_STEP]
-        if steps != [SOLVE_STEP] and sol_files.get("solve.sh", FileSpec(content="")).content == _solve_script(steps):
+        if steps != [SOLVE_STEP] and sol_files.get("solve.sh", FileSpec(content="")).content == solve_script(steps):
             del sol_files["solve.sh"]
         if "solve.sh" in sol_files:
             sol_files["solve.sh"] = _executable(sol_files["solve.sh"])
@@ -255,7 +173,7 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
             solution=solution, skill=skill or "general", level=level, tags=tuple(str(t) for t in tags),
             source=str(raw.get("source") or source or path.resolve().parent.name), needs_image=needs,
             limits=Limits(**lim), metadata=metadata,
-            provenance=Provenance(**cl["provenance"]) if "provenance" in cl else _DEFAULT_PROVENANCE,
+            provenance=Provenance(**cl["provenance"]) if "provenance" in cl else DEFAULT_PROVENANCE,
         )
     except ValidationError as e:
         raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
@@ -313,11 +231,13 @@ def _compose_needs(context: dict[str, FileSpec]) -> str | None:
     return f"multi-container environment ({', '.join(services)})" if len(services) > 1 else None
 
 
-def _entry_wrapper(entry: str) -> str:
+def entry_wrapper(entry: str) -> str:
+    """test.sh of a task whose verifier entry is another script (Harbor runs tests/test.sh)."""
     return f"#!/bin/bash\n# clawloop: the verifier's entry is {entry}\nexec bash /tests/{shlex.quote(entry)}\n"
 
 
-def _solve_script(steps: list[str]) -> str:
+def solve_script(steps: list[str]) -> str:
+    """solution/solve.sh running a task's reference steps, each in a subshell from the same cwd."""
     body = "".join(f"(\n{s}\n)\ncd \"$WD\"\n" for s in steps)
     return f"#!/bin/bash\n# clawloop: the reference solution, one subshell per step\nWD=\"$PWD\"\n{body}"
 
@@ -383,131 +303,7 @@ def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime) -> Task:
             level=_DIFFICULTY.get(str(diff).lower(), 3) if diff else 1,
             tags=tuple(str(t) for t in raw.get("tags") or ()), source=source or path.resolve().parent.name,
             needs_image=needs, limits=Limits(**lim), metadata={HARBOR_KEY: _prune_empty(harbor)},
-            provenance=_DEFAULT_PROVENANCE,
+            provenance=DEFAULT_PROVENANCE,
         )
     except ValidationError as e:
         raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
-
-
-# ---------------------------------------------------------------------------------- export
-def _verbatim_ok(task: Task, h: dict[str, Any], runtime: Runtime) -> dict[str, FileSpec] | None:
-    """The original environment/ files when its Dockerfile still yields this task, else None."""
-    if not isinstance(h.get("dockerfile"), str):
-        return None
-    dirs = frozenset(h.get("environment_dirs") or ())
-    context = {"Dockerfile": FileSpec.of(h["dockerfile"])}
-    for k, v in (h.get("environment_files") or {}).items():
-        context[k] = FileSpec.model_validate(v)
-    for dest, src in (h.get("copy_sources") or {}).items():
-        spec = task.files.get(dest)
-        if spec is None or context.setdefault(src, spec).data() != spec.data():
-            return None
-    try:
-        lr = parse_dockerfile(h["dockerfile"], context, runtime, context_dirs=dirs)
-    except ClawloopError:
-        return None
-    same = (lr.files, lr.setup, lr.workdir, lr.env) == (task.files, task.setup, task.workdir, task.env)
-    return context if same else None
-
-
-def _generated_dockerfile(task: Task, image: str) -> tuple[str, dict[str, FileSpec]]:
-    lines = [GENERATED_MARK, f"FROM {image}"]
-    for k, v in task.env.items():
-        esc = v.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-        lines.append(f'ENV {k}="{esc}"')
-    lines.append(f"WORKDIR {task.workdir}")
-    context: dict[str, FileSpec] = {}
-    for n, (dest, spec) in enumerate(sorted(task.files.items())):
-        safe = re.fullmatch(r"[A-Za-z0-9._/-]+", dest) and "/." not in dest
-        src = f"files{dest}" if safe else f"files/_{n}"
-        context[src] = spec if spec.mode in (0o644, 0o755) else spec.model_copy(update={"mode": 0o644})
-        chmod = f"--chmod={spec.mode:o} " if spec.mode not in (0o644, 0o755) else ""
-        args = json.dumps([src, dest.replace("$", "\\$")], ensure_ascii=False)
-        lines.append(f"COPY {chmod}{args}")
-    for cmd in task.setup:
-        simple = "\n" not in cmd and not cmd.rstrip().endswith("\\") and "<<" not in cmd \
-            and not cmd.lstrip().startswith(("[", "-"))
-        lines.append(f"RUN {cmd}" if simple else f"RUN <<'CLAWLOOP_EOF'\n{cmd}\nCLAWLOOP_EOF")
-    return "\n".join(lines) + "\n", context
-
-
-def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | None = None) -> Path:
-    """Write `task` as a Harbor task directory at `out_dir` (created; existing files replaced)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    runtime = runtime or detect_runtime()
-    h = task.metadata.get(HARBOR_KEY) if isinstance(task.metadata.get(HARBOR_KEY), dict) else None
-    raw: dict[str, Any] = copy.deepcopy(h.get("task_toml", {})) if h else {"version": "1.0"}
-    meta = raw.setdefault("metadata", {})
-    meta.update(skill=task.skill, level=task.level)
-    if task.tags:
-        meta["tags"] = list(task.tags)
-    raw.setdefault("verifier", {})["timeout_sec"] = task.limits.verifier_timeout_s
-    raw.setdefault("agent", {})["timeout_sec"] = task.limits.agent_timeout_s
-    raw["source"] = task.source
-    cl: dict[str, Any] = {}
-    extra = {k: v for k, v in task.metadata.items() if k != HARBOR_KEY or not h}
-    if not h:
-        cl["origin"] = "clawloop"
-    if extra:
-        cl["metadata_json"] = json.dumps(extra, ensure_ascii=False, sort_keys=True)
-    if task.provenance != _DEFAULT_PROVENANCE:
-        cl["provenance"] = task.provenance.model_dump(exclude_none=True)
-    default = Limits()
-    for k in ("max_turns", "command_timeout_s"):
-        if getattr(task.limits, k) != getattr(default, k):
-            cl[k] = getattr(task.limits, k)
-
-    env_dir = out / "environment"
-    context = _verbatim_ok(task, h, runtime) if h else None
-    if context is None:
-        text, context = _generated_dockerfile(task, (h or {}).get("from") or DEFAULT_IMAGE)
-        context["Dockerfile"] = FileSpec.of(text)
-        if task.needs_image:
-            cl["needs_image"] = task.needs_image
-    else:
-        for d in (h or {}).get("environment_dirs") or ():
-            (env_dir / d).mkdir(parents=True, exist_ok=True)
-    write_tree(env_dir, context)
-
-    tests = dict(task.verifier.files)
-    if task.verifier.entry != "test.sh":
-        if "test.sh" in tests:
-            raise ClawloopError(f"task {task.id}: verifier has test.sh but its entry is {task.verifier.entry}")
-        tests["test.sh"] = FileSpec.of(_entry_wrapper(task.verifier.entry), 0o755)
-        cl["verifier_entry"] = task.verifier.entry
-    tests["test.sh"] = tests["test.sh"].model_copy(update={"mode": tests["test.sh"].mode | 0o111})
-    write_tree(out / "tests", tests)
-    if task.solution is not None:
-        sol = dict(task.solution.files)
-        if task.solution.steps != [SOLVE_STEP]:
-            if "solve.sh" in sol:
-                raise ClawloopError(f"task {task.id}: solution has solve.sh and its own steps")
-            sol["solve.sh"] = FileSpec.of(_solve_script(task.solution.steps), 0o755)
-            cl["solution_steps"] = task.solution.steps
-        write_tree(out / "solution", sol)
-    if cl:
-        meta["clawloop"] = cl
-    (out / "instruction.md").write_text(task.instruction, encoding="utf-8")
-    (out / "task.toml").write_text(dump_toml(raw), encoding="utf-8")
-    return out
-
-
-def task_name(task: Task) -> str:
-    """The task's Harbor directory name when it has one, else its id."""
-    h = task.metadata.get(HARBOR_KEY)
-    name = h.get("name") if isinstance(h, dict) else None
-    return name if isinstance(name, str) and name else task.id
-
-
-def export_tasks(tasks: list[Task], out_root: str | Path) -> list[Path]:
-    """Export each task to `out_root/<name>` (names made unique with the id)."""
-    seen: set[str] = set()
-    paths = []
-    for t in tasks:
-        name = re.sub(r"[^A-Za-z0-9._-]+", "-", task_name(t)).strip(".-") or t.id
-        if name in seen:
-            name = f"{name}-{t.id}"
-        seen.add(name)
-        paths.append(export_harbor_task(t, Path(out_root) / name))
-    return paths

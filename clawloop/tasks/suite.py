@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.harbor import find_task_dirs, is_task_dir, load_harbor_task, task_name
+from clawloop.tasks.harbor import find_task_dirs, is_task_dir, load_harbor_task
+from clawloop.tasks.harbor_export import task_name
 from clawloop.tasks.model import Task
 from clawloop.tasks.pool import read_pool_lenient
 

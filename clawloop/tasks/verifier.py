@@ -46,7 +46,7 @@ from typing import Literal
 
 import orjson
 
-from clawloop.tasks.harbor import write_tree
+from clawloop.tasks.file_tree import write_tree
 from clawloop.tasks.model import FileSpec, Task
 from sandbox._paths import read_beneath
 from sandbox.base import ExecResult, Sandbox, SandboxError

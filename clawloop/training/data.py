@@ -156,7 +156,7 @@ def to_dataset(conversations: Sequence[Conversation], tools: Sequence[dict[str, 
     if not conversations:
         raise ClawloopError("training set is empty: no reference trajectory passed and no successful rollout")
     if tools is None:
-        from clawloop.agent.harness import TOOLS
+        from clawloop.agent.tool_calls import TOOLS
 
         tools = TOOLS
     tools_json = orjson.dumps(list(tools)).decode()

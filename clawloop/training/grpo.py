@@ -25,16 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from clawloop.agent.harness import BASH_TOOL, SUBMIT_TOOL, HarnessConfig, format_observation, initial_messages
+from clawloop.agent.harness import HarnessConfig, format_observation, initial_messages
+from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL
 from clawloop.errors import ClawloopError
 from clawloop.tasks.model import Task
-from clawloop.training.checkpoint import (
-    dvclive_callback,
-    final_metrics,
-    last_checkpoint,
-    load_tokenizer,
-    save_final,
-)
+from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
 from clawloop.training.config import GRPOParams, resolve_bf16
 from clawloop.training.sft import peft_config, shared_args
 from sandbox.base import SandboxConfig
@@ -82,8 +77,8 @@ class ShellEnvironment:
             self.error = f"setup: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
         return None
 
-    def bash(self, command: str):  # no return annotation: keeps the schema equal to harness.BASH_TOOL
-        """(Set from harness.BASH_TOOL below.)"""
+    def bash(self, command: str):  # no return annotation: keeps the schema equal to tool_calls.BASH_TOOL
+        """(Set from tool_calls.BASH_TOOL below.)"""
         if self.error is not None:
             return "[the sandbox is unavailable]"
         if self.submitted:
@@ -99,8 +94,8 @@ class ShellEnvironment:
             return "[the sandbox is unavailable]"
         return format_observation(result, limit=self.harness_config.observation_chars, timeout_s=timeout)
 
-    def submit(self):  # no return annotation: keeps the schema equal to harness.SUBMIT_TOOL
-        """(Set from harness.SUBMIT_TOOL below.)"""
+    def submit(self):  # no return annotation: keeps the schema equal to tool_calls.SUBMIT_TOOL
+        """(Set from tool_calls.SUBMIT_TOOL below.)"""
         self.submitted = True
         return "[submitted]"
 
@@ -250,12 +245,9 @@ def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: P
              callbacks: Sequence[Callable[..., Any]] | None = None) -> dict[str, Any]:
     """GRPO from `base` on `tasks` (resuming from `stage_dir`), saved into `dest`; returns the meta."""
     start = time.time()
-    resume = last_checkpoint(stage_dir)
-    cb = dvclive_callback(logs_dir, resume=resume is not None)
-    from clawloop.training.progress import train_progress
+    from clawloop.training.progress import training_run
 
-    with train_progress("train grpo") as shown:
-        cbs = [*(callbacks or []), shown, *([cb] if cb else [])]
+    with training_run("grpo", stage_dir, logs_dir, callbacks or ()) as (cbs, resume):
         trainer, env_cls = build_trainer(base, tasks, params, stage_dir, backend=backend,
                                          sandbox_config=sandbox_config, harness_config=harness_config,
                                          callbacks=cbs)

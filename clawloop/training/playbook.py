@@ -35,11 +35,14 @@ import orjson
 
 from clawloop.agent.harness import HarnessConfig, playbook_block
 from clawloop.agent.playbook import (
+    POLICY_FILE,
     ExampleStep,
     Playbook,
     PlaybookEntry,
     PrunedEntry,
     WorkedExample,
+    policy_playbook,
+    write_playbook,
 )
 from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.errors import ClawloopError
@@ -286,7 +289,6 @@ def summary(playbook: Playbook, previous: Playbook | None) -> dict[str, Any]:
 def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessConfig | None = None) -> None:
     """runs/iter-N/playbook/: playbook.json and playbook.md (the rendered block, then why each
     entry is there and why each pruned one went)."""
-    from clawloop.agent.playbook import POLICY_FILE, write_playbook
     from clawloop.io import write_text
 
     out = Path(out)
@@ -300,3 +302,25 @@ def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessC
     lines += ["", "## Pruned", ""]
     lines += [f"- {p.kind} {p.skill or p.failure_mode}: {p.reason}" for p in playbook.pruned] or ["(none)"]
     write_text(out / "playbook.md", "\n".join(lines) + "\n")
+
+
+def evolve_checkpoint(method: str, *, policy: Path, report: Path | None, out: Path, iteration: int,
+                      rollouts: Sequence[Path], params: PlaybookParams, harness_config: HarnessConfig,
+                      ) -> tuple[Playbook, dict[str, Any]]:
+    """The playbook train.method `method` leaves in checkpoint `out`, and its train.json figures.
+
+    `playbook` and `sft+playbook` evolve the playbook `policy` carries from the previous
+    iteration's `report` and the held-in `rollouts`, and write it into `out`; a weight-only
+    method leaves an empty one (and no figures), so its artifact is empty too."""
+    playbook = Playbook(iteration=iteration, token_budget=params.token_budget)
+    if "playbook" not in method:
+        return playbook, {}
+    if report is None:
+        raise ClawloopError(f"--report: train.method {method} needs the previous diagnosis.json")
+    previous = policy_playbook(policy)
+    count, tokenizer = token_counter(policy)
+    playbook = build_playbook(read_report(report), iteration=iteration, previous=previous, rollouts=rollouts,
+                              count=count, params=params, harness_config=harness_config, tokenizer=tokenizer,
+                              report_path=str(report))
+    write_playbook(out / POLICY_FILE, playbook)
+    return playbook, summary(playbook, previous)

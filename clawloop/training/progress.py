@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
 from clawloop.progress import Progress
+from clawloop.training.checkpoint import dvclive_callback, last_checkpoint
 
 
 class TrainProgress(TrainerCallback):  # type: ignore[misc]
@@ -48,3 +50,15 @@ def train_progress(label: str) -> Iterator[TrainProgress]:
     when the block ends, also on an error; shown by the main process only."""
     with Progress(label, unit="steps", enabled=int(os.environ.get("RANK", "0")) == 0) as bar:
         yield TrainProgress(bar)
+
+
+@contextlib.contextmanager
+def training_run(name: str, stage_dir: Path, logs_dir: Path | None,
+                 callbacks: Sequence[Any] = ()) -> Iterator[tuple[list[Any], str | None]]:
+    """What SFT and GRPO set up alike around one trainer run: its callbacks (the caller's, the
+    progress shown as `train NAME`, DVCLive into `logs_dir`) and the checkpoint under `stage_dir`
+    to resume from (None: a fresh start)."""
+    resume = last_checkpoint(stage_dir)
+    cb = dvclive_callback(logs_dir, resume=resume is not None)
+    with train_progress(f"train {name}") as shown:
+        yield [*callbacks, shown, *([cb] if cb else [])], resume

@@ -227,3 +227,12 @@ def _summary_metrics(meta: dict[str, Any]) -> dict[str, Any]:
     if "reference" in meta:
         out["reference_passed"] = int(meta["reference"].get("passed", 0))
     return {k: v for k, v in out.items() if v is not None}
+
+
+def describe(method: str, n_tasks: int, metrics: dict[str, Any]) -> str:
+    """The train stage's account of one iteration: method, tasks, GRPO and playbook figures, steps."""
+    grpo = (f", GRPO on {metrics['grpo_tasks']} learnable" + (" (skipped)" if not metrics["grpo_tasks"] else "")
+            if "grpo_tasks" in metrics else "")
+    book = (f", playbook {metrics['playbook_entries']} entries / {metrics['playbook_tokens']} tokens"
+            f" (+{metrics['playbook_added']}, -{metrics['playbook_pruned']})" if "playbook" in method else "")
+    return f"{method}, {n_tasks} tasks{grpo}{book}, {metrics.get('steps', 0)} steps"

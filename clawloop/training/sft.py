@@ -10,13 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawloop.training.checkpoint import (
-    dvclive_callback,
-    final_metrics,
-    last_checkpoint,
-    load_tokenizer,
-    save_final,
-)
+from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
 from clawloop.training.config import GRPOParams, LoraParams, SFTParams, resolve_bf16
 
 if TYPE_CHECKING:
@@ -138,12 +132,10 @@ def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir:
             *, logs_dir: Path | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train `base` on `dataset` (resuming from `stage_dir`), save into `dest`; returns the meta."""
     start = time.time()
-    resume = last_checkpoint(stage_dir)
-    cb = dvclive_callback(logs_dir, resume=resume is not None)
-    from clawloop.training.progress import train_progress
+    from clawloop.training.progress import training_run
 
-    with train_progress("train sft") as shown:
-        trainer = build_trainer(base, dataset, params, stage_dir, callbacks=[shown, *([cb] if cb else [])])
+    with training_run("sft", stage_dir, logs_dir) as (callbacks, resume):
+        trainer = build_trainer(base, dataset, params, stage_dir, callbacks=callbacks)
         result = trainer.train(resume_from_checkpoint=resume)
     metrics = final_metrics(trainer, result)
     tokens = sum(sum(1 for t in row if t != -100) for row in trainer.train_dataset["labels"])

@@ -8,9 +8,7 @@ from __future__ import annotations
 import random
 
 from clawloop.synthesis import words
-from clawloop.synthesis.builder import TaskBuilder, lines_text, q, show
-from clawloop.synthesis.knobs import Knobs
-from clawloop.tasks.model import Task
+from clawloop.synthesis.builder import TaskBuilder, level_generator, lines_text, q, show
 
 NAME = "env_processes"
 VERSION = 1
@@ -161,10 +159,4 @@ def _level5(b: TaskBuilder) -> None:
     b.unchanged(runner)
 
 
-_LEVELS = {1: _level1, 2: _level2, 3: _level3, 4: _level4, 5: _level5}
-
-
-def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
-    b = TaskBuilder(NAME, VERSION, level, rng, knobs)
-    _LEVELS[level](b)
-    return b.build()
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])

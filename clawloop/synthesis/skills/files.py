@@ -5,9 +5,7 @@ from __future__ import annotations
 import random
 
 from clawloop.synthesis import words
-from clawloop.synthesis.builder import TaskBuilder, lines_text, q, show
-from clawloop.synthesis.knobs import Knobs
-from clawloop.tasks.model import Task
+from clawloop.synthesis.builder import TaskBuilder, level_generator, lines_text, q, show
 
 NAME = "files"
 VERSION = 1
@@ -102,10 +100,8 @@ def _level3(b: TaskBuilder) -> None:
         b.say("delete_glob", ext=ext)
         b.step("ls")
         b.step(f"rm -- *.{ext}")
-    for t in targets:
-        b.expect_absent(t)
-    for o in others:
-        b.unchanged(o)
+    b.expect_absent(*targets)
+    b.unchanged(*others)
 
 
 def _level4(b: TaskBuilder) -> None:
@@ -124,8 +120,7 @@ def _level4(b: TaskBuilder) -> None:
         b.step(f"cp {q(srcs[0])} {q(srcs[1])} {q(d)}/")
         b.expect_tree(d, {s: b.files[f"/workspace/{s}"].content for s in srcs})
         b.expect_file(d + ".old", stale, "exact")
-        for s in srcs:
-            b.unchanged(s)
+        b.unchanged(*srcs)
     else:
         # composition with permissions: install a script copy and make it runnable
         script = b.file(b.name("sh", awkward=awk), f"#!/bin/bash\necho {words.sentence(rng, 3)}\n")
@@ -164,10 +159,4 @@ def _level5(b: TaskBuilder) -> None:
     b.expect_tree(inbox, expected)
 
 
-_LEVELS = {1: _level1, 2: _level2, 3: _level3, 4: _level4, 5: _level5}
-
-
-def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
-    b = TaskBuilder(NAME, VERSION, level, rng, knobs)
-    _LEVELS[level](b)
-    return b.build()
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import random
-
 from clawloop.synthesis import words
-from clawloop.synthesis.builder import TaskBuilder, lines_text, q, show
-from clawloop.synthesis.knobs import Knobs
-from clawloop.tasks.model import Task
+from clawloop.synthesis.builder import TaskBuilder, level_generator, lines_text, q, show
 
 NAME = "find_bulk"
 VERSION = 1
@@ -55,10 +51,8 @@ def _level1(b: TaskBuilder) -> None:
     else:
         b.say("delete", ext=ext, root=show(root))
         b.step(f"find {q(root)} -name '*.{ext}' -delete")
-        for h in hits:
-            b.expect_absent(h)
-        for o in others:
-            b.unchanged(o)
+        b.expect_absent(*hits)
+        b.unchanged(*others)
 
 
 def _level2(b: TaskBuilder) -> None:
@@ -71,10 +65,8 @@ def _level2(b: TaskBuilder) -> None:
         b.say("empty", root=show(root))
         b.step(f"find {q(root)} -type f -empty")
         b.step(f"find {q(root)} -type f -empty -delete")
-        for e in empty:
-            b.expect_absent(e)
-        for f in full:
-            b.unchanged(f)
+        b.expect_absent(*empty)
+        b.unchanged(*full)
     elif intent == "iname":
         ext = rng.choice(["jpg", "png", "pdf"])
         hits = _tree(b, root, [ext, ext.upper(), ext.capitalize()], rng.randrange(3, 7))
@@ -119,8 +111,7 @@ def _level3(b: TaskBuilder) -> None:
         b.say("age", days=days, root=show(root), out=show(out))
         b.step(f"find {q(root)} -type f -mtime +{days} | sort > {q(out)}")
         b.primary(out, lines_text(sorted(old)), "text")
-        for rel in new:
-            b.unchanged(rel)
+        b.unchanged(*new)
 
 
 def _level4(b: TaskBuilder) -> None:
@@ -172,17 +163,9 @@ def _level5(b: TaskBuilder) -> None:
     for rel in old:
         b.expect_gz(rel + ".gz", b.files[f"/workspace/{rel}"].content)
         b.expect_absent(rel)
-    for rel in recent:
-        b.unchanged(rel)
-    for rel in tmp:
-        b.expect_absent(rel)
+    b.unchanged(*recent)
+    b.expect_absent(*tmp)
     b.primary(out, str(len(recent)), "strip")
 
 
-_LEVELS = {1: _level1, 2: _level2, 3: _level3, 4: _level4, 5: _level5}
-
-
-def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
-    b = TaskBuilder(NAME, VERSION, level, rng, knobs)
-    _LEVELS[level](b)
-    return b.build()
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])

@@ -5,9 +5,7 @@ from __future__ import annotations
 import random
 
 from clawloop.synthesis import words
-from clawloop.synthesis.builder import TaskBuilder, lines_text, q, show
-from clawloop.synthesis.knobs import Knobs
-from clawloop.tasks.model import Task
+from clawloop.synthesis.builder import TaskBuilder, level_generator, lines_text, q, show
 
 NAME = "permissions_links"
 VERSION = 1
@@ -178,17 +176,10 @@ def _level5(b: TaskBuilder) -> None:
         b.expect_mode(f, 0o644)
     for s in scripts:
         b.expect_mode(s, 0o755)
-    for ln in broken:
-        b.expect_absent(ln)
+    b.expect_absent(*broken)
     b.expect_mode(site, 0o755)
     b.expect_mode(f"{site}/bin", 0o755)
     b.expect_link(good, files[0])
 
 
-_LEVELS = {1: _level1, 2: _level2, 3: _level3, 4: _level4, 5: _level5}
-
-
-def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
-    b = TaskBuilder(NAME, VERSION, level, rng, knobs)
-    _LEVELS[level](b)
-    return b.build()
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])
