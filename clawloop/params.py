@@ -372,7 +372,7 @@ def _validate_sections(params: Params, path: Path) -> None:
     from clawloop.diagnosis.params import DiagnosisParams
     from clawloop.models.base import SCRATCH_PREFIX, scratch_size
     from clawloop.models.bootstrap import BootstrapConfig
-    from clawloop.models.policy_types import OpenAIPolicyConfig
+    from clawloop.models.policy_types import OpenAIPolicyConfig, VLLMPolicyConfig
     from clawloop.synthesis.curriculum import CurriculumParams
     from clawloop.training.config import TrainParams as LibTrainParams
 
@@ -380,6 +380,7 @@ def _validate_sections(params: Params, path: Path) -> None:
         ("synthesis.curriculum", CurriculumParams, params.synthesis.curriculum),
         ("diagnosis.options", DiagnosisParams, params.diagnosis.options),
         ("rollout.openai", OpenAIPolicyConfig, params.rollout.openai),
+        ("rollout.vllm", VLLMPolicyConfig, params.rollout.vllm),
     ]
     if params.model.base.startswith(SCRATCH_PREFIX):
         checks.append(("model.bootstrap", BootstrapConfig, {"size": scratch_size(params.model.base),

@@ -33,6 +33,8 @@ def _write(tmp_path: Path, edit) -> Path:
     (lambda r: r["train"]["sft"].update(learning_rat=1.0), "train: sft.learning_rat"),
     (lambda r: r["synthesis"]["curriculum"].update(raise_threshold=2), "synthesis.curriculum.raise_threshold"),
     (lambda r: r["diagnosis"]["options"].update(bogus=1), "diagnosis.options.bogus: unknown key"),
+    (lambda r: r["rollout"].update(openai={"max_concurency": 4}), "rollout.openai.max_concurency"),
+    (lambda r: r["rollout"].update(vllm={"kv_cache_gib": 0}), "rollout.vllm.kv_cache_gib"),
     (lambda r: r["loop"].update(last=7), "loop.last"),
     (lambda r: r["loop"]["iterations"]["2"].update(prev=5), "loop.iterations.2.prev"),
     (lambda r: r["synthesis"]["routines"].update(teacher=1.0), "routine"),

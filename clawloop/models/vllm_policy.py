@@ -99,7 +99,6 @@ class VLLMPolicy:
                                     tuple(prompts[i]), tuple(o.token_ids))
         return [g for g in out if g is not None]
 
-
     def close(self) -> None:
         """Stop the engine core process now rather than when the policy is collected."""
         engine = getattr(getattr(self, "llm", None), "llm_engine", None)
