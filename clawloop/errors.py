@@ -1,5 +1,13 @@
 """One error type for bad input: the CLI prints it as one line and exits non-zero, no traceback."""
 
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
 
 class ClawloopError(Exception):
     """Bad input or an unusable environment. The message names the file and the field."""
@@ -13,3 +21,27 @@ def where(path: object, field: str | None = None, line: int | None = None) -> st
     if field:
         loc += f": {field}"
     return loc
+
+
+def describe_validation_error(e: ValidationError, prefix: str = "") -> str:
+    """One line naming the first bad field, under the dotted `prefix` when given:
+    `sft.learning_rat: unknown key`, `verifier.files: Field required`."""
+    err = e.errors()[0]
+    loc = ".".join(str(p) for p in ([prefix] if prefix else []) + list(err["loc"]))
+    if err["type"] == "extra_forbidden":
+        return f"{loc or '(root)'}: unknown key"
+    msg = err["msg"]
+    if err["type"] == "value_error":
+        msg = msg.removeprefix("Value error, ")
+        if ": " in msg:
+            # Our validators say "sub.key: what is wrong": join the sub-key onto the location.
+            return f"{loc}.{msg}" if loc else msg
+    return f"{loc or '(root)'}: {msg}"
+
+
+def validated(model: type[M], obj: Any, where: str, prefix: str = "") -> M:
+    """`model` validated from `obj`; a mismatch is a ClawloopError naming `where` and the field."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as e:
+        raise ClawloopError(f"{where}: {describe_validation_error(e, prefix)}") from None

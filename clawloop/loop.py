@@ -157,9 +157,7 @@ def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
     from clawloop.models.policy import (
         HFPolicyConfig,
         LlamaCppPolicyConfig,
-        OpenAIPolicyConfig,
         PolicySpec,
-        VLLMPolicyConfig,
         load_policy,
     )
 
@@ -168,7 +166,7 @@ def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
     return load_policy(PolicySpec(
         backend=r.backend, model=str(path), policy_id=policy_id, hf=HFPolicyConfig(threads=threads),
         llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),
-        openai=OpenAIPolicyConfig.model_validate(r.openai), vllm=VLLMPolicyConfig.model_validate(r.vllm)))
+        openai=r.openai, vllm=r.vllm))
 
 
 def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:

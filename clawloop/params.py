@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from clawloop.errors import ClawloopError
+from clawloop.diagnosis.params import DiagnosisParams
+from clawloop.errors import ClawloopError, validated
+from clawloop.models.policy_types import OpenAIPolicyConfig, VLLMPolicyConfig
+from clawloop.training.config import TrainParams
 
 
 class _Section(BaseModel):
@@ -127,13 +130,12 @@ class RolloutParams(_Section):
     seed: int = 0
     """Seed of rollout sampling (evaluation, probe, transfer); part of the episode ids. Apart from
     synthesis.seed, so a synthesis ablation leaves evaluation sampling as it was."""
-    openai: dict[str, Any] = Field(default_factory=dict)
-    """Options of the openai backend (clawloop.models.policy_types.OpenAIPolicyConfig: base_url,
-    max_concurrency, ...), e.g. the URL of `clawloop serve`. Set max_concurrency to `batch` so a
-    lockstep step reaches the server as one batch."""
-    vllm: dict[str, Any] = Field(default_factory=dict)
-    """Options of the vllm backend (clawloop.models.policy_types.VLLMPolicyConfig: dtype,
-    kv_cache_gib, enforce_eager, ...), e.g. {dtype: float32} on a CPU for HF's greedy replies."""
+    openai: OpenAIPolicyConfig = Field(default_factory=OpenAIPolicyConfig)
+    """Options of the openai backend (base_url, max_concurrency, ...), e.g. the URL of `clawloop
+    serve`. Set max_concurrency to `batch` so a lockstep step reaches the server as one batch."""
+    vllm: VLLMPolicyConfig = Field(default_factory=VLLMPolicyConfig)
+    """Options of the vllm backend (dtype, kv_cache_gib, enforce_eager, ...), e.g. {dtype: float32}
+    on a CPU for HF's greedy replies."""
 
 
 class SynthesisParams(_Section):
@@ -152,6 +154,8 @@ class SynthesisParams(_Section):
     conversational: float = Field(0.5, ge=0, le=1)
     """Share of procedural tasks rephrased as people write requests: absolute paths in backticks, a
     polite frame (clawloop/synthesis/register.py). 0 = the generators' terse phrasing only."""
+    # Free mappings, checked at load by _check_synthesis: their classes live beside the synthesis
+    # code, which every stage would otherwise import (and list in its dvc.yaml deps).
     curriculum: dict[str, Any] = Field(default_factory=dict)
     """Curriculum thresholds (clawloop.synthesis.curriculum.CurriculumParams)."""
     hindsight: dict[str, Any] = Field(default_factory=dict)
@@ -193,28 +197,17 @@ class ValidationParams(_Section):
     """Probe labels whose tasks go to training."""
 
 
-class TrainParams(BaseModel):
-    """Training: `method`, plus the fields of clawloop.training.config.TrainParams
-    (profile, data, sft, grpo, dvclive), validated there."""
-
-    model_config = ConfigDict(extra="allow")
+class LoopTrainParams(TrainParams):
+    """params.yaml `train`: the training library's params (profile, data, sft, grpo, playbook,
+    threads, dvclive), plus what the train stage runs."""
 
     method: Literal["sft", "grpo", "sft+grpo", "playbook", "sft+playbook"] = "sft"
     """What the train stage runs: weights (sft, grpo, sft+grpo), a playbook with the weights
     frozen (playbook), or SFT and then a playbook (sft+playbook); see clawloop.agent.playbook."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _moved(cls, data: Any) -> Any:
-        from clawloop.training.config import moved_key
-
-        if isinstance(data, dict) and (moved := moved_key(data)) is not None:
-            raise ValueError(moved)
-        return data
-
-    def options(self) -> dict[str, Any]:
+    def options(self) -> TrainParams:
         """Everything but `method`: the training library's own params."""
-        return dict(self.model_extra or {})
+        return TrainParams.model_validate(self.model_dump(exclude={"method"}))
 
 
 class SuiteParams(_Section):
@@ -252,11 +245,10 @@ class GateParams(_Section):
     enabled: bool = True
 
 
-class DiagnosisParams(_Section):
+class DiagnosisSection(_Section):
     """Diagnosis thresholds (clawloop.diagnosis)."""
 
-    options: dict[str, Any] = Field(default_factory=dict)
-    """Options of clawloop.diagnosis.DiagnosisParams."""
+    options: DiagnosisParams = Field(default_factory=DiagnosisParams)
 
 
 class TransferParams(_Section):
@@ -270,18 +262,15 @@ class TransferParams(_Section):
     @model_validator(mode="after")
     def _known(self) -> TransferParams:
         from clawloop.models.base import base_kind
-        from clawloop.training.config import moved_key
 
-        if (moved := moved_key(self.train)) is not None:
-            raise ValueError(f"train.{moved}")
         if self.base is not None:
             try:
                 base_kind(self.base)
             except ClawloopError as e:
                 raise ValueError("base: " + str(e).split(": ", 1)[1]) from None
         return self
-    train: dict[str, Any] = Field(default_factory=dict)
-    """Training options for both runs, same budget (fields of clawloop.training.config.TrainParams)."""
+    train: TrainParams = Field(default_factory=TrainParams)
+    """Training options for both runs, same budget."""
 
 
 class IterationParams(_Section):
@@ -324,10 +313,10 @@ class Params(_Section):
     rollout: RolloutParams = Field(default_factory=RolloutParams)
     synthesis: SynthesisParams = Field(default_factory=SynthesisParams)
     validation: ValidationParams = Field(default_factory=ValidationParams)
-    train: TrainParams = Field(default_factory=TrainParams)
+    train: LoopTrainParams = Field(default_factory=LoopTrainParams)
     eval: EvalParams = Field(default_factory=EvalParams)
     gate: GateParams = Field(default_factory=GateParams)
-    diagnosis: DiagnosisParams = Field(default_factory=DiagnosisParams)
+    diagnosis: DiagnosisSection = Field(default_factory=DiagnosisSection)
     transfer: TransferParams = Field(default_factory=TransferParams)
     loop: LoopParams
 
@@ -347,55 +336,32 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     if isinstance(iterations, dict) and any(not isinstance(k, str) for k in iterations):
         raise ClawloopError(f'{path}: loop.iterations: quote the iteration ids ("1": ...): '
                             "DVC silently skips a foreach over integer keys")
-    try:
-        params = Params.model_validate(raw)
-    except ValidationError as e:
-        raise ClawloopError(f"{path}: {_describe(e)}") from None
-    _validate_sections(params, path)
+    params = validated(Params, raw, str(path))
+    _check_bootstrap(params, path)
+    _check_synthesis(params, path)
     return params
 
 
-def _describe(e: ValidationError, prefix: str = "") -> str:
-    err = e.errors()[0]
-    key = ".".join([prefix, *map(str, err["loc"])] if prefix else map(str, err["loc"])) or "(root)"
-    msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-    if err["type"] == "value_error":
-        # Our validators say "sub.key: what is wrong": join the sub-key onto the location.
-        msg = msg.removeprefix("Value error, ")
-        return f"{key}.{msg}" if key != "(root)" else msg
-    return f"{key}: {msg}"
+def _check_synthesis(params: Params, path: Path) -> None:
+    """Check the synthesis routines' free sections against their config classes."""
+    from clawloop.synthesis.curriculum import CurriculumParams
+    from clawloop.synthesis.hindsight import HindsightParams
+    from clawloop.synthesis.proposer import ProposerParams
+
+    syn = params.synthesis
+    for key, cls, value in (("curriculum", CurriculumParams, syn.curriculum),
+                            ("hindsight", HindsightParams, syn.hindsight),
+                            ("proposer", ProposerParams, syn.proposer)):
+        validated(cls, value, str(path), prefix=f"synthesis.{key}")
 
 
-def _validate_sections(params: Params, path: Path) -> None:
-    """Check the free-form sections against the config classes of the phases that read them,
-    so a typo in e.g. `train.sft.learning_rate` fails before any stage starts work."""
-    from clawloop.diagnosis.params import DiagnosisParams
+def _check_bootstrap(params: Params, path: Path) -> None:
+    """Check `model.bootstrap` / `model.pretrain` against the scratch build's config (whose size
+    comes from `model.base`), so a typo fails before any stage starts work."""
     from clawloop.models.base import SCRATCH_PREFIX, scratch_size
     from clawloop.models.bootstrap import BootstrapConfig
-    from clawloop.models.policy_types import OpenAIPolicyConfig, VLLMPolicyConfig
-    from clawloop.synthesis.curriculum import CurriculumParams
-    from clawloop.training.config import TrainParams as LibTrainParams
 
-    checks: list[tuple[str, type[BaseModel], dict[str, Any]]] = [
-        ("synthesis.curriculum", CurriculumParams, params.synthesis.curriculum),
-        ("diagnosis.options", DiagnosisParams, params.diagnosis.options),
-        ("rollout.openai", OpenAIPolicyConfig, params.rollout.openai),
-        ("rollout.vllm", VLLMPolicyConfig, params.rollout.vllm),
-    ]
-    if params.model.base.startswith(SCRATCH_PREFIX):
-        checks.append(("model.bootstrap", BootstrapConfig, {"size": scratch_size(params.model.base),
-                                                            **params.model.bootstrap, "pretrain": params.model.pretrain}))
-    for routine, module, cls in (("hindsight", "clawloop.synthesis.hindsight", "HindsightParams"),
-                                 ("proposer", "clawloop.synthesis.proposer", "ProposerParams")):
-        section = getattr(params.synthesis, routine)
-        if section:
-            import importlib
-
-            checks.append((f"synthesis.{routine}", getattr(importlib.import_module(module), cls), section))
-    for key, cls, value in checks:
-        try:
-            cls.model_validate(value)
-        except ValidationError as e:
-            raise ClawloopError(f"{path}: {_describe(e, key)}") from None
-    for key, options in (("train", params.train.options()), ("transfer.train", params.transfer.train)):
-        LibTrainParams.from_mapping(options, where=f"{path}: {key}")
+    m = params.model
+    if m.base.startswith(SCRATCH_PREFIX):
+        validated(BootstrapConfig, {"size": scratch_size(m.base), **m.bootstrap, "pretrain": m.pretrain},
+                  str(path), prefix="model.bootstrap")

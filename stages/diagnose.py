@@ -23,11 +23,10 @@ def main(params: Params) -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
-    from clawloop.diagnosis import DiagnosisParams
     from clawloop.diagnosis.diagnose import diagnose, write_report
 
     report = diagnose([args.eval], previous=args.previous, pool=args.pool, iteration=args.iteration,
-                      params=DiagnosisParams(**params.diagnosis.options))
+                      params=params.diagnosis.options)
     with output_dir(args.out) as tmp:
         write_report(report, tmp)
     print(f"[diagnose] iteration {args.iteration}: {report.episodes} episodes, "

@@ -37,14 +37,13 @@ def main(params: Params) -> None:
     from clawloop.io import hand_over, write_json
     from clawloop.loop import rollout_settings
     from clawloop.tasks.pool import read_pool
-    from clawloop.training.config import TrainParams
     from clawloop.training.playbook import evolve_checkpoint, write_artifact
     from clawloop.training.run import describe, train
     from clawloop.validation.probe import read_probe, select_by_label
 
     method = params.train.method
     weights = {"playbook": None, "sft+playbook": "sft"}.get(method, method)
-    options = TrainParams.from_mapping(params.train.options(), where="params.yaml: train")
+    options = params.train.options()
     pool = read_pool(args.validated / "valid.jsonl")
     probe = args.validated / "probe.jsonl"
     tasks = select_by_label(pool, read_probe(probe), [*params.validation.train_labels, "unprobed"])

@@ -32,7 +32,6 @@ def main(params: Params) -> None:
     from clawloop.models.base import make_base
     from clawloop.suite_manifest import eval_suites
     from clawloop.tasks.pool import read_pool
-    from clawloop.training.config import TrainParams
     from clawloop.training.run import train
 
     tr = params.transfer
@@ -42,7 +41,6 @@ def main(params: Params) -> None:
         print("[transfer] disabled (transfer.enabled: false)")
     heldout = [(name, tasks) for name, tasks, held in eval_suites(params, args.suites) if held]
     harness, sampling = loop.rollout_settings(params)
-    train_params = TrainParams.from_mapping(tr.train, where="params.yaml: transfer.train")
     with output_dir(args.out / "models") as tmp:
         fresh = args.base
         if tr.enabled and tr.base is not None:
@@ -52,7 +50,7 @@ def main(params: Params) -> None:
             if not tr.enabled:
                 break
             tasks = read_pool(validated / "valid.jsonl")
-            train("sft", fresh, tasks, [], None, tmp / name, train_params, harness_config=harness,
+            train("sft", fresh, tasks, [], None, tmp / name, tr.train, harness_config=harness,
                   backend=params.sandbox.backend, jobs=params.sandbox.jobs, executor=params.executor)
             policy = loop.load_loop_policy(tmp / name, params, policy_id=f"transfer-{name}")
             rates = []

@@ -30,7 +30,12 @@ def _write(tmp_path: Path, edit) -> Path:
     (lambda r: r["synthesis"].update(tasks_per_iteration=-3), "synthesis.tasks_per_iteration"),
     (lambda r: r["eval"].update(sampels=2), "eval.sampels: unknown key"),
     (lambda r: r.update(trian={}), "trian: unknown key"),
-    (lambda r: r["train"]["sft"].update(learning_rat=1.0), "train: sft.learning_rat"),
+    (lambda r: r["train"]["sft"].update(learning_rat=1.0), "train.sft.learning_rat: unknown key"),
+    (lambda r: r["train"].update(profile="tpu"), "train.profile"),
+    (lambda r: r["transfer"].update(train={"grpo": {"beta": -1}}), "transfer.train.grpo.beta"),
+    (lambda r: r["synthesis"].update(hindsight={"max_chnages": 3}), "synthesis.hindsight.max_chnages: unknown key"),
+    (lambda r: r["synthesis"].update(proposer={"batch_size": 0}), "synthesis.proposer.batch_size"),
+    (lambda r: r["model"].update(base="scratch-tiny", pretrain={"stpes": 1}), "model.bootstrap.pretrain.stpes"),
     (lambda r: r["synthesis"]["curriculum"].update(raise_threshold=2), "synthesis.curriculum.raise_threshold"),
     (lambda r: r["diagnosis"]["options"].update(bogus=1), "diagnosis.options.bogus: unknown key"),
     (lambda r: r["rollout"].update(openai={"max_concurency": 4}), "rollout.openai.max_concurency"),
@@ -47,6 +52,25 @@ def test_bad_params_name_the_key(tmp_path: Path, edit, needle: str) -> None:
         load_params(_write(tmp_path, edit))
     assert needle in str(e.value)
     assert str(tmp_path / "params.yaml") in str(e.value)
+
+
+def test_sections_are_typed_with_profile_defaults(tmp_path: Path) -> None:
+    """train / transfer.train are the training library's TrainParams (profile defaults under the
+    keys given), the other sections their phases' own config classes."""
+    from clawloop.diagnosis.params import DiagnosisParams
+    from clawloop.training.config import TrainParams
+
+    def edit(r: dict) -> None:
+        r["train"] = {"method": "sft+grpo", "profile": "gpu", "sft": {"max_steps": 7}}
+        r["diagnosis"] = {"options": {"top_commands": 3}}
+
+    p = load_params(_write(tmp_path, edit))
+    opts = p.train.options()
+    assert type(opts) is TrainParams and p.train.method == "sft+grpo"
+    assert opts.sft.max_steps == 7 and opts.sft.learning_rate == 1e-5 and opts.grpo.use_vllm  # gpu defaults
+    assert opts == TrainParams.from_mapping({"profile": "gpu", "sft": {"max_steps": 7}})
+    assert type(p.transfer.train) is TrainParams
+    assert isinstance(p.diagnosis.options, DiagnosisParams) and p.diagnosis.options.top_commands == 3
 
 
 def test_integer_iteration_ids_are_refused(tmp_path: Path) -> None:

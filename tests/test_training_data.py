@@ -36,7 +36,7 @@ def test_profiles_and_overrides() -> None:
     assert gpu.sft.learning_rate == 1e-5 and gpu.grpo.use_vllm and gpu.grpo.beta > 0
     p = TrainParams.from_mapping({"profile": "gpu", "sft": {"max_steps": 7, "lora": {"r": 8}}})
     assert p.sft.max_steps == 7 and p.sft.learning_rate == 1e-5 and p.sft.lora and p.sft.lora.r == 8
-    with pytest.raises(ClawloopError, match=r"params: sft.nope: Extra inputs"):
+    with pytest.raises(ClawloopError, match=r"params: sft.nope: unknown key"):
         TrainParams.from_mapping({"sft": {"nope": 1}})
     with pytest.raises(ClawloopError, match="profile"):
         TrainParams.from_mapping({"profile": "tpu"})

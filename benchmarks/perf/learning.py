@@ -140,7 +140,6 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     from clawloop.synthesis.curriculum import CurriculumParams, plan
     from clawloop.synthesis.procedural import synthesize
     from clawloop.tasks.formats import load_suite_any
-    from clawloop.training.config import TrainParams
     from clawloop.training.run import train
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 
@@ -187,8 +186,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     print(f"[learning] bootstrap: {meta['params']:,} params, copy probe {rows[-1]['copy']}"
           f" in {rows[-1]['wall_s']} s", flush=True)
     best = 0.0 if skip_eval0 else evaluate(policy, 0)
-    tp = TrainParams.from_mapping(params.train.options(), where="params: train")
-    tp = tp.model_copy(update={"dvclive": False})
+    tp = params.train.options().model_copy(update={"dvclive": False})
     syn = params.synthesis
     for i in range(1, n_iter + 1):
         t0 = time.time()

@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, validated
 
 PLAYBOOK_SCHEMA_VERSION = 1
 POLICY_FILE = "playbook.json"
@@ -155,25 +155,11 @@ class Playbook(_Model):
         return [e for e in self.entries if e.kind == "example"]
 
 
-def _describe(e: ValidationError) -> str:
-    err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-    if err["type"] == "value_error" and ": " in msg and not loc:
-        return msg
-    if err["type"] == "value_error" and ": " in msg:
-        return f"{loc}.{msg}"
-    return f"{loc or '(root)'}: {msg}"
-
-
 def parse_playbook(obj: Any, where: str) -> Playbook:
     """A Playbook from its JSON object; errors name `where` and the field (`entries.2.kind: ...`)."""
     if not isinstance(obj, dict):
         raise ClawloopError(f"{where}: expected a JSON object (a playbook)")
-    try:
-        return Playbook.model_validate(obj)
-    except ValidationError as e:
-        raise ClawloopError(f"{where}: {_describe(e)}") from None
+    return validated(Playbook, obj, where)
 
 
 def read_playbook(path: str | Path) -> Playbook:

@@ -40,10 +40,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.tasks.file_tree import find_dirs, read_tree
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
-from clawloop.tasks.pool import describe_validation_error
 
 KEY = "claw_eval_live"
 PASS_THRESHOLD = 0.80

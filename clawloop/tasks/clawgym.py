@@ -34,10 +34,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.tasks.file_tree import find_dirs, read_tree
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
-from clawloop.tasks.pool import describe_validation_error
 
 KEY = "clawgym"
 """`Task.metadata` key holding the original data_entry.json and the directory name."""

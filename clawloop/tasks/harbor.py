@@ -27,11 +27,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.tasks.dockerfile_lite import parse_dockerfile
 from clawloop.tasks.file_tree import JUNK, empty_dirs, find_dirs, read_tree
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
-from clawloop.tasks.pool import describe_validation_error
 from clawloop.tasks.shell_lite import Runtime, check_script, detect_runtime
 
 HARBOR_KEY = "harbor"

@@ -7,16 +7,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.io import iter_jsonl, write_jsonl
 from clawloop.tasks.model import Task
-
-
-def describe_validation_error(e: ValidationError) -> str:
-    """One line naming the first bad field: `verifier.files: Field required`."""
-    err = e.errors()[0]
-    field = ".".join(str(p) for p in err["loc"]) or "(root)"
-    return f"{field}: {err['msg']}"
 
 
 def parse_task(obj: object, where: str) -> Task:

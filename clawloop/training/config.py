@@ -11,9 +11,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, validated
 
 Profile = Literal["cpu", "gpu"]
 
@@ -58,36 +58,42 @@ class LoraParams(_Params):
         "all-linear", description="Modules that get adapters; 'all-linear' = every linear layer but the head.")
 
 
-class SFTParams(_Params):
+class TrainerParams(_Params):
+    """What SFT and GRPO set alike (the TrainingArguments of clawloop.training.sft.shared_args);
+    the fields whose defaults differ between the two are declared in each."""
+
+    gradient_accumulation_steps: int = Field(1, gt=0, description="Micro-batches per optimizer step.")
+    gradient_checkpointing: bool = Field(
+        False, description="Recompute activations in backward: less memory, ~20% slower.")
+    bf16: bool | None = Field(
+        None, description="bf16 mixed precision; None = on for CUDA with bf16 support or a CPU with native "
+        "bf16 (AVX512-BF16/AMX), off otherwise (emulated bf16 was 28x slower than fp32 on an AVX2 CPU).")
+    save_total_limit: int = Field(2, gt=0, description="Checkpoints kept in OUT.tmp while training.")
+    seed: int = Field(0, description="Seed of initialization, data order and (GRPO) rollout sampling.")
+    lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights.")
+
+
+class SFTParams(TrainerParams):
     """Supervised fine-tuning on successful trajectories (assistant-only loss)."""
 
     learning_rate: float = Field(1e-3, gt=0, description="Peak learning rate.")
     num_train_epochs: float = Field(3.0, gt=0, description="Passes over the data (ignored when max_steps > 0).")
     max_steps: int = Field(-1, description="Optimizer steps; -1 = use num_train_epochs.")
     per_device_train_batch_size: int = Field(16, gt=0, description="Conversations per device per micro-batch.")
-    gradient_accumulation_steps: int = Field(1, gt=0, description="Micro-batches per optimizer step.")
     max_length: int = Field(1024, gt=0, description="Tokens per conversation; longer ones are cut at the end.")
     packing: bool = Field(False, description="Pack several conversations per row (~4x slower per token on CPU).")
-    gradient_checkpointing: bool = Field(
-        False, description="Recompute activations in backward: less memory, ~20% slower.")
-    bf16: bool | None = Field(
-        None, description="bf16 mixed precision; None = on for CUDA with bf16 support or a CPU with native "
-        "bf16 (AVX512-BF16/AMX), off otherwise (emulated bf16 was 28x slower than fp32 on an AVX2 CPU).")
     warmup_ratio: float = Field(0.05, ge=0.0, lt=1.0, description="Share of steps with linear warm-up.")
     lr_scheduler_type: str = Field("cosine", description="transformers scheduler name.")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
     logging_steps: int = Field(10, gt=0, description="Steps between metric logs.")
     save_steps: int = Field(200, gt=0, description="Steps between checkpoints (for resuming).")
-    save_total_limit: int = Field(2, gt=0, description="Checkpoints kept in OUT.tmp while training.")
-    seed: int = Field(0, description="Seed of initialization and data order.")
-    lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights.")
     trainable_layers: int | None = Field(
         None, gt=0, description="Train only the top N transformer layers and the final norm; the embeddings "
         "(and a tied head) and lower layers stay frozen, so the backward pass stops at layer N from the top. "
         "None = all weights.")
 
 
-class GRPOParams(_Params):
+class GRPOParams(TrainerParams):
     """Multi-turn GRPO with the hidden verifier's reward."""
 
     learning_rate: float = Field(1e-6, gt=0, description="Peak learning rate.")
@@ -95,7 +101,6 @@ class GRPOParams(_Params):
     num_generations: int = Field(4, gt=1, description="Rollouts per task in a group (G).")
     per_device_train_batch_size: int = Field(
         4, gt=0, description="Rollouts per device per micro-batch; the generation batch must divide by G.")
-    gradient_accumulation_steps: int = Field(1, gt=0, description="Micro-batches per optimizer step.")
     max_steps: int = Field(50, gt=0, description="Optimizer steps.")
     max_completion_length: int = Field(
         512, gt=0, description="Tokens of the whole multi-turn completion (replies and tool results).")
@@ -104,13 +109,8 @@ class GRPOParams(_Params):
     loss_type: str = Field("dapo", description="TRL GRPO loss: dapo | grpo | dr_grpo | bnpo | ...")
     use_vllm: bool = Field(False, description="Generate with vLLM (GPU only).")
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="vLLM in-process or a server.")
-    bf16: bool | None = Field(None, description="As in SFT: None = use bf16 where the hardware has it.")
-    gradient_checkpointing: bool = Field(False, description="Recompute activations in backward.")
     logging_steps: int = Field(1, gt=0, description="Steps between metric logs.")
     save_steps: int = Field(25, gt=0, description="Steps between checkpoints (for resuming).")
-    save_total_limit: int = Field(2, gt=0, description="Checkpoints kept in OUT.tmp while training.")
-    seed: int = Field(0, description="Seed of sampling and data order.")
-    lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights.")
 
 
 class PlaybookParams(_Params):
@@ -151,6 +151,18 @@ class TrainParams(_Params):
         "in the environment fixes it too.")
     dvclive: bool = Field(True, description="Log per-step metrics with DVCLive into the --logs dir (train_meta.json always).")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_defaults_first(cls, data: Any) -> Any:
+        """Fields not given start from the profile's defaults (nested sections merge), so a
+        params.yaml `train:` section validates as a TrainParams field of the whole file."""
+        if not isinstance(data, dict):
+            return data
+        if (moved := moved_key(data)) is not None:
+            raise ValueError(moved)
+        profile = data.get("profile", "cpu")
+        return merge(_profile_defaults(profile), data) if profile in ("cpu", "gpu") else data
+
     @classmethod
     def for_profile(cls, profile: Profile = "cpu") -> TrainParams:
         """The defaults of a profile (see the module docstring)."""
@@ -165,13 +177,7 @@ class TrainParams(_Params):
         profile = obj.get("profile", "cpu")
         if profile not in ("cpu", "gpu"):
             raise ClawloopError(f"{where}: profile: expected 'cpu' or 'gpu', got {profile!r}")
-        merged = merge(_profile_defaults(profile), obj)
-        try:
-            return cls.model_validate(merged)
-        except ValidationError as e:
-            from clawloop.tasks.pool import describe_validation_error
-
-            raise ClawloopError(f"{where}: {describe_validation_error(e)}") from None
+        return validated(cls, obj, where)
 
     @classmethod
     def from_yaml(cls, path: str | Path, section: str | None = "train",

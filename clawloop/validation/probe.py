@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, validated
 from clawloop.tasks.model import Task
 
 Label = Literal["too_easy", "learnable", "frontier", "unprobed"]
@@ -119,14 +119,10 @@ def write_probe(path: str | Path, results: Iterable[ProbeResult]) -> int:
 def read_probe(path: str | Path) -> dict[str, ProbeResult]:
     """Read a probe side table; a bad line raises ClawloopError with file:line and field."""
     from clawloop.io import iter_jsonl
-    from clawloop.tasks.pool import describe_validation_error
 
     out: dict[str, ProbeResult] = {}
     for lineno, obj in iter_jsonl(path):
-        try:
-            r = ProbeResult.model_validate(obj)
-        except ValidationError as e:
-            raise ClawloopError(f"{path}:{lineno}: {describe_validation_error(e)}") from None
+        r = validated(ProbeResult, obj, f"{path}:{lineno}")
         out[r.task_id] = r
     return out
 
