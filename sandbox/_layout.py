@@ -7,10 +7,11 @@ import functools
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 from sandbox._paths import state_prefix
-from sandbox.base import SandboxConfig, SandboxError
+from sandbox.base import ClosedOnExit, SandboxConfig, SandboxError
 
 RUNTIME_MOUNT = "/opt/clawloop-runtime"
 """Where the task runtime (a python venv) appears inside a sandbox, read-only."""
@@ -116,6 +117,18 @@ def check_runtime(runtime_dir: Path | None) -> Path | None:
     if not (rt / "bin").is_dir():
         raise SandboxError(f"runtime_dir {runtime_dir}: not a python venv (no bin/)")
     return rt
+
+
+class Backend(ClosedOnExit):
+    """What every backend sets up before its own layout: the config, the checked workspace and
+    runtime, a lock around its state, and whether it is closed."""
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        self._workspace = check_workspace(config.workspace)
+        self._runtime = check_runtime(config.runtime_dir)
+        self._lock = threading.Lock()
+        self._closed = False
 
 
 @functools.cache

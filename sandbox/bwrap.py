@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import threading
 import weakref
 from pathlib import Path
 
@@ -38,9 +37,8 @@ from sandbox._layout import (
     RESERVED_TOPS,
     RUNTIME_MOUNT,
     WRITABLE_TOPS,
+    Backend,
     base_env,
-    check_runtime,
-    check_workspace,
     etc_template,
     reachable_by,
     shell_script,
@@ -48,7 +46,7 @@ from sandbox._layout import (
 )
 from sandbox._limits import Cgroup, whole_sandbox_limits
 from sandbox._paths import FileView, Mount, copy_back, mount_source, sandbox_path, state_prefix, tmp_root
-from sandbox.base import ClosedOnExit, ExecResult, SandboxConfig, SandboxError
+from sandbox.base import ExecResult, SandboxConfig, SandboxError
 
 __all__ = ["BwrapSandbox", "HostIdentity", "bwrap_version", "find_bwrap", "host_identity"]
 
@@ -58,24 +56,20 @@ _SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "u
              "lib32": "usr/lib32", "libx32": "usr/libx32"}
 
 
-class BwrapSandbox(BwrapContainers, ClosedOnExit):
+class BwrapSandbox(BwrapContainers, Backend):
     """A sandbox whose commands run one at a time in its bubblewrap container."""
 
     backend = "bwrap"
 
     def __init__(self, config: SandboxConfig) -> None:
-        self.config = config
+        super().__init__(config)
         self._bwrap = find_bwrap()
         self._ident = host_identity(self._bwrap)
         # No user namespaces inside (less kernel attack surface); the option is new in 0.8.
         self._no_nested_userns = ["--disable-userns"] if bwrap_version(self._bwrap) >= (0, 8) else []
         self._sized_tmpfs = bwrap_version(self._bwrap) >= (0, 6)  # --size (and --perms)
         self.process_limit_enforced = self._ident.process_limit_enforced
-        self._workspace = check_workspace(config.workspace)
-        self._runtime = check_runtime(config.runtime_dir)
         self._etc = etc_template()
-        self._lock = threading.Lock()
-        self._closed = False
         self._python = find_python(self._runtime, RUNTIME_MOUNT)
         self._servers: list[ExecServer] = []  # the running one, if any (shared with the finalizer)
         self._oneshot_argv: list[str] | None = None  # the mount set (as the server's argv) and

@@ -20,7 +20,6 @@ import posixpath
 import re
 import shutil
 import tempfile
-import threading
 import time
 import uuid
 import weakref
@@ -31,9 +30,8 @@ from sandbox._layout import (
     LONG_COMMAND,
     RUNTIME_MOUNT,
     SYSTEM_PATH,
+    Backend,
     base_env,
-    check_runtime,
-    check_workspace,
     shell_script,
     venv_origin,
 )
@@ -48,7 +46,7 @@ from sandbox._paths import (
     state_prefix,
 )
 from sandbox._proc import HeadTail
-from sandbox.base import ClosedOnExit, ExecResult, SandboxConfig, SandboxError
+from sandbox.base import ExecResult, SandboxConfig, SandboxError
 
 DEFAULT_IMAGE = "clawloop-sandbox:latest"
 LABEL = "clawloop.sandbox"
@@ -125,19 +123,15 @@ def _remove_all() -> None:
         sb.close()
 
 
-class DockerSandbox(ClosedOnExit):
+class DockerSandbox(Backend):
     """A sandbox backed by one long-lived container."""
 
     backend = "docker"
     process_limit_enforced = True
 
     def __init__(self, config: SandboxConfig) -> None:
-        self.config = config
-        self._workspace = check_workspace(config.workspace)
-        runtime = check_runtime(config.runtime_dir)
+        super().__init__(config)
         self._client = client()
-        self._lock = threading.Lock()
-        self._closed = False
         self._ctr: Any = None
         self._synced: dict[str, Path] = {}
         try:
@@ -164,12 +158,12 @@ class DockerSandbox(ClosedOnExit):
                    f"{hosts['tests']}:/tests:ro", f"{self._xfer}:{_XFER}:rw"]
         # An image built by `clawloop sandbox build-image` carries its own runtime.
         has_runtime = bool((img.labels or {}).get("clawloop.runtime"))
-        if runtime and not has_runtime:
-            volumes.append(f"{runtime}:{RUNTIME_MOUNT}:ro")
-            origin = venv_origin(runtime)
+        if self._runtime and not has_runtime:
+            volumes.append(f"{self._runtime}:{RUNTIME_MOUNT}:ro")
+            origin = venv_origin(self._runtime)
             if origin and origin != RUNTIME_MOUNT:  # console scripts' shebangs point there
-                volumes.append(f"{runtime}:{origin}:ro")
-        self._env = base_env(config, has_runtime or runtime is not None)
+                volumes.append(f"{self._runtime}:{origin}:ro")
+        self._env = base_env(config, has_runtime or self._runtime is not None)
         mb = f"{config.memory_mb}m"
         try:
             self._ctr = self._client.containers.run(

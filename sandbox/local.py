@@ -24,28 +24,23 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import weakref
 from pathlib import Path
 
-from sandbox._layout import LONG_COMMAND, WRITABLE_TOPS, check_runtime, check_workspace, shell_script
+from sandbox._layout import LONG_COMMAND, WRITABLE_TOPS, Backend, shell_script
 from sandbox._paths import FileView, Mount, mount_source, rmtree_force, sandbox_path, state_prefix
 from sandbox._proc import run_captured
-from sandbox.base import ClosedOnExit, ExecResult, SandboxConfig, SandboxError
+from sandbox.base import ExecResult, SandboxConfig, SandboxError
 
 
-class LocalSandbox(ClosedOnExit):
+class LocalSandbox(Backend):
     """Commands as plain subprocesses of the host, files under a temp root. Not isolated."""
 
     backend = "local"
     process_limit_enforced = False
 
     def __init__(self, config: SandboxConfig) -> None:
-        self.config = config
-        self._workspace = check_workspace(config.workspace)
-        self._runtime = check_runtime(config.runtime_dir)
-        self._lock = threading.Lock()
-        self._closed = False
+        super().__init__(config)
         self.state_dir = Path(tempfile.mkdtemp(prefix=state_prefix("local")))
         self._finalizer = weakref.finalize(self, rmtree_force, self.state_dir)
         self.root = self.state_dir / "root"
