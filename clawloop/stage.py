@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import shutil
@@ -27,6 +28,16 @@ def run_stage(main: Callable[[Params], None], params_path: str = "params.yaml") 
         print(f"error: {name}: {e}", file=sys.stderr)
         sys.exit(2)
     print(f"[{name}] done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+
+
+def stage_parser(*, iteration: bool = True) -> argparse.ArgumentParser:
+    """A parser with the flags stages share: --out (the stage's output, required) and, for the
+    stages of one loop iteration, --iteration. The stage adds its own inputs."""
+    ap = argparse.ArgumentParser()
+    if iteration:
+        ap.add_argument("--iteration", type=int, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    return ap
 
 
 @contextlib.contextmanager

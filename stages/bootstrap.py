@@ -8,16 +8,12 @@ Qwen3-architecture model and tokenizer from scratch (plus teacher-free pretraini
 checkpoint path is handed over (hard links, no copy of the weights where the filesystem allows).
 """
 
-import argparse
-from pathlib import Path
-
 from clawloop.params import Params
-from clawloop.stage import output_dir, run_stage
+from clawloop.stage import output_dir, run_stage, stage_parser
 
 
 def main(params: Params) -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, required=True)
+    ap = stage_parser(iteration=False)
     args = ap.parse_args()
 
     from clawloop.models.base import make_base

@@ -7,20 +7,17 @@
 Writes diagnosis.json (read by the next synthesis), report.md and a pass-rate heatmap.
 """
 
-import argparse
 from pathlib import Path
 
 from clawloop.params import Params
-from clawloop.stage import output_dir, run_stage
+from clawloop.stage import output_dir, run_stage, stage_parser
 
 
 def main(params: Params) -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iteration", type=int, required=True)
+    ap = stage_parser()
     ap.add_argument("--eval", type=Path, required=True, help="rollout trajectories of this iteration")
     ap.add_argument("--pool", type=Path, help="validated pool, for diversity figures")
     ap.add_argument("--previous", type=Path, help="previous iteration's diagnosis.json")
-    ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
     from clawloop.diagnosis.diagnose import diagnose, write_report

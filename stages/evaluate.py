@@ -11,22 +11,19 @@ show` reads), every suite's figures to `<out>/summary.json`. Without --previous 
 policy, iteration 0) there is nothing to gate.
 """
 
-import argparse
 import time
 from pathlib import Path
 
 from clawloop.params import Params
-from clawloop.stage import output_dir, run_stage
+from clawloop.stage import output_dir, run_stage, stage_parser
 
 
 def main(params: Params) -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iteration", type=int, required=True)
+    ap = stage_parser()
     ap.add_argument("--policy", type=Path, required=True, help="checkpoint to evaluate")
     ap.add_argument("--previous", type=Path, help="previous iteration dir (its metrics.json and policy/)")
     ap.add_argument("--pool", type=Path, help="validated pool: a sample is rolled out for the diagnosis")
     ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
-    ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     it_dir = args.out.parent
 

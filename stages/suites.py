@@ -7,16 +7,12 @@ that read those suites depend on this file, not on the suite directories (see
 clawloop/suite_manifest.py), and check it before they roll anything out.
 """
 
-import argparse
-from pathlib import Path
-
 from clawloop.params import Params
-from clawloop.stage import run_stage
+from clawloop.stage import run_stage, stage_parser
 
 
 def main(params: Params) -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, required=True)
+    ap = stage_parser(iteration=False)
     args = ap.parse_args()
 
     from clawloop import suite_manifest

@@ -8,20 +8,17 @@ procedural generators planned by the curriculum, and the agent-grounded routines
 proposer) run with the current policy. Writes pool.jsonl and manifest.json.
 """
 
-import argparse
 from pathlib import Path
 
 from clawloop.errors import ClawloopError
 from clawloop.params import Params
-from clawloop.stage import output_dir, run_stage
+from clawloop.stage import output_dir, run_stage, stage_parser
 
 
 def main(params: Params) -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iteration", type=int, required=True)
+    ap = stage_parser()
     ap.add_argument("--report", type=Path, help="previous iteration's diagnosis.json")
     ap.add_argument("--policy", type=Path, help="current policy (agent-grounded routines)")
-    ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
     from clawloop.io import write_json

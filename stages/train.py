@@ -14,21 +14,18 @@ playbook from the report and the same held-in rollouts (clawloop.training.playbo
 `<out>/../playbook/` (empty for the weight-only methods).
 """
 
-import argparse
 from pathlib import Path
 
 from clawloop.params import Params
-from clawloop.stage import run_stage
+from clawloop.stage import run_stage, stage_parser
 
 
 def main(params: Params) -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iteration", type=int, required=True)
+    ap = stage_parser()
     ap.add_argument("--validated", type=Path, required=True)
     ap.add_argument("--policy", type=Path, required=True)
     ap.add_argument("--self-rollouts", type=Path, help="previous evaluation dir (its pool suite is used)")
     ap.add_argument("--report", type=Path, help="previous iteration's diagnosis.json (playbook methods)")
-    ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--playbook", type=Path, help="playbook artifact dir (default: <out>/../playbook)")
     ap.add_argument("--logs", type=Path, help="DVCLive dir (default: <out>/../train-log)")
     ap.add_argument("--metrics", type=Path, help="default: <out>/../train.json")

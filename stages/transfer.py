@@ -10,20 +10,18 @@ The same task sets can come from another repository through the DVC remote (`dvc
 of runs/iter-N/validated), which is how a smaller model is trained on them elsewhere.
 """
 
-import argparse
 from pathlib import Path
 
 from clawloop.params import Params
-from clawloop.stage import output_dir, run_stage
+from clawloop.stage import output_dir, run_stage, stage_parser
 
 
 def main(params: Params) -> None:
-    ap = argparse.ArgumentParser()
+    ap = stage_parser(iteration=False)
     ap.add_argument("--base", type=Path, required=True, help="the loop's base checkpoint (iteration 0)")
     ap.add_argument("--first", type=Path, required=True, help="iteration 1's validated dir")
     ap.add_argument("--final", type=Path, required=True, help="the final iteration's validated dir")
     ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
-    ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
     from clawloop import loop

@@ -9,20 +9,17 @@ policy label each kept task too_easy / learnable / frontier. Writes valid.jsonl,
 probe.jsonl, the probe's trajectories (probe/) and the metrics file given by --metrics.
 """
 
-import argparse
 from pathlib import Path
 
 from clawloop.params import Params
-from clawloop.stage import output_dir, run_stage
+from clawloop.stage import output_dir, run_stage, stage_parser
 
 
 def main(params: Params) -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iteration", type=int, required=True)
+    ap = stage_parser()
     ap.add_argument("--pool", type=Path, required=True)
     ap.add_argument("--policy", type=Path, required=True, help="the current policy, for the probe")
     ap.add_argument("--suites", type=Path, help="runs/suites.json: the held-out suites must still match it")
-    ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--metrics", type=Path, help="default: <out>/../validation.json")
     args = ap.parse_args()
     metrics_path = args.metrics or args.out.parent / "validation.json"
