@@ -98,3 +98,16 @@ def test_rollout_params_reach_the_harness_and_policy(tmp_path: Path) -> None:
     assert harness.max_format_errors == 2
     assert load_params(out).rollout.threads == 1
     assert rollout_settings(load_params(ROOT / "profiles" / "smoke.yaml"))[0].max_format_errors == 3
+
+
+def test_one_describer_for_every_pydantic_error() -> None:
+    """params.yaml, playbooks and pools name the file and field with the same wording."""
+    from clawloop.agent.playbook import parse_playbook
+    from clawloop.tasks.pool import parse_task
+
+    with pytest.raises(ClawloopError, match=r"^pb.json: token_budget: Field required$"):
+        parse_playbook({}, "pb.json")
+    with pytest.raises(ClawloopError, match=r"^pb.json: bogus: unknown key$"):
+        parse_playbook({"token_budget": 10, "bogus": 1}, "pb.json")
+    with pytest.raises(ClawloopError, match=r"^pool.jsonl:3: instruction: "):
+        parse_task({"instruction": 5}, "pool.jsonl:3")
