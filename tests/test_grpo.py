@@ -77,6 +77,20 @@ def test_grpo_sandboxes_mount_the_task_runtime() -> None:
     env.get_reward()
 
 
+def test_claw_eval_live_tasks_are_graded_by_their_adapter() -> None:
+    """Bug: GRPO's reward ran the standard verifier on every task, so a Claw-Eval-Live task (a
+    snapshot step graded on the host) was always an infrastructure error: reward None, masked."""
+    from clawloop.tasks import claw_eval_live as cel
+
+    suite = Path(__file__).resolve().parents[1] / "benchmarks" / "fixtures" / "claw-eval-live"
+    d = suite / "tasks" / "CTB_FX01_log_error_count"
+    task = cel.load_claw_eval_task(d, grader_root=suite / "_grader_root")
+    env = environment_factory("bwrap")()
+    env.reset(**row(task))
+    assert env.bash((d / "solution" / "solve.sh").read_text()).endswith("[exit code 0]")
+    assert env.get_reward() == 1.0
+
+
 def test_infrastructure_errors_give_no_reward() -> None:
     env_cls = environment_factory("bwrap")
     env = env_cls()
