@@ -144,7 +144,7 @@ def run_rollouts(
 
     Trajectories go to `out_dir` (when given) in parts of `flush_every` (default `batch_size`)
     episodes. `sandbox_config` is a sandbox.base.SandboxConfig (or its dict) for every sandbox
-    (default: episode.default_config(), the task runtime mounted);
+    (default: environment.default_config(), the task runtime mounted);
     `workers` threads run commands, setups and verifiers; `on_episode` is called as each episode
     ends. `progress`: True shows episodes done, passed so far, generated tokens/s and the ETA
     (clawloop.progress); a Progress of the caller's is advanced instead (it covers several calls). Returns one summary per episode, in task order then sample order.
