@@ -79,7 +79,7 @@ def check_trajectories(path: Path) -> None:
 
 
 def check_diagnosis(path: Path) -> None:
-    from clawloop.diagnosis.report import load_report
+    from clawloop.diagnosis.schema import load_report
 
     load_report(path)
 

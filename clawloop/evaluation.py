@@ -23,8 +23,9 @@ from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, executor_params, run_all
 from clawloop.progress import Progress, progress_for
 from clawloop.stats import pass_figures
-from clawloop.tasks.episode import SIMPLE_AGENTS, EpisodeRecord, open_sandbox
-from clawloop.tasks.formats import load_suite_any, run_episode_any, score_fields
+from clawloop.tasks.environment import open_sandbox
+from clawloop.tasks.episode import SIMPLE_AGENTS, EpisodeRecord, run_episode
+from clawloop.tasks.formats import load_suite_any, score_fields
 from clawloop.tasks.suite import Suite, SuiteItem, load_suite  # noqa: F401  (re-exported)
 from sandbox.base import SandboxConfig, SandboxError
 
@@ -80,8 +81,8 @@ def run_agent(agent: str, items: list[SuiteItem], *, backend: str = "bwrap", job
 
 def _simple_episode(item: SuiteItem, agent: str, backend: str, config: SandboxConfig | None) -> EpisodeRecord:
     assert item.task is not None
-    # ClawGym / Claw-Eval-Live episodes verify their own way (formats, issue #10)
-    return run_episode_any(item.task, agent, backend, config, suite=item.suite, name=item.name)
+    # the task's format adapter grades it (ClawGym / Claw-Eval-Live their own way, issue #10)
+    return run_episode(item.task, agent, backend, config, suite=item.suite, name=item.name)
 
 
 def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int, config: SandboxConfig | None,

@@ -2,7 +2,7 @@
 
 The agent-free phases run one self-contained function per item (a task in, a verdict or an
 episode record out): agent-free validation (`check_in_sandbox`), evaluation of the oracle and
-no-op agents (`run_episode_any`) and reference trajectories (`reference_episode`). `run_all`
+no-op agents (`episode.run_episode`) and reference trajectories (`reference_episode`). `run_all`
 maps such a function over the items on the chosen executor and gives the results back in the
 items' order, whatever order they finished in, each with the Ray node that ran it.
 

@@ -21,8 +21,9 @@ def main(params: Params) -> None:
     ap.add_argument("--policy", type=Path, help="current policy (agent-grounded routines)")
     args = ap.parse_args()
 
+    from clawloop.diagnosis.schema import load_report
     from clawloop.io import write_json
-    from clawloop.synthesis.curriculum import CurriculumParams, largest_remainder, load_report, plan
+    from clawloop.synthesis.curriculum import CurriculumParams, largest_remainder, plan
     from clawloop.synthesis.procedural import manifest, synthesize
     from clawloop.tasks.pool import write_pool
 

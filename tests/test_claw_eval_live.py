@@ -12,7 +12,8 @@ import pytest
 from clawloop.errors import ClawloopError
 from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
-from clawloop.tasks.formats import ScoredEpisodeRecord, load_suite_any, run_episode_any
+from clawloop.tasks.episode import ScoredEpisodeRecord, run_episode
+from clawloop.tasks.formats import load_suite_any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "benchmarks" / "fixtures" / "claw-eval-live"
@@ -70,7 +71,7 @@ def test_services_task_is_skipped() -> None:
     t = cel.load_claw_eval_task(SUITE / "tasks" / "CTB_FX04_inbox_digest")
     assert t.needs_image and "gmail" in t.needs_image
     for backend in ("bwrap", "docker"):
-        rec = run_episode_any(t, "noop", backend)
+        rec = run_episode(t, "noop", backend)
         assert rec.outcome == "skipped" and rec.reason == "needs Claw-Eval-Live mock HTTP services (gmail)"
 
 
@@ -120,7 +121,7 @@ def test_fixture_suite_noop_fails() -> None:  # the oracle over the suite: tests
                      "CTB_FX04_inbox_digest"]
     for item in suite.items:
         assert item.task is not None
-        bad = run_episode_any(item.task, "noop", suite=suite.name, name=item.name)
+        bad = run_episode(item.task, "noop", suite=suite.name, name=item.name)
         assert isinstance(bad, ScoredEpisodeRecord) and bad.benchmark == "claw-eval-live"
         if item.name == "CTB_FX04_inbox_digest":
             assert bad.outcome == "skipped"
@@ -135,9 +136,9 @@ def test_partial_credit_and_threshold(tmp_path: Path) -> None:
     solve = ("#!/bin/bash\nmkdir -p /workspace/output\n"
              "awk '$2 == \"ERROR\"' /workspace/logs/app.log | wc -l > /workspace/output/error_count.txt\n")
     d = copy_task(tmp_path, solve=solve)
-    rec = run_episode_any(cel.load_claw_eval_task(d, grader_root=GRADER_ROOT), "oracle")
+    rec = run_episode(cel.load_claw_eval_task(d, grader_root=GRADER_ROOT), "oracle")
     assert (rec.outcome, rec.reward) == ("failed", 0.6)
-    low = run_episode_any(cel.load_claw_eval_task(d, grader_root=GRADER_ROOT, pass_threshold=0.5), "oracle")
+    low = run_episode(cel.load_claw_eval_task(d, grader_root=GRADER_ROOT, pass_threshold=0.5), "oracle")
     assert (low.outcome, low.reward) == ("passed", 0.6)
 
 
@@ -153,7 +154,7 @@ def test_partial_credit_and_threshold(tmp_path: Path) -> None:
 ])
 def test_grader_trouble_is_an_error(tmp_path: Path, grader: str, needle: str) -> None:
     d = copy_task(tmp_path, grader=grader)
-    rec = run_episode_any(cel.load_claw_eval_task(d, grader_root=GRADER_ROOT), "oracle", name="t")
+    rec = run_episode(cel.load_claw_eval_task(d, grader_root=GRADER_ROOT), "oracle", name="t")
     assert rec.outcome == "error" and rec.reward is None
     assert rec.reason is not None and needle in rec.reason, rec.reason
 
@@ -161,12 +162,12 @@ def test_grader_trouble_is_an_error(tmp_path: Path, grader: str, needle: str) ->
 @needs_bwrap
 def test_no_grader_root_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     t = cel.load_claw_eval_task(SUITE / "tasks" / "CTB_FX01_log_error_count")
-    rec = run_episode_any(t, "oracle")
+    rec = run_episode(t, "oracle")
     assert rec.outcome == "error" and "grader package not available: give --grader-root" in (rec.reason or "")
     t2 = cel.load_claw_eval_task(SUITE / "tasks" / "CTB_FX01_log_error_count", grader_root=tmp_path / "nowhere")
-    assert "is not a directory" in (run_episode_any(t2, "noop").reason or "")
+    assert "is not a directory" in (run_episode(t2, "noop").reason or "")
     monkeypatch.setenv(cel.GRADER_ROOT_ENV, str(GRADER_ROOT))
-    assert run_episode_any(t, "oracle").outcome == "passed"
+    assert run_episode(t, "oracle").outcome == "passed"
 
 
 class _RecordingSandbox:
@@ -192,17 +193,18 @@ class _RecordingSandbox:
 
 
 def test_claw_eval_live_verifies_through_the_episode_protocol() -> None:
-    """Issue #18 said the Claw-Eval-Live verify sequence lost episode.verify's quoting, verifier env
+    """Issue #18 said the Claw-Eval-Live verify sequence lost the standard verify's quoting, verifier env
     and clean-up. Both run `tasks.verifier.run_verifier` now: the same mounts, the quoted entry
     command, the clean-world env, every host dir removed afterwards."""
-    from clawloop.tasks import episode, verifier
+    from clawloop.tasks import adapters, verifier
 
     task = cel.load_claw_eval_task(SUITE / "tasks" / "CTB_FX01_log_error_count", grader_root=GRADER_ROOT)
     plain = task.model_copy(update={"metadata": {}})
     seqs = []
-    for verify, t in ((episode.verify, plain), (ceg.verify_claw_eval, task)):
+    assert [adapters.adapter_for(t).name for t in (plain, task)] == ["standard", "claw-eval-live"]
+    for t in (plain, task):
         sb = _RecordingSandbox()
-        assert verify(sb, t).outcome == "error"  # nothing ran: no reward, no snapshot
+        assert adapters.adapter_for(t).verify(sb, t, None, ()).outcome == "error"  # no reward, no snapshot
         assert not any(h.exists() for h in sb.hosts), "a host dir of the verifier was left behind"
         seqs.append(sb.calls)
     assert seqs[0] == seqs[1]

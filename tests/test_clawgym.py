@@ -10,7 +10,8 @@ import pytest
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks.clawgym import WORKSPACE, load_clawgym_task, reward_error
-from clawloop.tasks.formats import ScoredEpisodeRecord, load_suite_any, run_episode_any
+from clawloop.tasks.episode import ScoredEpisodeRecord, run_episode
+from clawloop.tasks.formats import load_suite_any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "benchmarks" / "fixtures" / "clawgym"
@@ -113,7 +114,7 @@ def test_reward_error_reads_the_wrapper_mark() -> None:
 def test_wrapper_parses_last_line(tmp_path: Path, script: str, outcome: str, reward: float | None,
                                   reason: str | None) -> None:
     t = load_clawgym_task(make_task(tmp_path, "w", "#!/bin/bash\n" + script))
-    rec = run_episode_any(t, "noop", suite="s", name="w")
+    rec = run_episode(t, "noop", suite="s", name="w")
     assert isinstance(rec, ScoredEpisodeRecord) and rec.benchmark == "clawgym"
     assert (rec.outcome, rec.reward, rec.reason) == (outcome, reward, reason)
 
@@ -125,7 +126,7 @@ def test_reward_sees_workspace_and_payload(tmp_path: Path) -> None:
               "print(1.0 if d[\"task_id\"] == \"p\" and d[\"final_message\"] == \"\" else 0.0)'\n")
     d = make_task(tmp_path, "p", reward, {"task_id": "p", "user_query": "q",
                                           "input_mount_dir": WORKSPACE}, {"in.txt": "x"})
-    rec = run_episode_any(load_clawgym_task(d), "noop")
+    rec = run_episode(load_clawgym_task(d), "noop")
     assert rec.outcome == "passed", rec.reason or rec.verifier_output
 
 
@@ -135,5 +136,5 @@ def test_fixture_suite_noop_fails() -> None:  # oracle and noop over the suite: 
     assert len(suite.items) == 4 and all(i.task is not None for i in suite.items)
     item = next(i for i in suite.items if i.name == "event-summary")
     assert item.task is not None
-    bad = run_episode_any(item.task, "noop", suite=suite.name, name=item.name)
+    bad = run_episode(item.task, "noop", suite=suite.name, name=item.name)
     assert (bad.outcome, bad.reward) == ("failed", 0.0)

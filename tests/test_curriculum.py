@@ -10,10 +10,10 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from clawloop.cli import app  # importing the CLI registers every command
-from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
+from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, load_report
 from clawloop.errors import ClawloopError
 from clawloop.stats import wilson_interval
-from clawloop.synthesis.curriculum import CurriculumParams, largest_remainder, load_report, plan
+from clawloop.synthesis.curriculum import CurriculumParams, largest_remainder, plan
 from clawloop.synthesis.knobs import Knobs
 from clawloop.synthesis.skills import families
 
@@ -144,6 +144,9 @@ def test_bad_inputs_raise_one_line_errors(tmp_path: Path) -> None:
         plan(None, 10, CurriculumParams(), skills=["files", "nope"])
     bad = tmp_path / "diagnosis.json"
     bad.write_text(json.dumps({"cells": [{"skill": "files", "level": 1}]}))
+    with pytest.raises(ClawloopError, match=r"diagnosis.json: schema_version: None is not the supported"):
+        load_report(bad)
+    bad.write_text(json.dumps({"schema_version": 1, "cells": [{"skill": "files", "level": 1}]}))
     with pytest.raises(ClawloopError, match=r"diagnosis.json: cells\.0\.episodes"):
         load_report(bad)
     bad.write_text("{not json")
@@ -185,7 +188,7 @@ def test_cli_writes_pool_and_manifest(tmp_path: Path) -> None:
 ])
 def test_cli_bad_input_writes_nothing(tmp_path: Path, args: list[str], message: str) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"cells": [{"skill": "files"}]}))
+    bad.write_text(json.dumps({"schema_version": 1, "cells": [{"skill": "files"}]}))
     out = tmp_path / "pool.jsonl"
     args = [str(bad) if a == "BAD" else a for a in args]
     res = CliRunner().invoke(app, ["tasks", "synth", *args, "--out", str(out)])
@@ -193,3 +196,17 @@ def test_cli_bad_input_writes_nothing(tmp_path: Path, args: list[str], message: 
     assert isinstance(res.exception, ClawloopError) and message in str(res.exception)
     assert "\n" not in str(res.exception)
     assert not out.exists() and not (tmp_path / "pool.jsonl.manifest.json").exists()
+
+
+def test_routine_b_reads_a_bad_report_as_a_one_line_error(tmp_path: Path) -> None:
+    """Bug: routine B read diagnosis.json with its own loader, so a bad field was a pydantic
+    traceback and another schema_version went unnoticed. It uses diagnosis's load_report now."""
+    from clawloop.models.policy import ScriptedPolicy
+    from clawloop.synthesis.routine_b import synthesize_routine_b
+
+    bad = tmp_path / "diagnosis.json"
+    for body, needle in (({"schema_version": 1, "cells": [{"skill": "files"}]}, r"diagnosis.json: cells\.0\.level"),
+                         ({"schema_version": 99}, "schema_version: 99 is not the supported version")):
+        bad.write_text(json.dumps(body))
+        with pytest.raises(ClawloopError, match=needle):
+            synthesize_routine_b("proposer", policy=ScriptedPolicy(["x"]), n=0, report=bad)

@@ -15,8 +15,8 @@ import pytest
 
 from clawloop.diagnosis.diagnose import diagnose
 from clawloop.diagnosis.params import DiagnosisParams
-from clawloop.diagnosis.report import _cell, find_regressions, load_report, recommend
-from clawloop.diagnosis.schema import CapabilityReport
+from clawloop.diagnosis.report import _cell, find_regressions, recommend
+from clawloop.diagnosis.schema import CapabilityReport, load_report
 from clawloop.diagnosis.synthetic import episode_row, step_row, submit_row, write_trajectories
 from clawloop.errors import ClawloopError
 from clawloop.stats import wilson_interval

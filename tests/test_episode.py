@@ -6,19 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.tasks.episode import (
-    EpisodeRecord,
-    check_oracle,
-    open_sandbox,
-    prepare,
-    read_reward,
-    run_episode,
-    run_oracle,
-    verify,
-)
+from clawloop.tasks.environment import TaskEnvironment
+from clawloop.tasks.episode import EpisodeRecord, check_oracle, run_episode, run_oracle
 from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
-from sandbox.base import ExecResult, Sandbox
+from clawloop.tasks.verifier import read_reward
+from sandbox.base import ExecResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 
@@ -77,10 +70,10 @@ def test_agent_cannot_fake_the_reward(backend: str) -> None:
     fake = ("mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
             "echo '{\"reward\": 1.0}' > /logs/verifier/reward.json && echo planted")
 
-    def faker(sb: Sandbox, task: Task) -> list[ExecResult]:
-        r = sb.exec(fake, timeout=10, cwd=task.workdir)
+    def faker(env: TaskEnvironment) -> list[ExecResult]:
+        r = env.exec(fake, timeout=10)
         assert r.exit_code == 0 and "planted" in r.output  # the write itself succeeded
-        r2 = sb.exec("mkdir -p /tests && echo 'def test(): pass' > /tests/conftest.py", timeout=10)
+        r2 = env.exec("mkdir -p /tests && echo 'def test(): pass' > /tests/conftest.py", timeout=10)
         return [r, r2]
 
     silent = run_episode(make_task(CHECK), faker, backend)  # a verifier that writes nothing on failure
@@ -104,24 +97,24 @@ def test_garbage_reward_and_setup_failure_are_errors(backend: str) -> None:
 
 def test_pieces_workdir_env_and_harbor_envs(backend: str) -> None:
     task = load_harbor_task(FIXTURES / "word-count")  # [verifier] env and [solution] env matter here
-    with open_sandbox(backend) as sb:
-        prepare(sb, task)
-        assert sb.exec("pwd; echo $LANG", cwd=task.workdir).output.split() == ["/app", "C.UTF-8"]
-        assert verify(sb, task).outcome == "failed"
-        results = run_oracle(sb, task)
+    with TaskEnvironment(task, backend) as env:
+        env.prepare()
+        assert env.exec("pwd; echo $LANG").output.split() == ["/app", "C.UTF-8"]
+        assert env.verify().outcome == "failed"
+        results = run_oracle(env)
         assert [r.exit_code for r in results] == [0]
-        v = verify(sb, task)
+        v = env.verify()
         assert (v.outcome, v.reward) == ("passed", 1.0)
 
 
 def test_check_oracle_fast_path(backend: str) -> None:
     for task in (load_harbor_task(FIXTURES / "word-count"), make_task(CHECK0, setup=["mkdir -p sub"])):
-        with open_sandbox(backend) as sb:
-            res = check_oracle(sb, task, noop_first=True)
+        with TaskEnvironment(task, backend) as env:
+            res = check_oracle(env, noop_first=True)
         assert res.noop is not None and res.noop.outcome == "failed"
         assert (res.oracle.outcome, res.oracle.reward) == ("passed", 1.0)
-        with open_sandbox(backend) as sb:
-            assert check_oracle(sb, task).oracle.outcome == "passed"
+        with TaskEnvironment(task, backend) as env:
+            assert check_oracle(env).oracle.outcome == "passed"
 
 
 def test_record_json_shape() -> None:

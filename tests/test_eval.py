@@ -144,7 +144,7 @@ def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.Monkey
 
 
 def test_nothing_scored_is_null_not_zero() -> None:
-    from clawloop.tasks.formats import ScoredEpisodeRecord
+    from clawloop.tasks.episode import ScoredEpisodeRecord
 
     recs = [ScoredEpisodeRecord("t", "n", "s", "k", 1, "oracle", "skipped", None, benchmark="claw-eval-live")]
     s = summarize(recs, "oracle", "local")  # type: ignore[arg-type]

@@ -11,15 +11,8 @@ from pathlib import Path
 import pytest
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.episode import EpisodeRecord
-from clawloop.tasks.formats import (
-    ScoredEpisodeRecord,
-    apply_skills,
-    detect_format,
-    load_suite_any,
-    run_episode_any,
-    score_fields,
-)
+from clawloop.tasks.episode import EpisodeRecord, ScoredEpisodeRecord, run_episode
+from clawloop.tasks.formats import apply_skills, detect_format, load_suite_any, score_fields
 from clawloop.tasks.pool import write_pool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +120,7 @@ def test_score_fields() -> None:
 @needs_bwrap
 def test_skills_on_oracles_pass() -> None:  # --skills off through the CLI below
     suite = load_suite_any(FIX / "skillsbench", skills="on")
-    assert [run_episode_any(t, "oracle").outcome for t in suite.tasks] == ["passed"] * 3
+    assert [run_episode(t, "oracle").outcome for t in suite.tasks] == ["passed"] * 3
 
 
 def clawloop(*args: str) -> subprocess.CompletedProcess[str]:

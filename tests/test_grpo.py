@@ -54,7 +54,7 @@ def test_environment_runs_commands_and_verifies_in_bwrap() -> None:
     env.submit()
     assert env.bash("rm a.txt") == "[the task was already submitted]"
     assert env.get_reward() == 1.0
-    assert env.sb is None  # closed after the verdict
+    assert env.env is None  # closed after the verdict
     env.reset(**row(task))  # a reused instance starts over in a fresh sandbox
     assert env.bash("cat a.txt") .endswith("[exit code 1]")
     assert env.get_reward() == 0.0
@@ -64,7 +64,7 @@ def test_environment_runs_commands_and_verifies_in_bwrap() -> None:
 def test_grpo_sandboxes_mount_the_task_runtime() -> None:
     """Bug: GRPO opened its sandboxes with an empty config, so the task runtime (python3 with
     pytest, pandas, ...) that rollouts and reference trajectories see was missing there."""
-    from clawloop.tasks.episode import default_config, open_sandbox
+    from clawloop.tasks.environment import default_config, open_sandbox
 
     if default_config().runtime_dir is None:
         pytest.skip("no task runtime: run scripts/setup.sh")
@@ -75,6 +75,20 @@ def test_grpo_sandboxes_mount_the_task_runtime() -> None:
     assert env.bash("command -v python3") == rollout_python + "[exit code 0]"
     assert rollout_python.startswith("/opt/clawloop-runtime/")
     env.get_reward()
+
+
+def test_claw_eval_live_tasks_are_graded_by_their_adapter() -> None:
+    """Bug: GRPO's reward ran the standard verifier on every task, so a Claw-Eval-Live task (a
+    snapshot step graded on the host) was always an infrastructure error: reward None, masked."""
+    from clawloop.tasks import claw_eval_live as cel
+
+    suite = Path(__file__).resolve().parents[1] / "benchmarks" / "fixtures" / "claw-eval-live"
+    d = suite / "tasks" / "CTB_FX01_log_error_count"
+    task = cel.load_claw_eval_task(d, grader_root=suite / "_grader_root")
+    env = environment_factory("bwrap")()
+    env.reset(**row(task))
+    assert env.bash((d / "solution" / "solve.sh").read_text()).endswith("[exit code 0]")
+    assert env.get_reward() == 1.0
 
 
 def test_infrastructure_errors_give_no_reward() -> None:
@@ -89,9 +103,9 @@ def test_infrastructure_errors_give_no_reward() -> None:
     assert env.get_reward() is None  # verifier error: masked, not 0
     assert dict(env_cls.stats) == {"error": 2}
     env.reset(**row(make_task()))
-    assert env.sb is not None
+    assert env.env is not None
     env_cls.close_all()
-    assert env.sb is None
+    assert env.env is None
 
 
 def test_bootstrap_tokenizer_parses_tool_calls_for_trl(tiny_model: Path) -> None:

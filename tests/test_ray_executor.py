@@ -216,7 +216,7 @@ class TestTwoNodes:
         """Kill node B once it has finished an episode and started another: the finished one is
         kept (not rerun), the interrupted one reruns on A (Ray task retry), every result comes
         back in item order."""
-        from clawloop.tasks.formats import run_episode_any
+        from clawloop.tasks.episode import run_episode
 
         items = [i for i in load_suite(SHELL_CORE).items if i.task is not None][:6]
         marks = tmp_path / "starts"
@@ -229,7 +229,7 @@ class TestTwoNodes:
 
             node = _ray.get_runtime_context().get_node_id()
             (marks / f"{item.name}@{node}@{_time.monotonic()}").touch()
-            rec = run_episode_any(item.task, "oracle", backend, suite=item.suite, name=item.name)
+            rec = run_episode(item.task, "oracle", backend, suite=item.suite, name=item.name)
             _time.sleep(1.5)  # long enough to be caught mid-episode
             return rec
 

@@ -15,7 +15,9 @@ from clawloop.agent import rollout as ro
 from clawloop.agent.harness import HarnessConfig
 from clawloop.agent.rollout import run_rollouts
 from clawloop.models.policy import ScriptedPolicy
+from clawloop.tasks.environment import TaskEnvironment
 from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.tasks.verifier import Verdict
 from clawloop.trajectory import EPISODE_SCHEMA, OUTCOMES, STEP_SCHEMA, TERMINATIONS
 from sandbox.base import ExecResult, SandboxConfig
 
@@ -59,25 +61,29 @@ class FakeSandbox:
         self.closed = True
 
 
+class FakeEnvironment(TaskEnvironment):
+    """The real TaskEnvironment on a FakeSandbox; setup and verifier scripted by the instruction."""
+
+    def open(self) -> FakeEnvironment:
+        if self._sb is None:
+            self._sb = FakeSandbox()  # type: ignore[assignment]
+        return self
+
+    def prepare(self) -> None:
+        if "badsetup" in self.task.instruction:
+            raise RuntimeError("setup exploded")
+
+    def verify(self, messages: list[dict[str, Any]] | None = None) -> Any:
+        if "badverifier" in self.task.instruction:
+            return Verdict("error", None, "the verifier wrote no reward file", "")
+        ok = any(c.startswith("echo") for c, _ in self.steps)
+        return Verdict("passed" if ok else "failed", 1.0 if ok else 0.0, None, "")
+
+
 @pytest.fixture()
 def fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeSandbox]:
     FakeSandbox.opened = []
-
-    def prepare(sb: FakeSandbox, task: Task) -> None:
-        if "badsetup" in task.instruction:
-            raise RuntimeError("setup exploded")
-
-    def verify(sb: FakeSandbox, task: Task, messages: list[dict[str, Any]]) -> Any:
-        from clawloop.tasks.episode import Verdict
-
-        if "badverifier" in task.instruction:
-            return Verdict("error", None, "the verifier wrote no reward file", "")
-        ok = any(c.startswith("echo") for c in sb.commands)
-        return Verdict("passed" if ok else "failed", 1.0 if ok else 0.0, None, "")
-
-    monkeypatch.setattr(ro, "_open", lambda task, backend, cfg: FakeSandbox())
-    monkeypatch.setattr(ro, "_prepare", prepare)
-    monkeypatch.setattr(ro, "_verify", verify)
+    monkeypatch.setattr(ro, "TaskEnvironment", FakeEnvironment)
     return FakeSandbox
 
 

@@ -89,7 +89,7 @@ def main() -> int:
     import pyarrow.parquet  # noqa: F401  (imported by the first trajectory flush: not batch 1's cost)
 
     import sandbox
-    from clawloop.tasks.episode import default_config
+    from clawloop.tasks.environment import default_config
 
     sandbox.create(args.backend, default_config()).close()
     rows = []

@@ -34,7 +34,7 @@ def main() -> None:
         os.environ["CLAWLOOP_SANDBOX_TMP"] = args.tmp
 
     from clawloop.evaluation import load_suite
-    from clawloop.tasks.episode import tmp_base
+    from clawloop.tasks.verifier import tmp_base
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 
     suite_dir = args.suite or next(p for p in (ROOT / "benchmarks" / "shell-core", ROOT / "tests" / "fixtures" / "harbor")

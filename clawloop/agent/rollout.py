@@ -2,8 +2,8 @@
 
 At each step every live episode's conversation goes into one batched `policy.generate`; the
 commands of the replies then run in parallel sandboxes (a thread pool). Episodes leave the batch
-as they end and waiting ones take their places, so the batch stays full. Each episode:
-sandbox open → episode.prepare → turns → episode.verify → close. Breakage of setup, sandbox or
+as they end and waiting ones take their places, so the batch stays full. Each episode is one
+`TaskEnvironment`: open → prepare → turns (`exec`) → verify (with the conversation) → close. Breakage of setup, sandbox or
 verifier is outcome "error" (never "failed"); a task that needs its Docker image on another
 backend is "skipped". Finished episodes are written in parts (`episodes-00000.parquet`,
 `steps-00000.parquet`, ...) following clawloop/trajectory.py, so a crash loses at most one part.
@@ -26,7 +26,7 @@ from typing import Any
 from clawloop.agent.harness import EpisodeState, HarnessConfig, StepRecord, tools_for
 from clawloop.errors import ClawloopError
 from clawloop.progress import Progress, progress_for
-from clawloop.tasks.formats import verify_any
+from clawloop.tasks.environment import TaskEnvironment
 from clawloop.tasks.model import Task
 from clawloop.trajectory import clip
 
@@ -105,7 +105,7 @@ class _Slot:
     sample: int
     episode_id: str
     t0: float = field(default_factory=time.monotonic)
-    sb: Any = None
+    env: TaskEnvironment | None = None
     state: EpisodeState | None = None
     outcome: str | None = None
     reward: float | None = None
@@ -144,7 +144,7 @@ def run_rollouts(
 
     Trajectories go to `out_dir` (when given) in parts of `flush_every` (default `batch_size`)
     episodes. `sandbox_config` is a sandbox.base.SandboxConfig (or its dict) for every sandbox
-    (default: episode.default_config(), the task runtime mounted);
+    (default: environment.default_config(), the task runtime mounted);
     `workers` threads run commands, setups and verifiers; `on_episode` is called as each episode
     ends. `progress`: True shows episodes done, passed so far, generated tokens/s and the ETA
     (clawloop.progress); a Progress of the caller's is advanced instead (it covers several calls). Returns one summary per episode, in task order then sample order.
@@ -168,12 +168,13 @@ def run_rollouts(
 
     def start(slot: _Slot) -> None:
         slot.t0 = time.monotonic()
-        if slot.task.needs_image and backend != "docker":
-            slot.outcome, slot.error = "skipped", f"needs its Docker image: {slot.task.needs_image}"[:500]
-            return
         try:
-            slot.sb = _open(slot.task, backend, sandbox_config)
-            _prepare(slot.sb, slot.task)
+            env = TaskEnvironment(slot.task, backend, sandbox_config)
+            if (why := env.skip_reason()) is not None:
+                slot.outcome, slot.error = "skipped", why[:500]
+                return
+            slot.env = env.open()
+            env.prepare()
         except Exception as e:  # setup breakage is an error of the episode, not of the rollout
             slot.outcome, slot.error = "error", f"setup: {_short(e)}"
             return
@@ -183,8 +184,8 @@ def run_rollouts(
         st = slot.state
         assert st is not None and st.pending is not None
         try:
-            res = slot.sb.exec(st.pending, timeout=st.command_timeout(), cwd=slot.task.workdir,
-                               env=dict(slot.task.env) or None)
+            assert slot.env is not None
+            res = slot.env.exec(st.pending, timeout=st.command_timeout())
         except Exception as e:
             st.end("error", f"sandbox: {_short(e)}")
             return
@@ -196,19 +197,19 @@ def run_rollouts(
             if slot.outcome is None and st is not None and st.termination == "error":
                 slot.outcome, slot.error = "error", st.error
             elif slot.outcome is None:
-                verdict = _verify(slot.sb, slot.task, st.messages if st is not None else [])
-                slot.outcome = verdict.outcome
-                slot.reward = getattr(verdict, "reward", None)
-                slot.verifier_output = clip(getattr(verdict, "output", None) or "")
+                assert slot.env is not None
+                verdict = slot.env.verify(st.messages if st is not None else [])
+                slot.outcome, slot.reward = verdict.outcome, verdict.reward
+                slot.verifier_output = clip(verdict.output or "")
                 if slot.outcome not in ("passed", "failed"):
-                    slot.error = getattr(verdict, "reason", None) or slot.error
+                    slot.error = verdict.reason or slot.error
                     slot.reward = None
         except Exception as e:
             slot.outcome, slot.error, slot.reward = "error", f"verifier: {_short(e)}", None
         finally:
-            if slot.sb is not None:
+            if slot.env is not None:
                 with contextlib.suppress(Exception):
-                    slot.sb.close()
+                    slot.env.close()
 
     n_workers = workers or min(32, max(4, batch_size))
     starting: dict[Future[None], _Slot] = {}
@@ -283,11 +284,7 @@ def run_rollouts(
             wait([f for f in starting if not f.cancelled()])
             live.extend(s for f, s in starting.items() if not f.cancelled())
             for s in live:
-                if s.sb is not None:
-                    try:
-                        s.sb.close()
-                    except Exception:
-                        traceback.print_exc()
+                _close(s)
             raise
         finally:
             if writer is not None:
@@ -325,19 +322,10 @@ def _records(s: _Slot, policy_id: str, iteration: int, suite: str,
     return summary, row, steps
 
 
-def _open(task: Task, backend: str, config: Any) -> Any:
-    import sandbox
-    from clawloop.tasks.episode import sandbox_config
-
-    return sandbox.create(backend, sandbox_config(config))
-
-
-def _prepare(sb: Any, task: Task) -> None:
-    from clawloop.tasks import episode
-
-    episode.prepare(sb, task)
-
-
-def _verify(sb: Any, task: Task, messages: list[dict[str, Any]]) -> Any:
-    # Any benchmark format: Claw-Eval-Live grades on the host from the conversation.
-    return verify_any(sb, task, messages)
+def _close(slot: _Slot) -> None:
+    """Discard the slot's sandbox; a close that fails is printed, never raised (others must close)."""
+    if slot.env is not None:
+        try:
+            slot.env.close()
+        except Exception:
+            traceback.print_exc()

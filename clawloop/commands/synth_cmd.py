@@ -36,9 +36,10 @@ def synth(
     # --- end routine B hook ---
 ) -> None:
     """Synthesize N tasks with a curriculum steered by the last capability report."""
+    from clawloop.diagnosis.schema import load_report
     from clawloop.errors import ClawloopError
     from clawloop.io import write_json
-    from clawloop.synthesis.curriculum import CurriculumParams, load_report, plan
+    from clawloop.synthesis.curriculum import CurriculumParams, plan
     from clawloop.synthesis.procedural import manifest, synthesize
     from clawloop.tasks.pool import write_pool
 

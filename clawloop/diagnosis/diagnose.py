@@ -74,7 +74,8 @@ def diagnose(
     (used only when params.narrative is true).
     """
     from clawloop.diagnosis.queries import compute_figures, find_trajectories
-    from clawloop.diagnosis.report import build_report, load_report, pool_diversity
+    from clawloop.diagnosis.report import build_report, pool_diversity
+    from clawloop.diagnosis.schema import load_report
 
     params = params or DiagnosisParams()
     files = find_trajectories(trajectories)

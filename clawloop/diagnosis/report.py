@@ -10,7 +10,6 @@ from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.diagnosis.queries import Figures
 from clawloop.diagnosis.schema import (
     FAILURE_MODES,
-    REPORT_SCHEMA_VERSION,
     CapabilityReport,
     CellStats,
     CommandStats,
@@ -21,29 +20,7 @@ from clawloop.diagnosis.schema import (
     Regression,
     SuiteStats,
 )
-from clawloop.errors import ClawloopError
 from clawloop.stats import wilson_interval
-
-
-def load_report(path: str | Path) -> CapabilityReport:
-    """Read a diagnosis.json; another schema_version or a bad field raises ClawloopError."""
-    from pydantic import ValidationError
-
-    from clawloop.io import read_json
-    from clawloop.tasks.pool import describe_validation_error
-
-    obj = read_json(path)
-    if not isinstance(obj, dict):
-        raise ClawloopError(f"{path}: expected a JSON object (a diagnosis.json)")
-    version = obj.get("schema_version")
-    if version != REPORT_SCHEMA_VERSION:
-        raise ClawloopError(
-            f"{path}: schema_version: {version!r} is not the supported version {REPORT_SCHEMA_VERSION}"
-        )
-    try:
-        return CapabilityReport.model_validate(obj)
-    except ValidationError as e:
-        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
 
 
 def pool_diversity(path: str | Path) -> tuple[Diversity, dict[str, int]]:

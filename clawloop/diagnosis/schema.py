@@ -1,13 +1,19 @@
 """CapabilityReport: what diagnosis writes and the curriculum reads (diagnosis.json).
 
 Sits on the ground floor: synthesis imports it, diagnosis fills it, neither imports the other.
+`load_report` is the one reader of a diagnosis.json (diagnosis, curriculum, routine B, check).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clawloop.errors import ClawloopError
+from clawloop.io import read_json
+from clawloop.tasks.pool import describe_validation_error
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -153,3 +159,20 @@ class CapabilityReport(_Model):
             if m.mode == mode:
                 return m.count if skill is None else m.by_skill.get(skill, 0)
         return 0
+
+
+def load_report(path: str | Path) -> CapabilityReport:
+    """Read a diagnosis.json; a missing or unparsable file, another schema_version or a bad field
+    raises a one-line ClawloopError naming the file (and the field)."""
+    obj = read_json(path)
+    if not isinstance(obj, dict):
+        raise ClawloopError(f"{path}: expected a JSON object (a diagnosis.json)")
+    version = obj.get("schema_version")
+    if version != REPORT_SCHEMA_VERSION:
+        raise ClawloopError(
+            f"{path}: schema_version: {version!r} is not the supported version {REPORT_SCHEMA_VERSION}"
+        )
+    try:
+        return CapabilityReport.model_validate(obj)
+    except ValidationError as e:
+        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None

@@ -10,21 +10,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clawloop.diagnosis.schema import CapabilityReport
+from pydantic import ValidationError
+
+from clawloop.diagnosis.schema import CapabilityReport, load_report
+from clawloop.errors import ClawloopError
+from clawloop.tasks.pool import describe_validation_error
 
 
-def load_report(report: CapabilityReport | dict[str, Any] | str | Path | None) -> CapabilityReport | None:
-    """A CapabilityReport from itself, its dict, or a diagnosis.json path (missing file: None)."""
+def as_report(report: CapabilityReport | dict[str, Any] | str | Path | None) -> CapabilityReport | None:
+    """A CapabilityReport from itself, its dict, or a diagnosis.json path (`load_report`; a
+    missing file: None). A bad one is a one-line ClawloopError."""
     if report is None or isinstance(report, CapabilityReport):
         return report
     if isinstance(report, dict):
-        return CapabilityReport.model_validate(report)
+        try:
+            return CapabilityReport.model_validate(report)
+        except ValidationError as e:
+            raise ClawloopError(f"capability report: {describe_validation_error(e)}") from None
     path = Path(report)
-    if not path.is_file():
-        return None
-    from clawloop.io import read_json
-
-    return CapabilityReport.model_validate(read_json(path))
+    return load_report(path) if path.is_file() else None
 
 
 def weak_skills(report: CapabilityReport | None, known: list[str], k: int = 4) -> list[tuple[str, int, float]]:

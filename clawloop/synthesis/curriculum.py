@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from clawloop.diagnosis.schema import FAILURE_MODES, CapabilityReport, CellStats
 from clawloop.errors import ClawloopError
-from clawloop.io import read_json
 from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.skills import LEVELS, families, family
 
@@ -138,17 +136,6 @@ class Plan(Mapping[tuple[str, int], int]):
 
 
 # ------------------------------------------------------------------------------ inputs
-def load_report(path: str | Path) -> CapabilityReport:
-    """Read diagnosis.json; a file that does not match the schema is a one-line ClawloopError."""
-    obj = read_json(path)
-    try:
-        return CapabilityReport.model_validate(obj)
-    except ValidationError as e:
-        from clawloop.tasks.pool import describe_validation_error
-
-        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
-
-
 def resolve_skills(skills: Sequence[str] | None) -> list[str]:
     """The skills to plan for, canonical order; unknown names raise ClawloopError."""
     known = list(families())

@@ -29,7 +29,9 @@ from clawloop.errors import ClawloopError
 from clawloop.synthesis import state_diff as sd
 from clawloop.synthesis.conditioning import Stats, plan_targets
 from clawloop.synthesis.hindsight_text import TextLimits, Undescribable, describe, show
+from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
 from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from sandbox.base import SandboxError
 
 if TYPE_CHECKING:
     from clawloop.diagnosis.schema import CapabilityReport
@@ -151,24 +153,17 @@ class Rejected(Exception):
         self.reason, self.detail = reason, detail
 
 
-def _open(backend: str) -> Any:
-    from clawloop.tasks.episode import open_sandbox
-
-    return open_sandbox(backend)
-
-
-def _run(sb: Sandbox, task: Task, commands: list[str], timeout: float,
+def _run(env: TaskEnvironment, commands: list[str], timeout: float,
          texts: dict[str, bytes] | None = None) -> list[sd.Snapshot]:
     """Prepare, then snapshot before and after each command (seeded files' bytes into `texts`)."""
-    from clawloop.tasks.episode import prepare
-
-    prepare(sb, task)
-    states = [_snap(sb, task.workdir)]
+    env.prepare()
+    sb, root = env.sandbox, env.task.workdir
+    states = [_snap(sb, root)]
     if texts is not None:
-        texts.update(_read(sb, task.workdir, states[0]))
+        texts.update(_read(sb, root, states[0]))
     for cmd in commands:
-        sb.exec(cmd, timeout=timeout, cwd=task.workdir, env=dict(task.env) or None)
-        states.append(_snap(sb, task.workdir))
+        env.exec(cmd, timeout=timeout)
+        states.append(_snap(sb, root))
     return states
 
 
@@ -198,8 +193,8 @@ def _replay(parent: Task, steps: list[str], states: list[sd.Snapshot], volatile:
     """Run `steps` in a fresh sandbox; True when it ends where `states` ended. Paths the setup
     makes differently each time (tarballs with timestamps, ...) go into `volatile` and are not
     compared."""
-    with _open(backend) as sb:
-        again = _run(sb, parent, steps, params.command_timeout_s)
+    with TaskEnvironment(parent, backend) as env:
+        again = _run(env, steps, params.command_timeout_s)
     first, start = states[0], again[0]
     volatile.update(p for p in set(first) | set(start) if first.get(p) != start.get(p))
     end, final = again[-1], states[-1]
@@ -213,9 +208,6 @@ def relabel(parent: Task, commands: list[str], *, params: HindsightParams | None
 
     Raises Rejected (no_commands, no_change, too_many_changes, special_file, undescribable,
     nondeterministic, too_large, setup_error, sandbox_error)."""
-    from clawloop.tasks.episode import TaskSetupError
-    from sandbox.base import SandboxError
-
     params = params or HindsightParams()
     rng = rng or random.Random(0)
     if not commands:
@@ -223,8 +215,9 @@ def relabel(parent: Task, commands: list[str], *, params: HindsightParams | None
     root = parent.workdir
     try:
         before_text: dict[str, bytes] = {}
-        with _open(backend) as sb:
-            states = _run(sb, parent, commands, params.command_timeout_s, before_text)
+        with TaskEnvironment(parent, backend) as env:
+            sb = env.sandbox
+            states = _run(env, commands, params.command_timeout_s, before_text)
             before, after = states[0], states[-1]
             changes = sd.diff(before, after)
             if not changes:

@@ -16,8 +16,8 @@ from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.errors import ClawloopError
 from clawloop.synthesis.conditioning import (  # noqa: F401  (re-exported: routine B's conditioning)
     Stats,
+    as_report,
     failure_modes,
-    load_report,
     plan_targets,
     weak_skills,
 )
@@ -54,7 +54,7 @@ def synthesize_routine_b(routine: str, *, policy: Policy | str | Path, n: int, s
     if n < 0:
         raise ClawloopError(f"n must be >= 0 (got {n})")
     pol = resolve_policy(policy)
-    rep = load_report(report)
+    rep = as_report(report)
     if routine == "hindsight":
         return hindsight_tasks(pol, n=n, seed=seed, report=rep, iteration=iteration, backend=backend,
                                params=HindsightParams.model_validate(params or {}), out_dir=out_dir,
@@ -76,7 +76,7 @@ def synth_command(routine: str, *, model: str | None, n: int, out: Path, seed: i
         raise ClawloopError(f"--routine {routine}: needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
     if report is not None and not Path(report).is_file():
         raise ClawloopError(f"--report: {report}: no such file")
-    rep = load_report(report) if conditioning and report is not None else None
+    rep = as_report(report) if conditioning and report is not None else None
     params = {"skills": skills} if skills else None
     tasks, stats = synthesize_routine_b(routine, policy=model, n=n, seed=seed, report=rep, iteration=iteration,
                                         backend=backend, params=params, progress=True)

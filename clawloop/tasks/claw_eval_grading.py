@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import types
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +25,8 @@ from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks.claw_eval_live import GRADER_ROOT_ENV, KEY, PASS_THRESHOLD
-from clawloop.tasks.episode import Verdict
 from clawloop.tasks.model import Task
-from clawloop.tasks.verifier import read_logs_file, run_verifier
+from clawloop.tasks.verifier import Verdict, read_logs_file, run_verifier
 from sandbox.base import Sandbox, SandboxError
 
 SNAPSHOT_MAX_BYTES = 64 << 20
@@ -38,13 +36,6 @@ _LOCK = threading.Lock()
 
 class GradingError(ClawloopError):
     """The host-side grader could not give a score (outcome "error", never failed)."""
-
-
-@dataclass(frozen=True)
-class ScoredVerdict(Verdict):
-    """A verdict with the grader's dimension scores (completion, robustness, safety, ...)."""
-
-    scores: dict[str, Any] | None = None
 
 
 # ------------------------------------------------------------------------------ transcript
@@ -224,24 +215,24 @@ def grade(task: Task, snapshot: dict[str, Any], messages: list[dict[str, Any]]) 
 
 
 # ------------------------------------------------------------------------------- verification
-def verify_claw_eval(sb: Sandbox, task: Task, messages: list[dict[str, Any]] | None = None) -> ScoredVerdict:
+def verify_claw_eval(sb: Sandbox, task: Task, messages: list[dict[str, Any]] | None = None) -> Verdict:
     """Snapshot in the sandbox (the verifier's clean world of `run_verifier`), then grade on the host."""
     t0 = time.monotonic()
     with run_verifier(sb, task) as run:
         r, took = run.result, run.duration_s
         if r.timed_out:
-            return ScoredVerdict("error", None, f"snapshot timed out after {task.limits.verifier_timeout_s:g}s",
+            return Verdict("error", None, f"snapshot timed out after {task.limits.verifier_timeout_s:g}s",
                                  r.output, took)
         try:
             snapshot = json.loads(read_logs_file(run.logs, "snapshot.json", SNAPSHOT_MAX_BYTES) or b"")
         except (SandboxError, json.JSONDecodeError, UnicodeDecodeError):
-            return ScoredVerdict("error", None, f"the snapshot step wrote no snapshot (exit status {r.exit_code})",
+            return Verdict("error", None, f"the snapshot step wrote no snapshot (exit status {r.exit_code})",
                                  r.output, took)
         try:
             completion, scores = grade(task, snapshot, messages or [{"role": "user", "content": task.instruction}])
         except GradingError as e:
-            return ScoredVerdict("error", None, str(e), r.output, time.monotonic() - t0)
+            return Verdict("error", None, str(e), r.output, time.monotonic() - t0)
         threshold = float((task.metadata.get(KEY) or {}).get("pass_threshold", PASS_THRESHOLD))
         outcome = "passed" if completion >= threshold else "failed"
         out = f"{r.output}\n[clawloop] scores: {json.dumps(scores, sort_keys=True)}".lstrip("\n")
-        return ScoredVerdict(outcome, completion, None, out, time.monotonic() - t0, scores)
+        return Verdict(outcome, completion, None, out, time.monotonic() - t0, scores=scores)

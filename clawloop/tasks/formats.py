@@ -7,43 +7,29 @@ Formats: `harbor` (Harbor / Terminal-Bench 2 / SkillsBench task dirs, Terminal-B
     detect_format(path) -> str
     load_suite_any(path, fmt="auto", *, name=None, grader_root=None, skills=None,
                    pass_threshold=0.8) -> tasks.suite.Suite     # lenient: bad tasks become items
-    run_episode_any(task, agent, backend, config, *, suite, name) -> EpisodeRecord
-    verify_any(sb, task, messages=None) -> Verdict              # for model-agent rollouts
     score_fields(records) -> {"mean_score", "full_score_rate"}  # where scores are fractional
     apply_skills(task, "on"|"off") -> Task                      # SkillsBench with / without skills
 
-Every format keeps the episode protocol of `clawloop.tasks.episode`: the hidden verifier goes in
-only after the agent, /logs/verifier is fresh, and a grader that breaks is an error, never a
-failure. ClawGym and Claw-Eval-Live records carry `benchmark` and, for Claw-Eval-Live, every
-dimension score (`scores`).
+Running and verifying is the same for every format (`clawloop.tasks.environment`, one
+`TaskEnvironment` per run): what differs per format is the verifier adapter the loader's
+metadata selects (`clawloop.tasks.adapters`). ClawGym and Claw-Eval-Live records carry
+`benchmark` and, for Claw-Eval-Live, every dimension score (`scores`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
 from clawloop.tasks import clawgym
-from clawloop.tasks.episode import (
-    PASS_THRESHOLD,
-    EpisodeRecord,
-    Verdict,
-    play,
-    run_episode,
-    simple_agent,
-    verify,
-)
-from clawloop.tasks.episode import skip_reason as image_skip_reason
+from clawloop.tasks.episode import EpisodeRecord
 from clawloop.tasks.model import FileSpec, Task
 from clawloop.tasks.suite import Suite, SuiteItem, load_suite
-from sandbox.base import Sandbox, SandboxConfig
+from clawloop.tasks.verifier import PASS_THRESHOLD
 
 FORMATS = ("auto", "harbor", "jsonl", "clawgym", "claw-eval-live")
 """Values of `clawloop eval --format`."""
@@ -52,14 +38,6 @@ FRACTIONAL = ("clawgym", "claw-eval-live")
 """Benchmarks whose scores are fractional: their summaries carry mean_score."""
 SKILLS_HOME = "/root/.claude/skills"
 """Where SkillsBench puts skills when its Dockerfile does not say (the Claude Code location)."""
-
-
-@dataclass
-class ScoredEpisodeRecord(EpisodeRecord):
-    """An episode of a benchmark with fractional scores: its name and the grader's dimensions."""
-
-    benchmark: str | None = None
-    scores: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------------------------- detection
@@ -192,46 +170,7 @@ def apply_skills(task: Task, mode: str) -> Task:
                                 "metadata": {**task.metadata, "skills": "on"}})
 
 
-# --------------------------------------------------------------------------------- running
-def benchmark_of(task: Task) -> str | None:
-    if cel.is_claw_eval(task):
-        return "claw-eval-live"
-    return "clawgym" if clawgym.is_clawgym(task) else None
-
-
-def verify_any(sb: Sandbox, task: Task, messages: list[dict[str, Any]] | None = None) -> Verdict:
-    """`episode.verify` for any format; Claw-Eval-Live grades on the host with `messages`."""
-    if cel.is_claw_eval(task):
-        return ceg.verify_claw_eval(sb, task, messages)
-    v = verify(sb, task)
-    why = clawgym.reward_error(v.output) if v.outcome == "error" and clawgym.is_clawgym(task) else None
-    return dataclasses.replace(v, reason=why) if why else v
-
-
-def run_episode_any(task: Task, agent: str = "oracle", backend: str = "bwrap", config: SandboxConfig | None = None,
-                    *, suite: str | None = None, name: str | None = None) -> EpisodeRecord:
-    """`episode.run_episode` for any format (simple agents). Never raises for task trouble."""
-    bench = benchmark_of(task)
-    if bench is None:
-        return run_episode(task, agent, backend, config, suite=suite, name=name)
-    if bench == "clawgym":
-        base = run_episode(task, agent, backend, config, suite=suite, name=name)
-        rec = ScoredEpisodeRecord(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
-                                  benchmark=bench)
-        why = clawgym.reward_error(rec.verifier_output) if rec.outcome == "error" else None
-        rec.reason = why or rec.reason
-        return rec
-    fn = simple_agent(agent)
-    rec = ScoredEpisodeRecord(task.id, name or task.id, suite or task.source, task.skill, task.level, agent,
-                              "skipped", benchmark=bench)
-    rec.reason = cel.skip_reason(task) or image_skip_reason(task, backend)
-    v = play(rec, task, fn, backend, config,
-             lambda sb, pairs: ceg.verify_claw_eval(sb, task, ceg.transcript_from_steps(task, pairs)))
-    if isinstance(v, ceg.ScoredVerdict):
-        rec.scores = v.scores
-    return rec
-
-
+# --------------------------------------------------------------------------------- scores
 def score_fields(records: Iterable[EpisodeRecord]) -> dict[str, float | None]:
     """mean_score (mean reward of scored episodes) and full_score_rate (share at 1.0), for groups
     holding a fractional-score benchmark or a fractional reward; {} otherwise. Both are None when

@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 
@@ -101,6 +101,8 @@ class Verdict:
     reason: str | None
     output: str
     duration_s: float = 0.0
+    scores: dict[str, Any] | None = None
+    """Every dimension score of a grader that gives several (Claw-Eval-Live); None otherwise."""
 
     @property
     def passed(self) -> bool:

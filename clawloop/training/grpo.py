@@ -1,7 +1,7 @@
 """Multi-turn GRPO with TRL's GRPOTrainer on the environment path (`environment_factory`).
 
-Each rollout gets a `ShellEnvironment`: `reset(**row)` opens a sandbox and prepares the row's
-task, the public `bash` and `submit` methods are the tools (their docstrings make exactly the
+Each rollout gets a `ShellEnvironment`: `reset(**row)` opens the row's task in a fresh
+`TaskEnvironment` and prepares it, the public `bash` and `submit` methods are the tools (their docstrings make exactly the
 harness's tool schemas, so GRPO prompts equal the SFT/rollout prompts), and `get_reward` runs
 the hidden verifier. Infrastructure failures (sandbox, setup, verifier error) return a reward
 of None: TRL turns it into NaN, leaves the row out of the group baseline and zeroes its
@@ -28,6 +28,8 @@ import orjson
 from clawloop.agent.harness import HarnessConfig, format_observation, initial_messages
 from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL
 from clawloop.errors import ClawloopError
+from clawloop.tasks.environment import TaskEnvironment
+from clawloop.tasks.environment import sandbox_config as episode_config
 from clawloop.tasks.model import Task
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
 from clawloop.training.config import GRPOParams, resolve_bf16
@@ -49,7 +51,7 @@ class ShellEnvironment:
     lock = threading.Lock()
 
     def __init__(self) -> None:
-        self.sb: Any = None
+        self.env: TaskEnvironment | None = None
         self.task: Task | None = None
         self.error: str | None = None
         self.submitted = False
@@ -59,9 +61,7 @@ class ShellEnvironment:
 
     # -- TRL protocol ---------------------------------------------------------------------
     def reset(self, **row: Any) -> str | None:
-        """Close the previous sandbox, open a fresh one and prepare the row's task."""
-        from clawloop.tasks import episode
-
+        """Close the previous environment, open a fresh one and prepare the row's task."""
         self._close()
         self.error, self.submitted, self.turns = None, False, 0
         try:
@@ -69,10 +69,8 @@ class ShellEnvironment:
         except (KeyError, ValueError, orjson.JSONDecodeError) as e:
             raise ClawloopError(f"GRPO dataset row: task: {e}") from None
         try:
-            import sandbox
-
-            self.sb = sandbox.create(self.backend, episode.sandbox_config(self.sandbox_config))
-            episode.prepare(self.sb, self.task)
+            self.env = TaskEnvironment(self.task, self.backend, self.sandbox_config).open()
+            self.env.prepare()
         except Exception as e:  # any setup breakage is an infrastructure error of this rollout
             self.error = f"setup: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
         return None
@@ -83,12 +81,11 @@ class ShellEnvironment:
             return "[the sandbox is unavailable]"
         if self.submitted:
             return "[the task was already submitted]"
-        assert self.task is not None
+        assert self.task is not None and self.env is not None
         self.turns += 1
         timeout = self.harness_config.command_timeout_s or self.task.limits.command_timeout_s
         try:
-            result = self.sb.exec(command, timeout=timeout, cwd=self.task.workdir,
-                                  env=dict(self.task.env) or None)
+            result = self.env.exec(command, timeout=timeout)
         except Exception as e:
             self.error = f"sandbox: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
             return "[the sandbox is unavailable]"
@@ -101,14 +98,12 @@ class ShellEnvironment:
 
     def get_reward(self) -> float | None:
         """The verifier's reward on the workspace as left; None for infrastructure errors."""
-        from clawloop.tasks import episode
-
         try:
-            if self.error is not None or self.sb is None or self.task is None:
+            if self.error is not None or self.env is None:
                 outcome, reward = "error", None
             else:
                 try:
-                    verdict = episode.verify(self.sb, self.task)
+                    verdict = self.env.verify()
                     outcome, reward = verdict.outcome, verdict.reward
                 except Exception as e:
                     self.error = f"verifier: {e}"
@@ -123,11 +118,11 @@ class ShellEnvironment:
 
     # -- cleanup --------------------------------------------------------------------------
     def _close(self) -> None:
-        """Close the sandbox (idempotent)."""
-        sb, self.sb = self.sb, None
-        if sb is not None:
+        """Close the environment (idempotent)."""
+        env, self.env = self.env, None
+        if env is not None:
             with contextlib.suppress(Exception):
-                sb.close()
+                env.close()
 
     @classmethod
     def close_all(cls) -> None:
@@ -156,9 +151,7 @@ def environment_factory(backend: str = "bwrap", sandbox_config: Any = None,
     """A fresh ShellEnvironment subclass bound to a backend (its own registry and stats).
 
     `sandbox_config`: a SandboxConfig or its dict; None opens every sandbox as rollouts and
-    reference trajectories do (`episode.default_config()`, the task runtime mounted)."""
-    from clawloop.tasks.episode import sandbox_config as episode_config
-
+    reference trajectories do (`environment.default_config()`, the task runtime mounted)."""
     harness_config = harness_config or HarnessConfig()
     attrs: dict[str, Any] = {
         "backend": backend, "sandbox_config": episode_config(sandbox_config), "harness_config": harness_config,

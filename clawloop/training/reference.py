@@ -18,8 +18,10 @@ from typing import Any, Literal
 from clawloop.agent.harness import EpisodeState, HarnessConfig
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, run_all
+from clawloop.tasks.environment import TaskEnvironment
 from clawloop.tasks.model import Task
 from clawloop.training.data import Conversation
+from sandbox.base import SandboxError
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
 
@@ -50,8 +52,9 @@ def _reply(text: str) -> Any:
     return Generation(text=text, prompt_tokens=0, completion_tokens=0)
 
 
-def replay(sb: Any, task: Task, config: HarnessConfig | None = None) -> EpisodeState:
-    """Drive the harness with the solution's steps on a prepared sandbox, then submit."""
+def replay(env: TaskEnvironment, config: HarnessConfig | None = None) -> EpisodeState:
+    """Drive the harness with the solution's steps on a prepared environment, then submit."""
+    task = env.task
     if task.solution is None:
         raise ClawloopError(f"task {task.id}: has no reference solution")
     state = EpisodeState(task, config or HarnessConfig())
@@ -59,8 +62,7 @@ def replay(sb: Any, task: Task, config: HarnessConfig | None = None) -> EpisodeS
         command = state.on_generation(_reply(call_text("bash", {"command": step})))
         if command is None:
             break
-        state.on_result(sb.exec(command, timeout=state.command_timeout(), cwd=task.workdir,
-                                env=dict(task.env) or None))
+        state.on_result(env.exec(command, timeout=state.command_timeout()))
     if not state.done:
         state.on_generation(_reply(call_text("submit", {})))
     return state
@@ -68,10 +70,7 @@ def replay(sb: Any, task: Task, config: HarnessConfig | None = None) -> EpisodeS
 
 def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Any = None,
                       harness_config: HarnessConfig | None = None) -> ReferenceResult:
-    """Open a sandbox, prepare, replay, verify, close. Never raises for task trouble."""
-    from clawloop.tasks import episode
-    from sandbox.base import SandboxError
-
+    """Open an environment, prepare, replay, verify, close. Never raises for task trouble."""
     t0 = time.monotonic()
 
     def result(outcome: Outcome, reason: str | None = None, conv: Conversation | None = None) -> ReferenceResult:
@@ -79,16 +78,17 @@ def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Any = 
 
     if task.solution is None or not task.solution.steps:
         return result("skipped", "no reference solution")
-    if (why := episode.skip_reason(task, backend)) is not None:
+    env = TaskEnvironment(task, backend, sandbox_config)
+    if (why := env.skip_reason()) is not None:
         return result("skipped", why)
     try:
-        with episode.open_sandbox(backend, sandbox_config) as sb:
-            episode.prepare(sb, task)
-            state = replay(sb, task, harness_config)
+        with env:
+            env.prepare()
+            state = replay(env, harness_config)
             if state.termination != "submit":
                 return result("skipped", f"replay ended with {state.termination} before submit "
                                          f"({len(task.solution.steps)} steps)")
-            verdict = episode.verify(sb, task)
+            verdict = env.verify(state.messages)
     except (ClawloopError, SandboxError, OSError) as e:
         return result("error", str(e).splitlines()[0] if str(e) else type(e).__name__)
     if verdict.outcome != "passed":

@@ -9,7 +9,7 @@ Sandboxes: per task, sandbox A runs the oracle from a clean start (it must pass)
 runs the no-op verdict (it must fail: a no-op leaves the workspace as prepared, so B is reused)
 and then the oracle a second time (same verdict and reward: determinism). With `fast` each
 sandbox needs few execs: setup and oracle are scripted together, then the verifier runs as in an
-episode (`episode.check_oracle`). The oracle never sees the verifier's dirs (/tests and
+episode (`episode.check_oracle` on a `TaskEnvironment`). The oracle never sees the verifier's dirs (/tests and
 /logs/verifier are mounted fresh for the verifier only), so a reference solution that writes the
 reward or edits the tests fails; one that left files there is rejected as "oracle_tampers" —
 routine B's proposer must not emit tasks whose solution reaches for the reward. Cheap static checks
@@ -31,19 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, Ran, executor_params, run_all
-from clawloop.tasks.episode import (
-    LIST_TOUCHED,
-    OracleCheck,
-    TaskSetupError,
-    check_oracle,
-    open_sandbox,
-    prepare,
-    run_oracle,
-    skip_reason,
-    verify,
-)
+from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
+from clawloop.tasks.episode import LIST_TOUCHED, OracleCheck, check_oracle, run_oracle
 from clawloop.tasks.model import Task
-from sandbox.base import Sandbox, SandboxConfig, SandboxError
+from sandbox.base import SandboxConfig, SandboxError
 
 REASONS = ("parse", "duplicate", "heldout_overlap", "needs_image", "no_solution", "setup_error",
            "noop_passes", "noop_error", "oracle_tampers", "oracle_fails", "oracle_error", "nondeterministic",
@@ -155,14 +146,14 @@ def check_in_sandbox(task: Task, backend: str = "bwrap", config: SandboxConfig |
     Sandbox A runs the oracle from a clean start; sandbox B runs the no-op verdict and then the
     oracle again (the second run of the determinism check). Without determinism B is skipped
     after A when A fails, and otherwise runs only the no-op verdict."""
-    why = skip_reason(task, backend)
+    why = TaskEnvironment(task, backend, config).skip_reason()
     if why:
         return "needs_image", why
     if task.solution is None:
         return "no_solution", "no reference solution"
     try:
-        with open_sandbox(backend, config) as sb:
-            check = check_oracle(sb, task) if fast else _oracle_slow(sb, task)
+        with TaskEnvironment(task, backend, config) as env:
+            check = check_oracle(env) if fast else _oracle_slow(env)
         first = check.oracle
         if check.touched:
             return "oracle_tampers", (f"the setup or reference solution wrote under {', '.join(check.touched)}, "
@@ -170,14 +161,14 @@ def check_in_sandbox(task: Task, backend: str = "bwrap", config: SandboxConfig |
         if first.outcome != "passed":
             return ("oracle_error" if first.outcome == "error" else "oracle_fails"), (
                 first.reason or f"reward {first.reward}: {first.output.strip()[-300:]}")
-        with open_sandbox(backend, config) as sb:
+        with TaskEnvironment(task, backend, config) as env:
             if fast and determinism:
-                res = check_oracle(sb, task, noop_first=True)
+                res = check_oracle(env, noop_first=True)
                 noop, second = res.noop, res.oracle
             else:
-                prepare(sb, task)
-                noop = verify(sb, task)
-                second = _oracle_slow(sb, task, prepared=True).oracle if determinism else None
+                env.prepare()
+                noop = env.verify()
+                second = _oracle_slow(env, prepared=True).oracle if determinism else None
         assert noop is not None
         if noop.outcome == "passed":
             return "noop_passes", f"reward {noop.reward} with an untouched workspace"
@@ -193,13 +184,14 @@ def check_in_sandbox(task: Task, backend: str = "bwrap", config: SandboxConfig |
     return None, ""
 
 
-def _oracle_slow(sb: Sandbox, task: Task, prepared: bool = False) -> OracleCheck:
-    """The episode protocol step by step; `touched` as `check_oracle` reports it (one more exec)."""
+def _oracle_slow(env: TaskEnvironment, prepared: bool = False) -> OracleCheck:
+    """The episode protocol step by step; `touched` as `check_oracle` reports it (one more exec,
+    the harness's own: not one of the agent's steps)."""
     if not prepared:
-        prepare(sb, task)
-    run_oracle(sb, task)
-    left = sb.exec(LIST_TOUCHED, timeout=30, cwd="/")
-    return OracleCheck(verify(sb, task), touched=tuple(left.output.split()))
+        env.prepare()
+    run_oracle(env)
+    left = env.sandbox.exec(LIST_TOUCHED, timeout=30, cwd="/")
+    return OracleCheck(env.verify(), touched=tuple(left.output.split()))
 
 
 def default_heldout() -> list[Path]:

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.tasks.episode import EpisodeRecord, open_sandbox, run_episode
+from clawloop.tasks.environment import TaskEnvironment, open_sandbox
+from clawloop.tasks.episode import EpisodeRecord, run_episode
 from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool
-from sandbox.base import ExecResult, Sandbox
+from sandbox.base import ExecResult
 
 COMPARE = """/usr/bin/python3 - <<'PY'
 import json, sys  # json: what real verifiers import
@@ -53,11 +54,11 @@ def impossible(test: str, steps: list[str] | None = None) -> Task:
 def agent(*commands: str, live: str | None = None, check: str = "") -> object:
     """An agent that runs `commands`; when `live` is given, `check` run afterwards must print it."""
 
-    def act(sb: Sandbox, task: Task) -> list[ExecResult]:
-        results = [sb.exec(c, timeout=30, cwd=task.workdir) for c in commands]
+    def act(env: TaskEnvironment) -> list[ExecResult]:
+        results = [env.exec(c, timeout=30) for c in commands]
         assert all(r.exit_code == 0 for r in results), [r.output for r in results]
         if live is not None:
-            r = sb.exec(check, timeout=30, cwd=task.workdir)
+            r = env.exec(check, timeout=30)
             assert live in r.output, f"the attack is not live: {r.output}"
             results.append(r)
         return results

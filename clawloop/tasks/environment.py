@@ -1,0 +1,167 @@
+"""A task running in a sandbox: open → prepare → exec … → verify → close, one per task run.
+
+Every runner drives this class: the lockstep rollouts, GRPO's environments, reference
+trajectories, the oracle and no-op agents, hindsight exploration and the validation of pools.
+
+- `prepare` places the task's files and runs its setup (one exec in /, none when there is nothing
+  to run); a failure is TaskSetupError (outcome "error").
+- `exec` is what agents call: the command runs in the task's workdir with the task's env, and
+  (command, result) is kept in `steps` (a scripted agent's transcript).
+- `verify` asks the task's format adapter (`clawloop.tasks.adapters`, picked when the environment
+  is built): the hidden verifier runs in a clean world built only now, after every command of the
+  agent ended (`clawloop.tasks.verifier`), so nothing the agent wrote under /tests or
+  /logs/verifier counts. It may run more than once (validation verifies the no-op, then the oracle).
+- `close` discards the sandbox; it is idempotent and runs on leaving a `with` block whatever
+  raised. Any use after it is a ClawloopError.
+"""
+
+from __future__ import annotations
+
+import shlex
+from types import TracebackType
+from typing import Any, Self
+
+import sandbox as sandboxes
+from clawloop.errors import ClawloopError
+from clawloop.tasks.adapters import FormatAdapter, Transcript, adapter_for
+from clawloop.tasks.model import Task
+from clawloop.tasks.shell_lite import default_runtime_dir
+from clawloop.tasks.verifier import Verdict
+from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError
+
+SETUP_TIMEOUT_S = 120.0
+SETUP_FAILED = 97
+"""Exit status of the setup script when one of its steps failed."""
+
+
+class TaskSetupError(ClawloopError):
+    """The task's files or setup commands could not be put in place (outcome "error")."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
+
+
+def default_config() -> SandboxConfig:
+    """Sandbox defaults with the task runtime (python3 + pytest, pandas, ...) mounted."""
+    return SandboxConfig(runtime_dir=default_runtime_dir())
+
+
+def sandbox_config(config: SandboxConfig | dict[str, Any] | None = None) -> SandboxConfig:
+    """The config every episode's sandbox opens with: `config` (or its dict), else `default_config()`."""
+    if config is None:
+        return default_config()
+    return config if isinstance(config, SandboxConfig) else SandboxConfig.model_validate(config)
+
+
+def open_sandbox(backend: str, config: SandboxConfig | dict[str, Any] | None = None) -> Any:
+    """A bare sandbox as a context manager (no task: preflight checks); None means `default_config()`."""
+    return sandboxes.open(backend=backend, config=sandbox_config(config))
+
+
+def image_skip_reason(task: Task, backend: str) -> str | None:
+    """Why the task cannot run on this backend (it needs its Docker image), or None."""
+    if task.needs_image and backend != "docker":
+        return f"needs its Docker image: {task.needs_image}"
+    return None
+
+
+def write_files(sb: Sandbox, task: Task) -> None:
+    """Place the task's files (TaskSetupError when the sandbox refuses one)."""
+    try:
+        for path, spec in task.files.items():
+            sb.write_file(path, spec.data(), spec.mode)
+    except (SandboxError, OSError) as e:
+        raise TaskSetupError(f"task {task.id}: cannot write its files ({e})") from None
+
+
+def prepare(sb: Sandbox, task: Task) -> None:
+    """Write the task's files and run its setup (one exec, none when there is nothing to run)."""
+    write_files(sb, task)
+    lines = []
+    if task.workdir != sb.config.workspace:
+        lines.append(f"mkdir -p {shlex.quote(task.workdir)} || exit {SETUP_FAILED}")
+    if task.setup:
+        lines.append(f"cd {shlex.quote(task.workdir)} || exit {SETUP_FAILED}")
+        for i, cmd in enumerate(task.setup, 1):
+            lines.append(f"(\n{cmd}\n) || {{ s=$?; echo \"[setup command {i} failed with status $s]\"; "
+                         f"exit {SETUP_FAILED}; }}")
+    if not lines:
+        return
+    r = sb.exec("\n".join(lines), timeout=max(SETUP_TIMEOUT_S, task.limits.command_timeout_s), cwd="/",
+                env=dict(task.env))
+    if r.exit_code != 0:
+        why = "timed out" if r.timed_out else f"exit status {r.exit_code}"
+        last = r.output.strip().splitlines()[-1:] or [""]
+        raise TaskSetupError(f"task {task.id}: setup failed ({why}) {last[0][:200]}".rstrip(), r.output)
+
+
+class TaskEnvironment:
+    """One run of `task` in a sandbox of `backend` opened with `config` (None: `default_config()`).
+
+    Use as a context manager (`with TaskEnvironment(task) as env:` opens; leaving closes) or call
+    `open` and `close` yourself (`close` in a `finally`)."""
+
+    def __init__(self, task: Task, backend: str = "bwrap", config: SandboxConfig | dict[str, Any] | None = None,
+                 *, adapter: FormatAdapter | None = None) -> None:
+        self.task = task
+        self.backend = backend
+        self.config = sandbox_config(config)
+        self.adapter = adapter or adapter_for(task)
+        self.steps: list[tuple[str, ExecResult]] = []
+        """(command, result) of every `exec`, in order."""
+        self._sb: Sandbox | None = None
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def skip_reason(self) -> str | None:
+        """Why this task cannot run here (its format's reason, or its Docker image), else None."""
+        return self.adapter.skip_reason(self.task) or image_skip_reason(self.task, self.backend)
+
+    def open(self) -> Self:
+        """Create the sandbox (once)."""
+        if self._closed:
+            raise ClawloopError(f"task {self.task.id}: the environment is closed")
+        if self._sb is None:
+            self._sb = sandboxes.create(self.backend, self.config)
+        return self
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The open sandbox (for mounts and snapshots); a ClawloopError before `open`, after `close`."""
+        if self._sb is None:
+            state = "closed" if self._closed else "not open"
+            raise ClawloopError(f"task {self.task.id}: the environment is {state}")
+        return self._sb
+
+    def prepare(self) -> None:
+        """Place the task's files and run its setup (TaskSetupError when they fail)."""
+        prepare(self.sandbox, self.task)
+
+    def exec(self, command: str, timeout: float | None = None, *, env: dict[str, str] | None = None) -> ExecResult:
+        """Run an agent's command in the task's workdir with the task's env (then `env`); the
+        timeout defaults to the task's command timeout."""
+        sb = self.sandbox
+        r = sb.exec(command, timeout=self.task.limits.command_timeout_s if timeout is None else timeout,
+                    cwd=self.task.workdir, env={**self.task.env, **(env or {})} or None)
+        self.steps.append((command, r))
+        return r
+
+    def verify(self, messages: Transcript | None = None) -> Verdict:
+        """The verdict on the workspace as the agent left it. `messages`: the episode's conversation
+        (graders that read it); None for scripted agents, whose `steps` stand in for it."""
+        return self.adapter.verify(self.sandbox, self.task, messages, self.steps)
+
+    def close(self) -> None:
+        """Discard the sandbox (idempotent)."""
+        self._closed = True
+        sb, self._sb = self._sb, None
+        if sb is not None:
+            sb.close()
+
+    def __enter__(self) -> Self:
+        return self.open()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
