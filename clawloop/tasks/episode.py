@@ -308,7 +308,11 @@ def open_sandbox(backend: str, config: SandboxConfig | dict[str, Any] | None = N
 
 def skip_reason(task: Task, backend: str) -> str | None:
     """Why the task cannot run on this backend (it needs its Docker image), or None."""
-    if task.needs_image and backend != "docker":
+    if backend == "docker":  # judged against the docker image, not the host
+        from clawloop.tasks.harbor_docker import docker_skip_reason
+
+        return docker_skip_reason(task)
+    if task.needs_image:
         return f"needs its Docker image: {task.needs_image}"
     return None
 
