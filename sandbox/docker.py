@@ -1,8 +1,11 @@
 """The `docker` backend: one container per sandbox, one `docker exec` per command.
 
-The container has no network, a memory and a pids limit, a read-only root with private tmpfs
-dirs (/tmp, /var/tmp, /root, /home, /srv, /mnt, /run; `disk_mb` each), and host-backed binds of
-a per-sandbox state dir at the workspace, /logs and /tests (no quota there). Its pid 1 is a small shell loop that reaps
+The container has no network, a memory and a pids limit, private tmpfs dirs (/tmp, /var/tmp,
+/root, /home, /srv, /mnt, /run; `disk_mb` each), and host-backed binds of a per-sandbox state dir
+at the workspace, /logs and /tests (no quota there). Like bwrap's copy-on-write root, the rest of
+the root is writable (`WORKDIR /app`, /etc; the container's own layer, no quota, gone at close)
+while /usr and the image's runtime stay read-only: read-only binds of the image's own layer when
+it is one overlay2 layer (as `clawloop sandbox build-image` makes it), else a read-only root. Its pid 1 is a small shell loop that reaps
 orphans (what `init=True` would do) and, unlike docker-init, survives the `kill -9 -1` with
 which every command ends: nothing a command starts outlives it, setsid'd daemons included.
 
@@ -28,6 +31,7 @@ from typing import Any
 
 from sandbox._layout import (
     LONG_COMMAND,
+    RESERVED_TOPS,
     RUNTIME_MOUNT,
     SYSTEM_PATH,
     Backend,
@@ -164,12 +168,14 @@ class DockerSandbox(Backend):
             if origin and origin != RUNTIME_MOUNT:  # console scripts' shebangs point there
                 volumes.append(f"{self._runtime}:{origin}:ro")
         self._env = base_env(config, has_runtime or self._runtime is not None)
+        system = _system_binds(img, has_runtime)
+        volumes += system
         mb = f"{config.memory_mb}m"
         try:
             self._ctr = self._client.containers.run(
                 image_name(), ["/bin/sh", "-c", _INIT], detach=True, network_mode="none",
                 mem_limit=mb, memswap_limit=mb, pids_limit=config.max_processes + 8,
-                read_only=True, tmpfs={p: f"rw,exec,nosuid,nodev,size={config.disk_mb}m"
+                read_only=not system, tmpfs={p: f"rw,exec,nosuid,nodev,size={config.disk_mb}m"
                                        + (",mode=1777" if "tmp" in p else "") for p in _TMPFS},
                 volumes=volumes, working_dir=self._workspace, hostname="sandbox",
                 environment=self._env, cap_drop=_DROP_CAPS, security_opt=["no-new-privileges"],
@@ -241,6 +247,8 @@ class DockerSandbox(Backend):
         with self._lock:
             self._check_open()
             p = sandbox_path(path)
+            if p.strip("/").split("/")[0] in RESERVED_TOPS:  # as bwrap: the system is no task's place
+                raise SandboxError(f"{path}: {p.strip('/').split('/')[0]} is a system dir (write it with a command)")
             name = uuid.uuid4().hex
             (self._xfer / name).write_bytes(data.encode() if isinstance(data, str) else data)
             r = self._run(["/bin/sh", "-c", 'mkdir -p "$(dirname "$2")" && cat "$1" > "$2" && chmod "$3" "$2"; '
@@ -312,6 +320,25 @@ class DockerSandbox(Backend):
                 pass
         _live.discard(self)
         self._finalizer()
+
+
+def _system_binds(img: Any, has_runtime: bool) -> list[str]:
+    """Read-only binds of the image's own /usr (and runtime) when the image is one overlay2 layer.
+
+    A container cannot remount part of its root read-only (no CAP_SYS_ADMIN), but that layer's
+    directory on the daemon's host is the image's rootfs: binding its /usr read-only gives the
+    sandbox a writable root over a read-only system, as bwrap's. [] otherwise (multi-layer images,
+    other storage drivers): the caller then keeps the whole root read-only.
+    """
+    driver = (img.attrs or {}).get("GraphDriver") or {}
+    data = driver.get("Data") or {}
+    upper = data.get("UpperDir")
+    if driver.get("Name") != "overlay2" or data.get("LowerDir") or not upper:
+        return []
+    binds = [f"{upper}/usr:/usr:ro"]
+    if has_runtime:
+        binds.append(f"{upper}{RUNTIME_MOUNT}:{RUNTIME_MOUNT}:ro")
+    return binds
 
 
 def _clear(path: Path, keep_dir: bool) -> None:

@@ -11,6 +11,7 @@ from clawloop.errors import ClawloopError
 from clawloop.synthesis.curriculum import Plan
 from clawloop.synthesis.procedural import synthesize
 from clawloop.tasks import claw_eval_live as cel
+from clawloop.tasks import harbor_docker
 from clawloop.tasks.adapters import ADAPTERS, STANDARD, FormatAdapter, adapter_for
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
 from clawloop.tasks.episode import run_oracle
@@ -101,10 +102,20 @@ def test_setup_failure_is_task_setup_error(backend: str, pool_task: Task) -> Non
         env.prepare()
 
 
-def test_skip_reason_needs_image_and_format() -> None:
+def test_skip_reason_needs_image_and_format(monkeypatch: pytest.MonkeyPatch) -> None:
     t = harbor_task().model_copy(update={"needs_image": "gcc"})
     assert TaskEnvironment(t, "bwrap").skip_reason() == "needs its Docker image: gcc"
-    assert TaskEnvironment(t, "docker").skip_reason() is None
+
+    def no_daemon(image: str) -> None:
+        raise ConnectionError("docker daemon unreachable")
+
+    # On docker a task is judged against the sandbox image; one that cannot be probed keeps its need.
+    monkeypatch.setattr(harbor_docker, "image_runtime", no_daemon)
+    why = TaskEnvironment(t, "docker").skip_reason()
+    assert why is not None and why.startswith("needs its Docker image: gcc (image ")
+    assert "could not be probed: docker daemon unreachable" in why
+    plain = t.model_copy(update={"needs_image": None})
+    assert TaskEnvironment(plain, "docker").skip_reason() is None  # the sandbox itself will say why
     services = cel.load_claw_eval_task(CEL / "tasks" / "CTB_FX04_inbox_digest")
     assert TaskEnvironment(services, "docker").skip_reason() == "needs Claw-Eval-Live mock HTTP services (gmail)"
 

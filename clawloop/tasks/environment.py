@@ -24,6 +24,7 @@ from typing import Any, Self
 import sandbox as sandboxes
 from clawloop.errors import ClawloopError
 from clawloop.tasks.adapters import FormatAdapter, Transcript, adapter_for
+from clawloop.tasks.harbor_docker import docker_skip_reason
 from clawloop.tasks.model import Task
 from clawloop.tasks.shell_lite import default_runtime_dir
 from clawloop.tasks.verifier import Verdict
@@ -60,8 +61,11 @@ def open_sandbox(backend: str, config: SandboxConfig | dict[str, Any] | None = N
 
 
 def image_skip_reason(task: Task, backend: str) -> str | None:
-    """Why the task cannot run on this backend (it needs its Docker image), or None."""
-    if task.needs_image and backend != "docker":
+    """Why the task cannot run on this backend (it needs its Docker image, or on docker more
+    than the image has), or None."""
+    if backend == "docker":  # judged against the docker image, not the host
+        return docker_skip_reason(task)
+    if task.needs_image:
         return f"needs its Docker image: {task.needs_image}"
     return None
 

@@ -18,6 +18,7 @@ import orjson
 
 from clawloop.agent.harness import HarnessConfig
 from clawloop.errors import ClawloopError
+from clawloop.tasks.environment import image_skip_reason
 from clawloop.tasks.model import Task
 from clawloop.training.checkpoint import WorkDir, check_base
 from clawloop.training.config import TrainParams
@@ -120,7 +121,7 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
     grpo_tasks: list[Task] = []
     if "grpo" in method:
         grpo_tasks = _select(pool, probe_table, GRPO_LABELS)
-        grpo_tasks = [t for t in grpo_tasks if not (t.needs_image and backend != "docker")]
+        grpo_tasks = [t for t in grpo_tasks if image_skip_reason(t, backend) is None]
         meta["grpo_tasks"] = len(grpo_tasks)
         meta["grpo_tasks_sha256"] = _tasks_sha(grpo_tasks)
         if not grpo_tasks and method == "grpo" and not keep_base_without_tasks:
