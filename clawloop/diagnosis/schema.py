@@ -11,9 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.io import read_json
-from clawloop.tasks.pool import describe_validation_error
 
 REPORT_SCHEMA_VERSION = 1
 

@@ -13,8 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clawloop.diagnosis.schema import CapabilityReport, load_report
-from clawloop.errors import ClawloopError
-from clawloop.tasks.pool import describe_validation_error
+from clawloop.errors import ClawloopError, describe_validation_error
 
 
 def as_report(report: CapabilityReport | dict[str, Any] | str | Path | None) -> CapabilityReport | None:

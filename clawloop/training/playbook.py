@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from clawloop.agent.harness import HarnessConfig, playbook_block
 from clawloop.agent.playbook import (
@@ -45,7 +46,8 @@ from clawloop.agent.playbook import (
     write_playbook,
 )
 from clawloop.diagnosis.schema import CapabilityReport
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, describe_validation_error
+from clawloop.io import read_json
 from clawloop.training.config import PlaybookParams
 
 TIPS = Path(__file__).parent / "playbook_tips.yaml"
@@ -76,11 +78,6 @@ def token_counter(policy_dir: str | Path | None) -> tuple[TokenCounter, str]:
 
 def read_report(path: str | Path) -> CapabilityReport:
     """Read a diagnosis.json; a file that does not match the schema is a one-line ClawloopError."""
-    from pydantic import ValidationError
-
-    from clawloop.io import read_json
-    from clawloop.tasks.pool import describe_validation_error
-
     try:
         return CapabilityReport.model_validate(read_json(path))
     except ValidationError as e:
