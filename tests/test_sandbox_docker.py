@@ -89,7 +89,7 @@ def _harbor_task(root, dockerfile: str):  # type: ignore[no-untyped-def]
 def test_harbor_tasks_are_judged_against_the_image(docker_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """An apt package the host has but the image lacks (gcc on bwrap's /usr, say) skips the task
     on docker, naming the package and the base image; what the image has runs."""
-    from clawloop.tasks.episode import skip_reason
+    from clawloop.tasks.environment import image_skip_reason as skip_reason
     from clawloop.tasks.harbor_docker import image_runtime
     from clawloop.tasks.shell_lite import detect_runtime
     from sandbox.docker import image_name
