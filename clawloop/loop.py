@@ -140,7 +140,7 @@ def rollout_settings(params: Any, *, temperature: float | None = None,
     config: every rollout of that policy renders it into the system prompt."""
     from clawloop.agent.harness import HarnessConfig
     from clawloop.agent.playbook import policy_playbook
-    from clawloop.models.policy_types import SamplingParams
+    from clawloop.policy.types import SamplingParams
 
     r = params.rollout
     harness = HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
@@ -154,12 +154,9 @@ def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
     """The policy at checkpoint dir `path`, on the backend params.yaml's `rollout` names. On the
     openai backend the endpoint of `rollout.openai` serves the model (e.g. `clawloop serve`); the
     checkpoint path is sent as the model name, and the weights are whatever the endpoint holds."""
-    from clawloop.models.policy import (
-        HFPolicyConfig,
-        LlamaCppPolicyConfig,
-        PolicySpec,
-        load_policy,
-    )
+    from clawloop.policy.hf import HFPolicyConfig
+    from clawloop.policy.load import PolicySpec, load_policy
+    from clawloop.policy.types import LlamaCppPolicyConfig
 
     r = params.rollout
     threads = r.threads or max(1, (os.cpu_count() or 2) // 2)
@@ -170,11 +167,10 @@ def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
 
 
 def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:
-    """pass@1 (mean per-task share of passing samples) and pass@k over rollout summaries
-    (`clawloop.stats.pass_figures`, as `clawloop eval` reports them)."""
+    """A suite's eval/summary.json figures: `clawloop.stats.pass_figures` (the summary `clawloop eval`
+    reports too) with its rates as 0.0 where nothing was graded (the gate compares numbers)."""
     f = pass_figures(summaries)
     return SuiteMetrics(
         tasks=f.tasks, episodes=f.episodes, passed=f.passed, errors=f.errors, skipped=f.skipped,
         pass_at_1=f.pass_at_1 or 0.0, pass_at_k=f.pass_at_k or 0.0, mean_reward=f.mean_reward or 0.0,
-        heldout=heldout, format_error_episodes=sum(s.termination == "format_errors" for s in summaries),
-        graded=f.graded)
+        heldout=heldout, format_error_episodes=f.format_error_episodes, graded=f.graded)

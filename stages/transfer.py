@@ -26,8 +26,8 @@ def main(params: Params) -> None:
 
     from clawloop import loop
     from clawloop.agent.rollout import run_rollouts
+    from clawloop.bootstrap.base import make_base
     from clawloop.io import write_json
-    from clawloop.models.base import make_base
     from clawloop.suite_manifest import eval_suites
     from clawloop.tasks.pool import read_pool
     from clawloop.training.run import train

@@ -14,7 +14,7 @@ import yaml
 from clawloop.agent.harness import initial_messages, system_prompt
 from clawloop.errors import ClawloopError
 from clawloop.params import Params, load_params
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -172,7 +172,7 @@ def test_rollouts_are_seeded_by_their_own_knob(tmp_path: Path) -> None:
 def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bug: synthesize handed routine B the policy *path*, which it loaded as `hf` whatever
     rollout.backend said."""
-    from clawloop.models.policy import PolicySpec
+    from clawloop.policy.load import PolicySpec
 
     params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai"),
                                           r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
@@ -182,7 +182,7 @@ def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monke
         seen.append(spec)
         raise _Stop
 
-    monkeypatch.setattr("clawloop.models.policy.load_policy", fake_load)
+    monkeypatch.setattr("clawloop.policy.load.load_policy", fake_load)
     _run(monkeypatch, "synthesize", params, "--iteration", "1", "--policy", tmp_path / "policy",
          "--out", tmp_path / "pool")
     assert len(seen) == 1 and isinstance(seen[0], PolicySpec), seen

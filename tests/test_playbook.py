@@ -26,7 +26,7 @@ from clawloop.agent.playbook import (
 from clawloop.cli import app
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
 from clawloop.errors import ClawloopError
-from clawloop.tasks.model import FileSpec, Task, Verifier
+from clawloop.tasks.task import FileSpec, Task, Verifier
 from clawloop.training import playbook as pbk
 from clawloop.training.config import PlaybookParams
 from clawloop.trajectory import EPISODE_SCHEMA

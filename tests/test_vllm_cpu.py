@@ -43,7 +43,7 @@ pytestmark = [
 
 
 def _rows(gens: list[Any]) -> list[dict[str, Any]]:
-    from clawloop.models.policy import Generation
+    from clawloop.policy.types import Generation
 
     assert all(isinstance(g, Generation) for g in gens)
     return [{"text": g.text, "finish_reason": g.finish_reason, "prompt_tokens": g.prompt_tokens,
@@ -60,9 +60,9 @@ def worker(spec_path: Path, out_path: Path) -> None:
     from clawloop.agent.rollout import run_rollouts
     from clawloop.evaluation import load_suite
     from clawloop.loop import load_loop_policy, rollout_settings
-    from clawloop.models.policy import SamplingParams
-    from clawloop.models.vllm_policy import VLLMPolicy
     from clawloop.params import load_params
+    from clawloop.policy.types import SamplingParams
+    from clawloop.policy.vllm import VLLMPolicy
 
     spec = json.loads(spec_path.read_text())
     work = Path(spec["work"])
@@ -96,8 +96,8 @@ def worker(spec_path: Path, out_path: Path) -> None:
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The real default base, materialized once per session (as tests/test_pretrained.py does)."""
+    from clawloop.bootstrap.base import make_base
     from clawloop.errors import ClawloopError
-    from clawloop.models.base import make_base
 
     out = tmp_path_factory.getbasetemp() / "smollm2"
     if not (out / "model_meta.json").exists():
@@ -127,7 +127,8 @@ def run(smollm2: Path, backend: str, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture(scope="module")
 def hf_greedy(smollm2: Path) -> list[Any]:
     from clawloop.agent.harness import TOOLS
-    from clawloop.models.policy import HFPolicy, HFPolicyConfig, SamplingParams
+    from clawloop.policy.hf import HFPolicy, HFPolicyConfig
+    from clawloop.policy.types import SamplingParams
 
     hf = HFPolicy(smollm2, HFPolicyConfig(threads=1))
     return hf.generate(CONVS, SamplingParams(temperature=0.0, max_new_tokens=MAX_NEW), tools=TOOLS)

@@ -135,7 +135,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
 
     from clawloop import loop
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.base import make_base
+    from clawloop.bootstrap.base import make_base
     from clawloop.params import Params
     from clawloop.synthesis.curriculum import CurriculumParams, plan
     from clawloop.synthesis.procedural import synthesize
