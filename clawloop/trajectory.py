@@ -128,7 +128,7 @@ class EpisodeRecord:
     """Why it errored or was skipped (or the verifier's note on a failure)."""
     duration_s: float = 0.0
     verifier_output: str | None = None
-    """What the verifier printed (a rollout's clipped); None without a verdict or output."""
+    """What the verifier printed (a rollout's clipped); None without a verdict."""
     steps: list[Step] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -199,7 +199,7 @@ class EpisodeRecord:
             "error": self.error, "n_turns": self.n_turns, "n_format_errors": self.n_format_errors,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "duration_s": self.duration_s, "messages": messages,
-            "verifier_output": clip(self.verifier_output) if self.verifier_output is not None else None,
+            "verifier_output": clip(self.verifier_output),
         }
 
     def step_rows(self) -> list[dict[str, Any]]:

@@ -114,7 +114,7 @@ def run_episode(task: Task, agent: str | SimpleAgent = "oracle", backend: str = 
             rec.steps = [Step(i, tool="bash", command=c, exit_code=r.exit_code, output=r.output,
                               timed_out=r.timed_out, duration_s=r.duration_s) for i, (c, r) in enumerate(env.steps)]
             v = env.verify()
-        rec.outcome, rec.reward, rec.reason, rec.verifier_output = v.outcome, v.reward, v.reason, v.output or None
+        rec.outcome, rec.reward, rec.reason, rec.verifier_output = v.outcome, v.reward, v.reason, v.output
         if bench:
             rec.scores = v.scores
     except (ClawloopError, SandboxError, OSError) as e:
