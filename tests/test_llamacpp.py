@@ -273,12 +273,12 @@ def test_top_p_keeps_the_nucleus() -> None:
 
 @needs_server
 def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """params.yaml's rollout section → load_loop_policy → lockstep rollouts in bwrap sandboxes."""
+    """params.yaml's rollout section → LoopContext.load_policy → lockstep rollouts in bwrap sandboxes."""
     import yaml
 
     from clawloop.agent.rollout import run_rollouts
     from clawloop.evaluation import load_suite
-    from clawloop.loop import load_loop_policy, rollout_settings
+    from clawloop.loop import loop_context
     from clawloop.params import load_params
     from clawloop.policy.llamacpp import LlamaCppPolicy
 
@@ -288,10 +288,10 @@ def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeyp
     raw["rollout"].update(backend="llamacpp", batch=2, threads=1, max_turns=2, max_new_tokens=16)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     params = load_params(tmp_path / "params.yaml")
-    policy = load_loop_policy(qwen3_dir, params, "it-0")
+    policy = loop_context(params).load_policy(qwen3_dir, "it-0")
     try:
         assert isinstance(policy, LlamaCppPolicy) and policy.config.parallel == 2
-        harness, sampling = rollout_settings(params)
+        harness, sampling = loop_context(params).harness, loop_context(params).sampling
         tasks = [t for t in load_suite(root / "benchmarks" / "shell-core").tasks if not t.needs_image][:2]
         res = run_rollouts(tasks, policy, k=1, batch_size=2, backend="bwrap", harness_config=harness,
                            sampling=sampling, out_dir=tmp_path / "out", progress=False)
