@@ -24,9 +24,10 @@ from clawloop.executor import ExecutorParams, executor_params, run_all
 from clawloop.progress import Progress, progress_for
 from clawloop.stats import pass_figures
 from clawloop.tasks.environment import open_sandbox
-from clawloop.tasks.episode import SIMPLE_AGENTS, EpisodeRecord, run_episode
+from clawloop.tasks.episode import SIMPLE_AGENTS, run_episode
 from clawloop.tasks.formats import load_suite_any, score_fields
 from clawloop.tasks.suite import Suite, SuiteItem, load_suite  # noqa: F401  (re-exported)
+from clawloop.trajectory import EpisodeRecord
 from sandbox.base import SandboxConfig, SandboxError
 
 AGENTS = (*SIMPLE_AGENTS, "model")
@@ -105,7 +106,7 @@ def _counts(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
     records = list(records)
     f = pass_figures(records)
     return {"tasks": len(records), "passed": f.passed, "failed": f.failed, "errors": f.errors,
-            "skipped": f.skipped, "unloadable": sum(r.unloadable for r in records),
+            "skipped": f.skipped, "unloadable": f.unloadable,
             "pass_rate": round(f.pass_at_1, 4) if f.pass_at_1 is not None else None, **score_fields(records)}
 
 

@@ -1,4 +1,5 @@
-"""Loop bookkeeping between stages: the held-out gate, iteration metrics, policy hand-over.
+"""Loop bookkeeping between stages: the held-out gate, iteration metrics, policy hand-over, and
+the context every stage runs its episodes in (`loop_context`).
 
 An iteration's `metrics.json` is what `dvc metrics show` reads, so it holds only the headline
 numbers (a table of 60+ columns answers nothing); the per-suite figures go to `eval/summary.json`
@@ -9,14 +10,21 @@ from: the new one when the gate promotes it, else the best so far.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
 from clawloop.io import hand_over, read_json, write_json  # noqa: F401  (hand_over: re-exported)
 from clawloop.stats import pass_figures, wilson_interval
+
+if TYPE_CHECKING:
+    from clawloop.agent.harness import HarnessConfig
+    from clawloop.policy.load import PolicySpec
+    from clawloop.policy.types import SamplingParams
+    from sandbox.base import SandboxConfig
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -133,48 +141,86 @@ def read_eval_detail(path: str | Path) -> EvalDetail:
     return _read_model(EvalDetail, path)
 
 
-def rollout_settings(params: Any, *, temperature: float | None = None,
-                     policy: str | Path | None = None) -> tuple[Any, Any]:
-    """(HarnessConfig, SamplingParams) from params.yaml's `rollout` section. With `policy` (a
-    policy directory), its playbook (`playbook.json`, clawloop.agent.playbook) joins the harness
-    config: every rollout of that policy renders it into the system prompt."""
+@dataclass(frozen=True)
+class LoopContext:
+    """What every stage's episodes share, built once from params.yaml by `loop_context`: the harness
+    and sampling of `rollout`, the policy spec of `rollout.backend`, the sandboxes of `sandbox`.
+
+    Every stage takes these from here, so training renders the system prompt evaluation renders,
+    every phase runs on `sandbox.backend` with `sandbox.jobs`, every policy loads on
+    `rollout.backend`, and rollouts are seeded by `rollout.seed`."""
+
+    harness: HarnessConfig
+    """The plain harness (no playbook): what the weights are trained on."""
+    sampling: SamplingParams
+    """rollout.temperature / max_new_tokens / seed."""
+    policy: PolicySpec
+    """Backend and its options; `load_policy` fills in the checkpoint."""
+    backend: str
+    """sandbox.backend."""
+    jobs: int
+    """sandbox.jobs: sandboxes in parallel (validation, reference trajectories)."""
+    sandbox_config: SandboxConfig | None
+    """The config every episode's sandbox opens with. params.yaml has none to give: None opens each
+    with `environment.default_config()` resolved where the episode runs (a Ray worker mounts its own
+    task runtime, not this machine's path)."""
+    batch: int
+    """rollout.batch: episodes in lockstep."""
+
+    def harness_for(self, policy: str | Path | None) -> HarnessConfig:
+        """The harness of a rollout of the policy at `policy`: its playbook (`playbook.json`,
+        clawloop.agent.playbook), if any, rendered into the system prompt."""
+        from clawloop.agent.playbook import policy_playbook
+
+        return self.harness.model_copy(update={"playbook": policy_playbook(policy)})
+
+    def sampling_at(self, temperature: float | None) -> SamplingParams:
+        """The sampling with another temperature (None keeps rollout.temperature)."""
+        return self.sampling if temperature is None else self.sampling.model_copy(update={"temperature": temperature})
+
+    def load_policy(self, path: str | Path, policy_id: str) -> Any:
+        """The policy at checkpoint dir `path` on rollout.backend. On the openai backend the endpoint
+        of `rollout.openai` serves the model (e.g. `clawloop serve`): the path is sent as the model
+        name, and the weights are whatever the endpoint holds."""
+        from clawloop.policy.load import load_policy
+
+        return load_policy(self.policy.model_copy(update={"model": str(path), "policy_id": policy_id}))
+
+    def rollouts(self, tasks: Any, policy: Any, *, k: int = 1, harness: HarnessConfig | None = None,
+                 sampling: SamplingParams | None = None, **kwargs: Any) -> list[Any]:
+        """`run_rollouts` of `policy` on this context's sandboxes, batch, harness and sampling
+        (`harness`/`sampling` replace them; other keywords go through: out_dir, iteration, suite...)."""
+        from clawloop.agent.rollout import run_rollouts
+
+        return run_rollouts(tasks, policy, k=k, batch_size=self.batch, backend=self.backend,
+                            harness_config=harness or self.harness, sampling=sampling or self.sampling,
+                            sandbox_config=self.sandbox_config, **kwargs)
+
+
+def loop_context(params: Any) -> LoopContext:
+    """The LoopContext of params.yaml's `rollout` and `sandbox` sections (a stage's Params)."""
     from clawloop.agent.harness import HarnessConfig
-    from clawloop.agent.playbook import policy_playbook
-    from clawloop.models.policy_types import SamplingParams
+    from clawloop.policy.hf import HFPolicyConfig
+    from clawloop.policy.load import PolicySpec
+    from clawloop.policy.types import LlamaCppPolicyConfig, SamplingParams
 
-    r = params.rollout
-    harness = HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
-                            max_format_errors=r.max_format_errors, playbook=policy_playbook(policy))
-    sampling = SamplingParams(temperature=r.temperature if temperature is None else temperature,
-                              max_new_tokens=r.max_new_tokens, seed=r.seed)
-    return harness, sampling
-
-
-def load_loop_policy(path: str | Path, params: Any, policy_id: str) -> Any:
-    """The policy at checkpoint dir `path`, on the backend params.yaml's `rollout` names. On the
-    openai backend the endpoint of `rollout.openai` serves the model (e.g. `clawloop serve`); the
-    checkpoint path is sent as the model name, and the weights are whatever the endpoint holds."""
-    from clawloop.models.policy import (
-        HFPolicyConfig,
-        LlamaCppPolicyConfig,
-        PolicySpec,
-        load_policy,
-    )
-
-    r = params.rollout
+    r, sb = params.rollout, params.sandbox
     threads = r.threads or max(1, (os.cpu_count() or 2) // 2)
-    return load_policy(PolicySpec(
-        backend=r.backend, model=str(path), policy_id=policy_id, hf=HFPolicyConfig(threads=threads),
-        llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),
-        openai=r.openai, vllm=r.vllm))
+    return LoopContext(
+        harness=HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
+                              max_format_errors=r.max_format_errors),
+        sampling=SamplingParams(temperature=r.temperature, max_new_tokens=r.max_new_tokens, seed=r.seed),
+        policy=PolicySpec(backend=r.backend, model="", hf=HFPolicyConfig(threads=threads),
+                          llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),
+                          openai=r.openai, vllm=r.vllm),
+        backend=sb.backend, jobs=sb.jobs, sandbox_config=None, batch=r.batch)
 
 
 def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:
-    """pass@1 (mean per-task share of passing samples) and pass@k over rollout summaries
-    (`clawloop.stats.pass_figures`, as `clawloop eval` reports them)."""
+    """A suite's eval/summary.json figures: `clawloop.stats.pass_figures` (the summary `clawloop eval`
+    reports too) with its rates as 0.0 where nothing was graded (the gate compares numbers)."""
     f = pass_figures(summaries)
     return SuiteMetrics(
         tasks=f.tasks, episodes=f.episodes, passed=f.passed, errors=f.errors, skipped=f.skipped,
         pass_at_1=f.pass_at_1 or 0.0, pass_at_k=f.pass_at_k or 0.0, mean_reward=f.mean_reward or 0.0,
-        heldout=heldout, format_error_episodes=sum(s.termination == "format_errors" for s in summaries),
-        graded=f.graded)
+        heldout=heldout, format_error_episodes=f.format_error_episodes, graded=f.graded)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.errors import ClawloopError, validated
-from clawloop.models.policy_types import OpenAIPolicyConfig, VLLMPolicyConfig
+from clawloop.policy.types import OpenAIPolicyConfig, VLLMPolicyConfig
 from clawloop.training.config import TrainParams
 
 
@@ -33,9 +33,9 @@ class ModelParams(_Section):
     seed: int = 0
     """Seed of a scratch build (tokenizer and weight initialisation)."""
     bootstrap: dict[str, Any] = Field(default_factory=dict)
-    """Other options of a scratch build (clawloop.models.bootstrap.BootstrapConfig)."""
+    """Other options of a scratch build (clawloop.bootstrap.scratch.BootstrapConfig)."""
     pretrain: dict[str, Any] = Field(default_factory=dict)
-    """Options of a scratch build's teacher-free pretraining phase (see clawloop.models.bootstrap)."""
+    """Options of a scratch build's teacher-free pretraining phase (see clawloop.bootstrap.scratch)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -49,7 +49,7 @@ class ModelParams(_Section):
 
     @model_validator(mode="after")
     def _known(self) -> ModelParams:
-        from clawloop.models.base import base_kind
+        from clawloop.bootstrap.base import base_kind
 
         try:
             base_kind(self.base)
@@ -261,7 +261,7 @@ class TransferParams(_Section):
 
     @model_validator(mode="after")
     def _known(self) -> TransferParams:
-        from clawloop.models.base import base_kind
+        from clawloop.bootstrap.base import base_kind
 
         if self.base is not None:
             try:
@@ -358,8 +358,8 @@ def _check_synthesis(params: Params, path: Path) -> None:
 def _check_bootstrap(params: Params, path: Path) -> None:
     """Check `model.bootstrap` / `model.pretrain` against the scratch build's config (whose size
     comes from `model.base`), so a typo fails before any stage starts work."""
-    from clawloop.models.base import SCRATCH_PREFIX, scratch_size
-    from clawloop.models.bootstrap import BootstrapConfig
+    from clawloop.bootstrap.base import SCRATCH_PREFIX, scratch_size
+    from clawloop.bootstrap.scratch import BootstrapConfig
 
     m = params.model
     if m.base.startswith(SCRATCH_PREFIX):

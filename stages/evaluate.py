@@ -28,7 +28,6 @@ def main(params: Params) -> None:
     it_dir = args.out.parent
 
     from clawloop import loop
-    from clawloop.agent.rollout import run_rollouts
     from clawloop.suite_manifest import eval_suites
     from clawloop.tasks.pool import read_pool
 
@@ -37,16 +36,15 @@ def main(params: Params) -> None:
     if args.pool and params.eval.pool_sample:
         pool = sorted(read_pool(args.pool), key=lambda t: t.id)[: params.eval.pool_sample]
         suites.append(("pool", pool, False))
-    harness, sampling = loop.rollout_settings(params, policy=args.policy)  # its playbook, if any
-    policy = loop.load_loop_policy(args.policy, params, policy_id=f"iter-{args.iteration}")
+    ctx = loop.loop_context(params)
+    harness = ctx.harness_for(args.policy)  # its playbook, if any
+    policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration}")
     figures = {}
     episodes = 0
     with output_dir(args.out) as tmp:
         for name, tasks, heldout in suites:
-            summaries = run_rollouts(tasks, policy, k=params.eval.samples, batch_size=params.rollout.batch,
-                                     backend=params.sandbox.backend, harness_config=harness,
-                                     sampling=sampling, out_dir=tmp / name, iteration=args.iteration,
-                                     suite=name, progress=True)
+            summaries = ctx.rollouts(tasks, policy, k=params.eval.samples, harness=harness, out_dir=tmp / name,
+                                     iteration=args.iteration, suite=name, progress=True)
             figures[name] = loop.suite_metrics(summaries, heldout=heldout)
             episodes += len(summaries)
             print(f"[evaluate] {name}: pass@1 {figures[name].pass_at_1:.3f} over {figures[name].tasks} tasks")

@@ -43,15 +43,16 @@ def main(params: Params) -> None:
     policy = None
     for routine in ("hindsight", "proposer"):
         if budgets.get(routine, 0) > 0:
-            from clawloop.loop import load_loop_policy
+            from clawloop.loop import loop_context
             from clawloop.synthesis.routine_b import synthesize_routine_b
 
             if args.policy is None:
                 raise ClawloopError(f"--policy: routine {routine} needs the current policy")
-            policy = policy or load_loop_policy(args.policy, params, policy_id=args.policy.name)
+            ctx = loop_context(params)
+            policy = policy or ctx.load_policy(args.policy, policy_id=args.policy.name)
             made, stats = synthesize_routine_b(
                 routine, policy=policy, n=budgets[routine], seed=seed, report=report,
-                iteration=args.iteration, backend=params.sandbox.backend,
+                iteration=args.iteration, backend=ctx.backend,
                 params=getattr(syn, routine), progress=True)
             tasks += made
             info[routine] = stats

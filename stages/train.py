@@ -32,7 +32,7 @@ def main(params: Params) -> None:
     args = ap.parse_args()
 
     from clawloop.io import hand_over, write_json
-    from clawloop.loop import rollout_settings
+    from clawloop.loop import loop_context
     from clawloop.tasks.pool import read_pool
     from clawloop.training.playbook import evolve_checkpoint, write_artifact
     from clawloop.training.run import describe, train
@@ -47,10 +47,11 @@ def main(params: Params) -> None:
     rollouts = [d for d in (args.validated / "probe", args.self_rollouts and args.self_rollouts / "pool")
                 if d and d.is_dir()]
     logs = args.logs or args.out.parent / "train-log"
-    harness = rollout_settings(params)[0]  # the plain prompt: the weights never see a playbook
+    ctx = loop_context(params)
+    harness = ctx.harness  # the plain prompt: the weights never see a playbook
     if weights is not None:
         metrics = train(weights, args.policy, tasks, rollouts, probe, args.out, options, logs=logs,
-                        harness_config=harness, backend=params.sandbox.backend, jobs=params.sandbox.jobs,
+                        harness_config=harness, backend=ctx.backend, jobs=ctx.jobs, sandbox_config=ctx.sandbox_config,
                         keep_base_without_tasks=True, executor=params.executor)
         metrics["method"] = method
     else:  # weights frozen: the checkpoint is the policy (hard links), its playbook replaced below

@@ -25,9 +25,8 @@ def main(params: Params) -> None:
     args = ap.parse_args()
 
     from clawloop import loop
-    from clawloop.agent.rollout import run_rollouts
+    from clawloop.bootstrap.base import make_base
     from clawloop.io import write_json
-    from clawloop.models.base import make_base
     from clawloop.suite_manifest import eval_suites
     from clawloop.tasks.pool import read_pool
     from clawloop.training.run import train
@@ -38,7 +37,7 @@ def main(params: Params) -> None:
     if not tr.enabled:
         print("[transfer] disabled (transfer.enabled: false)")
     heldout = [(name, tasks) for name, tasks, held in eval_suites(params, args.suites) if held]
-    harness, sampling = loop.rollout_settings(params)
+    ctx = loop.loop_context(params)
     with output_dir(args.out / "models") as tmp:
         fresh = args.base
         if tr.enabled and tr.base is not None:
@@ -48,14 +47,12 @@ def main(params: Params) -> None:
             if not tr.enabled:
                 break
             tasks = read_pool(validated / "valid.jsonl")
-            train("sft", fresh, tasks, [], None, tmp / name, tr.train, harness_config=harness,
-                  backend=params.sandbox.backend, jobs=params.sandbox.jobs, executor=params.executor)
-            policy = loop.load_loop_policy(tmp / name, params, policy_id=f"transfer-{name}")
+            train("sft", fresh, tasks, [], None, tmp / name, tr.train, harness_config=ctx.harness,
+                  backend=ctx.backend, jobs=ctx.jobs, sandbox_config=ctx.sandbox_config, executor=params.executor)
+            policy = ctx.load_policy(tmp / name, policy_id=f"transfer-{name}")
             rates = []
             for suite, suite_tasks in heldout:
-                summaries = run_rollouts(suite_tasks, policy, k=1, batch_size=params.rollout.batch,
-                                         backend=params.sandbox.backend, harness_config=harness,
-                                         sampling=sampling, suite=suite, progress=True)
+                summaries = ctx.rollouts(suite_tasks, policy, suite=suite, progress=True)
                 rates.append(loop.suite_metrics(summaries, heldout=True).pass_at_1)
             result["pass_at_1"][name] = sum(rates) / len(rates) if rates else 0.0
             result["tasks"][name] = len(tasks)

@@ -25,33 +25,32 @@ def main(params: Params) -> None:
     metrics_path = args.metrics or args.out.parent / "validation.json"
 
     from clawloop.io import write_json
-    from clawloop.loop import load_loop_policy, rollout_settings
+    from clawloop.loop import loop_context
     from clawloop.progress import Progress
     from clawloop.suite_manifest import heldout_tasks
     from clawloop.tasks.pool import read_pool_lenient, write_pool
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool
     from clawloop.validation.probe import ProbeResult, probe_tasks, summarize, write_probe
 
-    val = params.validation
+    val, ctx = params.validation, loop_context(params)
     tasks, parse_errors = read_pool_lenient(args.pool)
     heldout = heldout_tasks(params, args.suites)
     with Progress("validate", total=len(tasks), unit="tasks") as bar:
         kept, report = validate_pool(
-            tasks, params.sandbox.backend, params.sandbox.jobs, heldout,
+            tasks, ctx.backend, ctx.jobs, heldout,
             AgentFreeParams(near_duplicate_threshold=val.near_duplicate_threshold),
-            parse_errors=parse_errors, on_done=bar.advance, executor=params.executor)
+            config=ctx.sandbox_config, parse_errors=parse_errors, on_done=bar.advance, executor=params.executor)
     print(f"[validate] agent-free: kept {len(kept)} of {report['input']} "
           f"({report['tasks_per_s']:.1f} tasks/s); rejected {report['rejected']}")
 
     # Agent-based: probe a deterministic subset (ids are content hashes, so sorting is a shuffle).
     probe_set = sorted(kept, key=lambda t: t.id)[: val.probe.max_tasks]
-    harness, sampling = rollout_settings(params, temperature=val.probe.temperature, policy=args.policy)
-    policy = load_loop_policy(args.policy, params, policy_id=f"iter-{args.iteration - 1}")
+    policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration - 1}")
     with output_dir(args.out) as tmp:
         results = probe_tasks(probe_set, policy, k=val.probe.k, out_dir=tmp / "probe",
-                              batch_size=params.rollout.batch, backend=params.sandbox.backend,
-                              harness_config=harness, sampling=sampling, iteration=args.iteration,
-                              suite="probe", progress=True)
+                              batch_size=ctx.batch, backend=ctx.backend, harness_config=ctx.harness_for(args.policy),
+                              sampling=ctx.sampling_at(val.probe.temperature), iteration=args.iteration,
+                              suite="probe", progress=True, sandbox_config=ctx.sandbox_config)
         probed = {r.task_id for r in results}
         results += [ProbeResult(task_id=t.id, k=0, passes=0, errors=0, label="unprobed")
                     for t in kept if t.id not in probed]

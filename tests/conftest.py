@@ -14,7 +14,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bootstrap's tiny model, built once per session (shared by the training tests)."""
-    from clawloop.models.bootstrap import bootstrap
+    from clawloop.bootstrap.scratch import bootstrap
 
     d = tmp_path_factory.getbasetemp() / "training-tiny-model"
     if not (d / "model_meta.json").exists():

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from clawloop.agent.harness import HarnessConfig
 from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
+from clawloop.bootstrap.scratch import SPLIT_PATTERN, measure_tokenizer, train_tokenizer
 from clawloop.commands import app
-from clawloop.models.bootstrap import SPLIT_PATTERN, measure_tokenizer, train_tokenizer
-from clawloop.tasks.model import FileSpec, Task, Verifier
+from clawloop.tasks.task import FileSpec, Task, Verifier
 
 runner = CliRunner()
 
@@ -49,7 +49,7 @@ def test_model_dir_loads_with_auto_classes(tiny: Path) -> None:
 
 
 def test_bootstrap_is_deterministic(tmp_path: Path) -> None:
-    from clawloop.models.bootstrap import bootstrap
+    from clawloop.bootstrap.scratch import bootstrap
 
     a = bootstrap(tmp_path / "a", size="tiny", seed=5, corpus_pairs=1000)
     b = bootstrap(tmp_path / "b", size="tiny", seed=5, corpus_pairs=1000)
@@ -75,7 +75,7 @@ def test_tokenizer_keeps_names_whole_and_copyable(tiny: Path) -> None:
 
 
 def test_split_scheme_measured_better_for_copying() -> None:
-    from clawloop.models.corpus import corpus
+    from clawloop.bootstrap.corpus import corpus
 
     texts = list(corpus(0, n_pairs=3000, n_chats=300))
     split = measure_tokenizer(train_tokenizer("split", 1024, texts=texts), n=300)
@@ -135,7 +135,8 @@ def test_tiny_model_end_to_end_rollout(tiny: Path, tmp_path: Path) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.policy import SamplingParams, load_policy
+    from clawloop.policy.load import load_policy
+    from clawloop.policy.types import SamplingParams
     from clawloop.trajectory import OUTCOMES
 
     policy = load_policy({"backend": "hf", "model": str(tiny)})

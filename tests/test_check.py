@@ -43,7 +43,7 @@ def artifacts(tmp_path: Path) -> Path:
     write_json(d / "r.json", {"input": 3, "kept": 1, "rejected": {"parse": 2}})
     rows = error_record(SuiteItem("s", "t", None, "x"), "noop")
     writer = TrajectoryWriter(d / "traj")
-    writer.add(rows.to_episode_row(), [])
+    writer.add(rows.to_row(), [])
     writer.flush()
     return d
 

@@ -12,7 +12,7 @@ import pytest
 from clawloop.errors import ClawloopError
 from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
-from clawloop.tasks.episode import ScoredEpisodeRecord, run_episode
+from clawloop.tasks.episode import run_episode
 from clawloop.tasks.formats import load_suite_any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def test_fixture_suite_noop_fails() -> None:  # the oracle over the suite: tests
     for item in suite.items:
         assert item.task is not None
         bad = run_episode(item.task, "noop", suite=suite.name, name=item.name)
-        assert isinstance(bad, ScoredEpisodeRecord) and bad.benchmark == "claw-eval-live"
+        assert bad.benchmark == "claw-eval-live"
         if item.name == "CTB_FX04_inbox_digest":
             assert bad.outcome == "skipped"
             continue

@@ -10,7 +10,7 @@ import pytest
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks.clawgym import WORKSPACE, load_clawgym_task, reward_error
-from clawloop.tasks.episode import ScoredEpisodeRecord, run_episode
+from clawloop.tasks.episode import run_episode
 from clawloop.tasks.formats import load_suite_any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,7 +115,7 @@ def test_wrapper_parses_last_line(tmp_path: Path, script: str, outcome: str, rew
                                   reason: str | None) -> None:
     t = load_clawgym_task(make_task(tmp_path, "w", "#!/bin/bash\n" + script))
     rec = run_episode(t, "noop", suite="s", name="w")
-    assert isinstance(rec, ScoredEpisodeRecord) and rec.benchmark == "clawgym"
+    assert rec.benchmark == "clawgym"
     assert (rec.outcome, rec.reward, rec.reason) == (outcome, reward, reason)
 
 

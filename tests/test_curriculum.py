@@ -201,7 +201,7 @@ def test_cli_bad_input_writes_nothing(tmp_path: Path, args: list[str], message: 
 def test_routine_b_reads_a_bad_report_as_a_one_line_error(tmp_path: Path) -> None:
     """Bug: routine B read diagnosis.json with its own loader, so a bad field was a pydantic
     traceback and another schema_version went unnoticed. It uses diagnosis's load_report now."""
-    from clawloop.models.policy import ScriptedPolicy
+    from clawloop.policy.scripted import ScriptedPolicy
     from clawloop.synthesis.routine_b import synthesize_routine_b
 
     bad = tmp_path / "diagnosis.json"

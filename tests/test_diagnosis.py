@@ -179,8 +179,8 @@ def test_recommendation_rests_on_the_frontier_not_the_top_level() -> None:
 
 
 def test_pool_diversity_and_expand(rollout: Path, tmp_path: Path) -> None:
-    from clawloop.tasks.model import Task, Verifier
     from clawloop.tasks.pool import write_pool
+    from clawloop.tasks.task import Task, Verifier
 
     v = Verifier(files={"test.sh": {"content": "exit 0"}})
     tasks = [Task(instruction="do a", skill="files", level=1, verifier=v),
@@ -200,7 +200,7 @@ def test_pool_diversity_and_expand(rollout: Path, tmp_path: Path) -> None:
 
 
 def test_narrative_by_the_loop_model(rollout: Path) -> None:
-    from clawloop.models.policy import ScriptedPolicy
+    from clawloop.policy.scripted import ScriptedPolicy
 
     policy = ScriptedPolicy(["  I pass file tasks but submit too early.  "])
     r = diagnose([rollout], params=DiagnosisParams(narrative=True), policy=policy)

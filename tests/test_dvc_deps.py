@@ -242,12 +242,13 @@ def test_a_missing_dep_or_param_is_named() -> None:
     read through a library function."""
     body = dict(STAGES["evaluate@${key}"])
     body["deps"] = [d for d in body["deps"] if d not in ("clawloop/loop.py", "clawloop/agent")]
-    body["params"] = [p for p in body["params"] if p != "rollout"]
+    body["params"] = [p for p in body["params"] if p not in ("rollout", "eval")]
     missing = "\n".join(missing_deps("evaluate@${key}", body))
     assert "clawloop/loop.py  (stages/evaluate.py → clawloop/loop.py)" in missing
     assert "clawloop/agent/templates  (" in missing
-    assert "rollout.batch  (read at stages/evaluate.py:" in "\n".join(missing_params("evaluate@${key}", body))
-    assert any(m.startswith("rollout  (read at clawloop/loop.py:") for m in missing_params("evaluate@${key}", body))  # rollout_settings
+    missed = missing_params("evaluate@${key}", body)
+    assert any(m.startswith("eval.") and "(read at stages/evaluate.py:" in m for m in missed), missed
+    assert any(m.startswith("rollout  (read at clawloop/loop.py:") for m in missed)  # loop_context
 
 
 def test_every_stage_script_is_a_stage() -> None:

@@ -16,8 +16,8 @@ from clawloop.tasks.adapters import ADAPTERS, STANDARD, FormatAdapter, adapter_f
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
 from clawloop.tasks.episode import run_oracle
 from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.model import Task
 from clawloop.tasks.pool import read_pool, write_pool
+from clawloop.tasks.task import Task
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELL_CORE = ROOT / "benchmarks" / "shell-core"

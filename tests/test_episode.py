@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.episode import EpisodeRecord, check_oracle, run_episode, run_oracle
+from clawloop.tasks.episode import check_oracle, run_episode, run_oracle
 from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.tasks.verifier import read_reward
+from clawloop.trajectory import EpisodeRecord
 from sandbox.base import ExecResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
@@ -57,7 +58,7 @@ def test_fixture_oracle_passes_noop_fails(name: str, backend: str) -> None:
     assert ok.steps and ok.steps[0].command == "bash /solution/solve.sh" and ok.steps[0].exit_code == 0
     no = run_episode(task, "noop", backend)
     assert (no.outcome, no.reward) == ("failed", 0.0)
-    row = ok.to_episode_row()
+    row = ok.to_row()
     assert row["passed"] and row["termination"] == "submit" and row["n_turns"] == 1
 
 
@@ -118,7 +119,40 @@ def test_check_oracle_fast_path(backend: str) -> None:
 
 
 def test_record_json_shape() -> None:
-    rec = EpisodeRecord("t1", "name", "suite", "files", 2, "noop", "skipped", reason="needs image")
-    row = rec.to_episode_row(sample=1, policy_id="p", iteration=3)
+    rec = EpisodeRecord("t1", "name", "suite", "files", 2, "noop", "skipped", reason="needs image", sample=1,
+                        policy_id="p", iteration=3)
+    row = rec.to_row()
     assert row["outcome"] == "skipped" and row["error"] == "needs image" and row["reward"] is None
     assert rec.to_json()["name"] == "name"
+
+
+def test_one_record_for_scripted_and_model_episodes() -> None:
+    """Oracle/no-op and model rollouts share EpisodeRecord and Step: one to_row for EPISODE_SCHEMA
+    (and STEP_SCHEMA), one to_json for episodes.jsonl whatever the agent."""
+    import json
+
+    from clawloop.trajectory import EPISODE_SCHEMA, STEP_SCHEMA, Step
+
+    scripted = EpisodeRecord("t", "n", "s", "files", 1, "oracle", "passed", 1.0, verifier_output="ok",
+                             steps=[Step(0, tool="bash", command="ls", exit_code=0, output="a\n")])
+    model = EpisodeRecord("t", "t", "s", "files", 1, "model", "failed", 0.0, episode_id="t-0-abc",
+                          termination="max_turns", policy_id="iter-1", iteration=1,
+                          messages=[{"role": "user", "content": "é"}],
+                          steps=[Step(0, "<tool_call>", tool="bash", command="ls", exit_code=None, tokens=3),
+                                 Step(1, "hm", format_error=True, error_kind="no_tool_call")])
+    for rec in (scripted, model):
+        assert list(rec.to_row()) == EPISODE_SCHEMA.names
+        assert all(list(r) == STEP_SCHEMA.names for r in rec.step_rows())
+        assert set(rec.to_json()) == {"task_id", "name", "suite", "skill", "level", "agent", "outcome", "reward",
+                                      "reason", "duration_s", "verifier_output", "steps", "prompt_tokens",
+                                      "completion_tokens", "unloadable", "node"}
+    s_row, m_row = scripted.to_row(), model.to_row()
+    assert (s_row["episode_id"], s_row["policy_id"], s_row["termination"]) == ("t-0-oracle", "oracle", "submit")
+    assert json.loads(s_row["messages"])[0]["tool_calls"][0]["function"]["arguments"] == '{"command":"ls"}'
+    assert (m_row["episode_id"], m_row["policy_id"], m_row["termination"], m_row["n_turns"]) == \
+        ("t-0-abc", "iter-1", "max_turns", 2)
+    assert m_row["messages"] == '[{"role": "user", "content": "é"}]' and m_row["verifier_output"] is None
+    assert [s["command"] for s in model.to_json()["steps"]] == ["ls"]       # turns that ran a command
+    assert model.to_json()["steps"][0]["exit_code"] == -1
+    assert EpisodeRecord("t", "n", "s", "k", 1, "oracle", "error", reason="x", benchmark="clawgym").to_json()[
+        "benchmark"] == "clawgym"

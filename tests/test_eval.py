@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from clawloop.cli import app
 from clawloop.evaluation import evaluate, load_suite, summarize
-from clawloop.tasks.episode import EpisodeRecord
 from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.pool import write_pool
+from clawloop.trajectory import EpisodeRecord
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 runner = CliRunner()
@@ -128,8 +128,8 @@ def test_json_summary_has_timings_and_progress_shows(backend: str) -> None:
 
 
 def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.models import policy as policy_mod
-    from clawloop.models.policy import ScriptedPolicy
+    from clawloop.policy import load as policy_mod
+    from clawloop.policy.scripted import ScriptedPolicy
 
     submit = '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'
     monkeypatch.setattr(policy_mod, "load_policy", lambda spec: ScriptedPolicy([submit]))
@@ -144,9 +144,8 @@ def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.Monkey
 
 
 def test_nothing_scored_is_null_not_zero() -> None:
-    from clawloop.tasks.episode import ScoredEpisodeRecord
 
-    recs = [ScoredEpisodeRecord("t", "n", "s", "k", 1, "oracle", "skipped", None, benchmark="claw-eval-live")]
+    recs = [EpisodeRecord("t", "n", "s", "k", 1, "oracle", "skipped", None, benchmark="claw-eval-live")]
     s = summarize(recs, "oracle", "local")  # type: ignore[arg-type]
     assert s["pass_rate"] is None and s["mean_score"] is None and s["full_score_rate"] is None
     assert s["suites"]["s"]["mean_score"] is None

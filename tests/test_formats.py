@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.episode import EpisodeRecord, ScoredEpisodeRecord, run_episode
+from clawloop.tasks.episode import run_episode
 from clawloop.tasks.formats import apply_skills, detect_format, load_suite_any, score_fields
 from clawloop.tasks.pool import write_pool
+from clawloop.trajectory import EpisodeRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "benchmarks" / "fixtures"
@@ -104,7 +105,7 @@ def test_skills_without_a_copy_go_to_the_claude_folder(tmp_path: Path) -> None:
 
 def rec(outcome: str, reward: float | None, bench: str | None = None) -> EpisodeRecord:
     if bench:
-        return ScoredEpisodeRecord("t", "n", "s", "k", 1, "oracle", outcome, reward, benchmark=bench)  # type: ignore[arg-type]
+        return EpisodeRecord("t", "n", "s", "k", 1, "oracle", outcome, reward, benchmark=bench)  # type: ignore[arg-type]
     return EpisodeRecord("t", "n", "s", "k", 1, "oracle", outcome, reward)  # type: ignore[arg-type]
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from clawloop.agent.harness import initial_messages
 from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL, TOOLS
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.training.config import GRPOParams
 from clawloop.training.grpo import environment_factory, grpo_dataset
 

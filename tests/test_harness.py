@@ -15,8 +15,8 @@ from clawloop.agent.harness import (
     tools_for,
 )
 from clawloop.agent.tool_calls import TOOLS, FormatError, ParsedCall, assistant_message, parse_reply
-from clawloop.models.policy import Generation
-from clawloop.tasks.model import Limits, Task, Verifier
+from clawloop.policy.types import Generation
+from clawloop.tasks.task import Limits, Task, Verifier
 from sandbox.base import ExecResult
 
 

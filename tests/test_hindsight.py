@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from clawloop.models.policy import ScriptedPolicy
+from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.synthesis import state_diff as sd
 from clawloop.synthesis import state_probe
 from clawloop.synthesis.hindsight import HindsightParams, Rejected, exploration_task, hindsight_tasks, relabel
-from clawloop.tasks.model import FileSpec, Task, Verifier
+from clawloop.tasks.task import FileSpec, Task, Verifier
 
 SHA_A, SHA_B = "a" * 64, "b" * 64
 

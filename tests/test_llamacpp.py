@@ -13,7 +13,8 @@ import pytest
 
 from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
 from clawloop.errors import ClawloopError
-from clawloop.models.policy import HFPolicy, HFPolicyConfig, LlamaCppPolicyConfig, SamplingParams
+from clawloop.policy.hf import HFPolicy, HFPolicyConfig
+from clawloop.policy.types import LlamaCppPolicyConfig, SamplingParams
 
 CONVS = [
     [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "List the files."}],
@@ -26,7 +27,7 @@ GREEDY = SamplingParams(temperature=0.0, max_new_tokens=10)
 
 
 def _server() -> Path | None:
-    from clawloop.models.llamacpp_policy import find_server
+    from clawloop.policy.llamacpp import find_server
 
     try:
         return find_server()
@@ -45,8 +46,8 @@ def _save(model: Any, tok: Any, d: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def tokenizer() -> Any:
-    from clawloop.models.bootstrap import build_tokenizer, train_tokenizer
-    from clawloop.models.corpus import corpus
+    from clawloop.bootstrap.corpus import corpus
+    from clawloop.bootstrap.scratch import build_tokenizer, train_tokenizer
 
     return build_tokenizer(train_tokenizer("split", 640, texts=corpus(0, n_pairs=500, n_chats=100)))
 
@@ -57,7 +58,7 @@ def qwen3_dir(tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     are clear-cut rather than near-ties decided by rounding."""
     import torch
 
-    from clawloop.models.bootstrap import build_model
+    from clawloop.bootstrap.scratch import build_model
 
     model = build_model("tiny", tokenizer, seed=0, max_positions=4096)
     with torch.no_grad():
@@ -92,7 +93,7 @@ def test_exported_gguf_loads_back_into_transformers_with_the_same_logits(llama_d
     import torch
     from transformers import AutoModelForCausalLM
 
-    from clawloop.models.gguf_export import export_gguf
+    from clawloop.policy.gguf_export import export_gguf
 
     src = llama_dir
     meta = export_gguf(src, tmp_path / "m.gguf", qtype="f32")
@@ -109,7 +110,7 @@ def test_exported_gguf_loads_back_into_transformers_with_the_same_logits(llama_d
 def test_gguf_metadata_names_the_end_of_turn_and_the_vocabulary(qwen3_dir: Path, tmp_path: Path) -> None:
     import gguf
 
-    from clawloop.models.gguf_export import export_gguf
+    from clawloop.policy.gguf_export import export_gguf
 
     export_gguf(qwen3_dir, tmp_path / "q.gguf", qtype="q8_0")
     r = gguf.GGUFReader(tmp_path / "q.gguf")
@@ -123,7 +124,7 @@ def test_gguf_metadata_names_the_end_of_turn_and_the_vocabulary(qwen3_dir: Path,
 
 
 def test_export_refuses_what_it_cannot_convert(qwen3_dir: Path, tmp_path: Path) -> None:
-    from clawloop.models.gguf_export import cached_gguf, export_gguf
+    from clawloop.policy.gguf_export import cached_gguf, export_gguf
 
     bad = tmp_path / "gpt2"
     shutil.copytree(qwen3_dir, bad)
@@ -138,7 +139,7 @@ def test_export_refuses_what_it_cannot_convert(qwen3_dir: Path, tmp_path: Path) 
 
 
 def test_conversions_are_cached_by_content(qwen3_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.models.gguf_export import cached_gguf
+    from clawloop.policy.gguf_export import cached_gguf
 
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path / "cache"))
     first = cached_gguf(qwen3_dir, qtype="f16")
@@ -155,7 +156,7 @@ def test_conversions_are_cached_by_content(qwen3_dir: Path, tmp_path: Path, monk
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])
 def test_llamacpp_replies_equal_transformers_greedy(arch: str, llama_dir: Path, qwen3_dir: Path,
                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.models.llamacpp_policy import LlamaCppPolicy
+    from clawloop.policy.llamacpp import LlamaCppPolicy
 
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path))
     src = llama_dir if arch == "llama" else qwen3_dir
@@ -179,7 +180,7 @@ def test_llamacpp_replies_equal_transformers_greedy(arch: str, llama_dir: Path, 
 
 @needs_server
 def test_llamacpp_sampling_is_seeded(qwen3_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.models.llamacpp_policy import LlamaCppPolicy
+    from clawloop.policy.llamacpp import LlamaCppPolicy
 
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path))
     cfg = LlamaCppPolicyConfig(gguf_type="q8_0", threads=1, parallel=4, context_per_slot=1024)
@@ -194,8 +195,8 @@ def test_llamacpp_sampling_is_seeded(qwen3_dir: Path, tmp_path: Path, monkeypatc
 
 
 def test_llamacpp_without_a_server_says_how_to_build_it(qwen3_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.models import llamacpp_policy
-    from clawloop.models.policy import PolicySpec, load_policy, resolve_auto_backend
+    from clawloop.policy import llamacpp as llamacpp_policy
+    from clawloop.policy.load import PolicySpec, load_policy, resolve_auto_backend
 
     monkeypatch.setattr(llamacpp_policy.Path, "is_file", lambda self: False)
     monkeypatch.setattr(llamacpp_policy.shutil, "which", lambda name: None)
@@ -206,7 +207,7 @@ def test_llamacpp_without_a_server_says_how_to_build_it(qwen3_dir: Path, monkeyp
 
 @needs_server
 def test_auto_picks_llamacpp_on_a_cpu_for_a_convertible_checkpoint(qwen3_dir: Path) -> None:
-    from clawloop.models.policy import PolicySpec, resolve_auto_backend
+    from clawloop.policy.load import PolicySpec, resolve_auto_backend
 
     small = {"parallel": 1}
     assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp=small)) == "llamacpp"
@@ -261,7 +262,7 @@ def test_decode_loop_sampling_is_seeded_and_honours_stop_strings(qwen3_dir: Path
 def test_top_p_keeps_the_nucleus() -> None:
     import torch
 
-    from clawloop.models.decode import sample_next
+    from clawloop.policy.decode import sample_next
 
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     torch.manual_seed(0)
@@ -272,14 +273,14 @@ def test_top_p_keeps_the_nucleus() -> None:
 
 @needs_server
 def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """params.yaml's rollout section → load_loop_policy → lockstep rollouts in bwrap sandboxes."""
+    """params.yaml's rollout section → LoopContext.load_policy → lockstep rollouts in bwrap sandboxes."""
     import yaml
 
     from clawloop.agent.rollout import run_rollouts
     from clawloop.evaluation import load_suite
-    from clawloop.loop import load_loop_policy, rollout_settings
-    from clawloop.models.llamacpp_policy import LlamaCppPolicy
+    from clawloop.loop import loop_context
     from clawloop.params import load_params
+    from clawloop.policy.llamacpp import LlamaCppPolicy
 
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path / "cache"))
     root = Path(__file__).resolve().parents[1]
@@ -287,10 +288,10 @@ def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeyp
     raw["rollout"].update(backend="llamacpp", batch=2, threads=1, max_turns=2, max_new_tokens=16)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     params = load_params(tmp_path / "params.yaml")
-    policy = load_loop_policy(qwen3_dir, params, "it-0")
+    policy = loop_context(params).load_policy(qwen3_dir, "it-0")
     try:
         assert isinstance(policy, LlamaCppPolicy) and policy.config.parallel == 2
-        harness, sampling = rollout_settings(params)
+        harness, sampling = loop_context(params).harness, loop_context(params).sampling
         tasks = [t for t in load_suite(root / "benchmarks" / "shell-core").tasks if not t.needs_image][:2]
         res = run_rollouts(tasks, policy, k=1, batch_size=2, backend="bwrap", harness_config=harness,
                            sampling=sampling, out_dir=tmp_path / "out", progress=False)

@@ -47,13 +47,13 @@ def test_eval_summary_and_loop_metrics_report_the_same_pass_rate() -> None:
     several samples and uneven errors they disagreed (here 1/3 against 1/2). Both are pass@1 now,
     the per-task mean (the usual definition: each task weighs the same, whatever errored)."""
     from clawloop.evaluation import summarize
-    from clawloop.tasks.episode import EpisodeRecord
+    from clawloop.trajectory import EpisodeRecord
 
     outcomes = [("a", "passed", 1.0), ("a", "error", None), ("b", "failed", 0.0), ("b", "failed", 0.0),
                 ("c", "skipped", None)]
     records = [EpisodeRecord(t, t, "s", "files", 1, "model", o, r) for t, o, r in outcomes]
     summary = summarize(records, "model", "bwrap")
-    metrics = loop.suite_metrics([_Ep(t, o, r) for t, o, r in outcomes], heldout=True)
+    metrics = loop.suite_metrics(records, heldout=True)  # the same records: one summary, two layouts
     assert summary["pass_rate"] == metrics.pass_at_1 == 0.5
     assert summary["suites"]["s"]["pass_rate"] == summary["skills"]["files"]["pass_rate"] == 0.5
     assert (summary["passed"], summary["failed"], summary["errors"], summary["skipped"]) == (1, 2, 1, 1)
@@ -62,6 +62,12 @@ def test_eval_summary_and_loop_metrics_report_the_same_pass_rate() -> None:
                 [("a", "passed", 1.0), ("b", "failed", 0.0), ("c", "failed", 0.0), ("d", "error", None)]]
     assert summarize(one_each, "oracle", "bwrap")["pass_rate"] == round(1 / 3, 4)  # = passed / (passed + failed)
     assert summarize(one_each[3:], "oracle", "bwrap")["pass_rate"] is None           # nothing graded
+    # the one place the layouts differ: nothing graded is None for eval, 0.0 for the stage's gate
+    assert loop.suite_metrics(one_each[3:], heldout=True).pass_at_1 == 0.0
+    model = [EpisodeRecord("a", "a", "s", "files", 1, "model", "failed", 0.0, termination="format_errors"),
+             EpisodeRecord("", "b", "s", "", 0, "model", "error", reason="bad", unloadable=True)]
+    assert loop.suite_metrics(model, heldout=True).format_error_episodes == 1
+    assert (summarize(model, "model", "bwrap")["unloadable"], summarize(model, "model", "bwrap")["errors"]) == (1, 1)
 
 
 def test_hand_over_replaces_atomically(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import yaml
 from clawloop.agent.harness import initial_messages, system_prompt
 from clawloop.errors import ClawloopError
 from clawloop.params import Params, load_params
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,7 +73,7 @@ def _capture_rollouts(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any], tas
         raise _Stop
 
     monkeypatch.setattr("clawloop.suite_manifest.eval_suites", lambda params, manifest: [("shell-core", [task], True)])
-    monkeypatch.setattr("clawloop.loop.load_loop_policy", lambda *a, **k: object())
+    monkeypatch.setattr("clawloop.loop.LoopContext.load_policy", lambda *a, **k: object())
     monkeypatch.setattr("clawloop.agent.rollout.run_rollouts", fake_rollouts)
 
 
@@ -162,17 +162,17 @@ def test_clawloop_train_refuses_the_old_keys_too() -> None:
 def test_rollouts_are_seeded_by_their_own_knob(tmp_path: Path) -> None:
     """Bug: rollout sampling took synthesis.seed, so an ablation of the synthesis seed also changed
     every evaluation's sampling."""
-    from clawloop.loop import rollout_settings
+    from clawloop.loop import loop_context
 
     params = _params(tmp_path, lambda r: (r["synthesis"].update(seed=7), r["rollout"].update(seed=3)))
-    assert rollout_settings(params)[1].seed == 3
+    assert loop_context(params).sampling.seed == 3
     assert load_params(ROOT / "params.yaml").rollout.seed == load_params(ROOT / "params.yaml").synthesis.seed
 
 
 def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bug: synthesize handed routine B the policy *path*, which it loaded as `hf` whatever
     rollout.backend said."""
-    from clawloop.models.policy import PolicySpec
+    from clawloop.policy.load import PolicySpec
 
     params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai"),
                                           r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
@@ -182,8 +182,59 @@ def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monke
         seen.append(spec)
         raise _Stop
 
-    monkeypatch.setattr("clawloop.models.policy.load_policy", fake_load)
+    monkeypatch.setattr("clawloop.policy.load.load_policy", fake_load)
     _run(monkeypatch, "synthesize", params, "--iteration", "1", "--policy", tmp_path / "policy",
          "--out", tmp_path / "pool")
     assert len(seen) == 1 and isinstance(seen[0], PolicySpec), seen
     assert (seen[0].backend, seen[0].model) == ("openai", str(tmp_path / "policy"))
+
+
+def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """evaluate, validate and synthesize (routine B) load their policy through `LoopContext.load_policy`:
+    one PolicySpec (rollout.backend and its options), the checkpoint path and the id filled in."""
+    from clawloop.loop import loop_context
+
+    params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai", threads=2),
+                                          r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
+    seen: list[Any] = []
+
+    def fake_load(spec: Any) -> Any:
+        seen.append(spec)
+        raise _Stop
+
+    monkeypatch.setattr("clawloop.policy.load.load_policy", fake_load)
+    monkeypatch.setattr("clawloop.suite_manifest.eval_suites", lambda params, manifest: [])
+    monkeypatch.setattr("clawloop.validation.agent_free.validate_pool", lambda *a, **k: (
+        [], {"input": 0, "rejected": {}, "tasks_per_s": 0.0}))
+    policy = tmp_path / "policy"
+    _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", policy, "--out", tmp_path / "eval")
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text("")
+    _run(monkeypatch, "validate", params, "--iteration", "1", "--pool", pool, "--policy", policy,
+         "--out", tmp_path / "validated")
+    _run(monkeypatch, "synthesize", params, "--iteration", "1", "--policy", policy, "--out", tmp_path / "pool")
+    expected = loop_context(params).policy
+    assert [s.policy_id for s in seen] == ["iter-1", "iter-0", "policy"]
+    for spec in seen:
+        assert spec.model == str(policy)
+        assert spec.model_copy(update={"model": "", "policy_id": None}) == expected
+    assert expected.backend == "openai" and expected.hf.threads == 2 and expected.llamacpp.parallel == params.rollout.batch
+
+
+def test_the_stages_run_episodes_on_the_contexts_sandboxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every stage's episodes take backend, jobs, sandbox config, batch and sampling from the context."""
+    from clawloop.loop import loop_context
+
+    params = _params(tmp_path, lambda r: (r["sandbox"].update(backend="local", jobs=3), r["rollout"].update(batch=5)))
+    ctx, task = loop_context(params), _task()
+    evaluated: dict[str, Any] = {}
+    _capture_rollouts(monkeypatch, evaluated, task)
+    _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", tmp_path, "--out", tmp_path / "eval")
+    assert (evaluated["backend"], evaluated["batch_size"], evaluated["sampling"]) == ("local", 5, ctx.sampling)
+    assert "sandbox_config" in evaluated and evaluated["sandbox_config"] == ctx.sandbox_config
+    trained: dict[str, Any] = {}
+    _capture_train(monkeypatch, trained)
+    _run(monkeypatch, "train", params, "--iteration", "1", "--validated", _validated(tmp_path, [task]),
+         "--policy", tmp_path, "--out", tmp_path / "checkpoint")
+    assert (trained["backend"], trained["jobs"], trained["harness_config"]) == ("local", 3, ctx.harness)
+    assert "sandbox_config" in trained and trained["sandbox_config"] == ctx.sandbox_config

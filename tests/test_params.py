@@ -91,13 +91,13 @@ def test_missing_and_malformed_files(tmp_path: Path) -> None:
 def test_rollout_params_reach_the_harness_and_policy(tmp_path: Path) -> None:
     """rollout.max_format_errors and rollout.threads are not just parsed: the loop's harness and
     policy settings carry them."""
-    from clawloop.loop import rollout_settings
+    from clawloop.loop import loop_context
 
     out = _write(tmp_path, lambda r: r["rollout"].update(max_format_errors=2, threads=1))
-    harness, _ = rollout_settings(load_params(out))
+    harness = loop_context(load_params(out)).harness
     assert harness.max_format_errors == 2
     assert load_params(out).rollout.threads == 1
-    assert rollout_settings(load_params(ROOT / "profiles" / "smoke.yaml"))[0].max_format_errors == 3
+    assert loop_context(load_params(ROOT / "profiles" / "smoke.yaml")).harness.max_format_errors == 3
 
 
 def test_one_describer_for_every_pydantic_error() -> None:

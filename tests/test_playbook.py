@@ -26,7 +26,7 @@ from clawloop.agent.playbook import (
 from clawloop.cli import app
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
 from clawloop.errors import ClawloopError
-from clawloop.tasks.model import FileSpec, Task, Verifier
+from clawloop.tasks.task import FileSpec, Task, Verifier
 from clawloop.training import playbook as pbk
 from clawloop.training.config import PlaybookParams
 from clawloop.trajectory import EPISODE_SCHEMA
@@ -140,15 +140,16 @@ def test_the_harness_renders_the_playbook_into_the_system_prompt() -> None:
     assert '"submit"' not in playbook_block(pb, HarnessConfig(submit_tool=False, playbook=pb))
 
 
-def test_rollout_settings_attach_the_policy_dirs_playbook(tmp_path: Path) -> None:
-    from clawloop.loop import rollout_settings
+def test_loop_context_attaches_the_policy_dirs_playbook(tmp_path: Path) -> None:
+    from clawloop.loop import loop_context
     from clawloop.params import load_params
 
     params = load_params(Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml")
-    assert params.train.method == "playbook" and rollout_settings(params)[0].playbook is None
+    ctx = loop_context(params)
+    assert params.train.method == "playbook" and ctx.harness.playbook is None and ctx.harness_for(None).playbook is None
     pb = Playbook(token_budget=100, entries=[tip()])
     write_playbook(tmp_path / POLICY_FILE, pb)
-    assert rollout_settings(params, policy=tmp_path)[0].playbook == pb
+    assert ctx.harness_for(tmp_path).playbook == pb and ctx.harness.playbook is None  # the plain one stays plain
 
 
 def test_self_trajectories_lose_the_playbook_before_sft(tmp_path: Path) -> None:

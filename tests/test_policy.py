@@ -13,14 +13,10 @@ import pytest
 
 from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
 from clawloop.errors import ClawloopError
-from clawloop.models.policy import (
-    HFPolicy,
-    OpenAIPolicyConfig,
-    PolicySpec,
-    SamplingParams,
-    ScriptedPolicy,
-    load_policy,
-)
+from clawloop.policy.hf import HFPolicy
+from clawloop.policy.load import PolicySpec, load_policy
+from clawloop.policy.scripted import ScriptedPolicy
+from clawloop.policy.types import OpenAIPolicyConfig, SamplingParams
 
 CONV = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "List the files."}]
 
@@ -52,8 +48,8 @@ def test_load_policy_specs(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def small_hf() -> HFPolicy:
-    from clawloop.models.bootstrap import build_model, build_tokenizer, train_tokenizer
-    from clawloop.models.corpus import corpus
+    from clawloop.bootstrap.corpus import corpus
+    from clawloop.bootstrap.scratch import build_model, build_tokenizer, train_tokenizer
 
     raw = train_tokenizer("split", 640, texts=corpus(0, n_pairs=500, n_chats=100))
     tok = build_tokenizer(raw)
@@ -74,7 +70,7 @@ def test_hf_batched_greedy_equals_single(small_hf: HFPolicy) -> None:
 
 
 def test_hf_kv_reuse_matches_full_prefill(small_hf: HFPolicy) -> None:
-    from clawloop.models.policy import HFPolicyConfig
+    from clawloop.policy.hf import HFPolicyConfig
 
     fresh = HFPolicy("unused", HFPolicyConfig(kv_reuse_entries=0), model=small_hf.model,
                      tokenizer=small_hf.tokenizer)
@@ -97,7 +93,7 @@ def test_hf_kv_reuse_matches_full_prefill(small_hf: HFPolicy) -> None:
 
 
 def test_prefix_store_keeps_an_entry_the_new_prompt_only_shares_a_prefix_with() -> None:
-    from clawloop.models.kv_reuse import PrefixStore
+    from clawloop.policy.kv_reuse import PrefixStore
 
     store = PrefixStore(8)
     a, b = list(range(40)), [*range(30), *range(100, 120)]
@@ -114,7 +110,7 @@ def test_prefix_store_keeps_an_entry_the_new_prompt_only_shares_a_prefix_with() 
 def test_prefill_groups_cover_every_row_once_with_little_padding() -> None:
     import random
 
-    from clawloop.models.kv_reuse import prefill_groups
+    from clawloop.policy.kv_reuse import prefill_groups
 
     rng = random.Random(0)
     cached = [rng.randint(200, 600) for _ in range(40)]
@@ -230,7 +226,8 @@ def test_vllm_policy_with_a_stand_in_engine(small_hf: HFPolicy, tmp_path: Path,
     import types
     from types import SimpleNamespace
 
-    from clawloop.models.policy import VLLMPolicy, VLLMPolicyConfig
+    from clawloop.policy.types import VLLMPolicyConfig
+    from clawloop.policy.vllm import VLLMPolicy
 
     small_hf.tokenizer.save_pretrained(tmp_path)
     seen: dict[str, Any] = {}

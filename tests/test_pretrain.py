@@ -1,4 +1,4 @@
-"""Teacher-free pretraining (clawloop.models.pretrain) and the copy probe (clawloop.models.copy_probe)."""
+"""Teacher-free pretraining (clawloop.bootstrap.pretrain) and the copy probe (clawloop.bootstrap.copy_probe)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from clawloop.models.copy_probe import items, probe
-from clawloop.models.pretrain import PretrainConfig, documents
+from clawloop.bootstrap.copy_probe import items, probe
+from clawloop.bootstrap.pretrain import PretrainConfig, documents
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def tok() -> Any:
-    from clawloop.models.bootstrap import build_tokenizer, train_tokenizer
-    from clawloop.models.corpus import corpus
+    from clawloop.bootstrap.corpus import corpus
+    from clawloop.bootstrap.scratch import build_tokenizer, train_tokenizer
 
     return build_tokenizer(train_tokenizer("split", 1024, 0, corpus(0, n_pairs=800, n_chats=100)))
 
@@ -77,7 +77,7 @@ class _Oracle:
 
 
 def test_copy_probe_scores_an_oracle_perfect_and_a_random_model_near_zero(tok: Any) -> None:
-    from clawloop.models.bootstrap import build_model
+    from clawloop.bootstrap.scratch import build_model
 
     perfect = probe(_Oracle(len(tok)), tok, n=12)
     assert perfect == {"name_exact": 1.0, "command_exact": 1.0, "call_token_acc": 1.0, "induction_acc": 1.0}
@@ -89,7 +89,7 @@ def test_copy_probe_scores_an_oracle_perfect_and_a_random_model_near_zero(tok: A
 def test_bootstrap_with_a_small_pretrain_budget(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from clawloop.models.bootstrap import bootstrap
+    from clawloop.bootstrap.scratch import bootstrap
 
     pre = {"steps": 3, "batch_size": 2, "seq_len": 64, "probe_items": 4, "learning_rate": 1e-3}
     meta = bootstrap(tmp_path / "p", size="tiny", seed=0, vocab_size=1024, corpus_pairs=800, pretrain=pre)
@@ -110,7 +110,7 @@ def test_rows_hold_whole_documents_never_split(tok: Any) -> None:
     # a name and its copy must share a context: a row is whole documents, then masked padding
     from itertools import islice
 
-    from clawloop.models.pretrain import blocks
+    from clawloop.bootstrap.pretrain import blocks
 
     config = PretrainConfig(seed=3, seq_len=256, mix={"echo": 1.0, "repeat": 1.0, "chat": 1.0})
     sep = tok.convert_tokens_to_ids("<|endoftext|>")
@@ -136,7 +136,7 @@ def test_echo_documents_repeat_their_line_verbatim(tok: Any) -> None:
 def test_induction_rows_mask_the_first_copy_and_label_the_repeat() -> None:
     import random
 
-    from clawloop.models.pretrain import induction_row
+    from clawloop.bootstrap.pretrain import induction_row
 
     ids, labels = induction_row(random.Random(0), 200, (256, 1000))
     assert len(ids) == len(labels) == 200

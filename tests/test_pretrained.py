@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.bootstrap import pretrained
+from clawloop.bootstrap.base import base_kind, make_base
+from clawloop.bootstrap.pretrained import SMOLLM2_135M, WheelModel, locate_gguf, verified_gguf
 from clawloop.errors import ClawloopError
-from clawloop.models import pretrained
-from clawloop.models.base import base_kind, make_base
-from clawloop.models.pretrained import SMOLLM2_135M, WheelModel, locate_gguf, verified_gguf
 
 
 def test_base_kinds(tmp_path: Path) -> None:
@@ -96,7 +96,8 @@ def test_sft_on_the_real_base_makes_it_pass_held_in_tasks(smollm2: Path, tmp_pat
     Real sandbox episodes and verifiers, greedy decoding; ~2-3 min on 2 cores."""
     from clawloop.agent.harness import HarnessConfig
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.policy import HFPolicy, SamplingParams
+    from clawloop.policy.hf import HFPolicy
+    from clawloop.policy.types import SamplingParams
     from clawloop.synthesis.curriculum import Plan
     from clawloop.synthesis.procedural import synthesize
     from clawloop.training.config import TrainParams

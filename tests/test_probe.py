@@ -11,7 +11,7 @@ import pytest
 
 from clawloop.diagnosis.synthetic import episode_row, write_trajectories
 from clawloop.errors import ClawloopError
-from clawloop.tasks.model import Task, Verifier
+from clawloop.tasks.task import Task, Verifier
 from clawloop.validation.probe import (
     ProbeResult,
     label_episodes,
@@ -103,7 +103,7 @@ def fake_rollout(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
                 for i, t in enumerate(tasks) for s in range(k)]
         if out_dir is not None:
             write_trajectories(out_dir, rows, [])
-        return [types.SimpleNamespace(**r) for r in rows]  # like rollout.EpisodeSummary
+        return [types.SimpleNamespace(**r) for r in rows]  # like trajectory.EpisodeRecord
 
     mod = types.ModuleType("clawloop.agent.rollout")
     mod.run_rollouts = run_rollouts  # type: ignore[attr-defined]
@@ -130,10 +130,11 @@ def test_cli_probe(tmp_path: Path, fake_rollout: list[dict[str, Any]], monkeypat
 
     import clawloop.commands.diagnose_cmd  # noqa: F401  (registers the commands)
     from clawloop.commands import app
-    from clawloop.models import policy as policy_mod
+    from clawloop.policy import load as policy_mod
+    from clawloop.policy.scripted import ScriptedPolicy
     from clawloop.tasks.pool import read_pool, write_pool
 
-    monkeypatch.setattr(policy_mod, "load_policy", lambda spec: policy_mod.ScriptedPolicy([]))
+    monkeypatch.setattr(policy_mod, "load_policy", lambda spec: ScriptedPolicy([]))
     write_pool(tmp_path / "pool.jsonl", _tasks())
     res = CliRunner().invoke(app, ["tasks", "probe", str(tmp_path / "pool.jsonl"), "--model", "m", "--k", "3",
                                    "--out", str(tmp_path / "probe.jsonl"), "--backend", "local"])
@@ -151,7 +152,7 @@ def test_probe_and_diagnose_end_to_end(tmp_path: Path) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
     from clawloop.diagnosis.diagnose import diagnose
-    from clawloop.models.policy import ScriptedPolicy
+    from clawloop.policy.scripted import ScriptedPolicy
 
     test = "test -f /workspace/done && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt"
     v = Verifier(files={"test.sh": {"content": test}})

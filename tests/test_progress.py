@@ -92,7 +92,7 @@ def test_track_closes_when_the_loop_raises() -> None:
 
 
 def test_proposer_shows_proposals_and_tokens(capsys: pytest.CaptureFixture[str]) -> None:
-    from clawloop.models.policy import ScriptedPolicy
+    from clawloop.policy.scripted import ScriptedPolicy
     from clawloop.synthesis.proposer import propose_tasks
 
     tasks, stats = propose_tasks(ScriptedPolicy(["not a proposal"]), n=3, progress=True)
@@ -189,7 +189,7 @@ def test_synth_shows_progress_on_the_command_line_and_in_a_stage_log(tmp_path: P
 
 
 def test_pretraining_shows_steps_loss_and_tokens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from clawloop.models.bootstrap import bootstrap
+    from clawloop.bootstrap.scratch import bootstrap
 
     pre = {"steps": 2, "batch_size": 1, "seq_len": 32, "probe_items": 1, "probe_every": 0}
     bootstrap(tmp_path / "m", size="tiny", seed=0, vocab_size=1024, corpus_pairs=400, pretrain=pre)

@@ -12,7 +12,8 @@ import pytest
 
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, Recommendation
 from clawloop.errors import ClawloopError
-from clawloop.models.policy import Generation, ScriptedPolicy
+from clawloop.policy.scripted import ScriptedPolicy
+from clawloop.policy.types import Generation
 from clawloop.synthesis.proposer import (
     ProposalError,
     ProposerParams,

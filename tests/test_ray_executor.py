@@ -121,7 +121,7 @@ class TestLocalCluster:
     def test_validation_report_matches_local(self, backend: str) -> None:
         from clawloop.synthesis.curriculum import Plan
         from clawloop.synthesis.procedural import synthesize
-        from clawloop.tasks.model import Solution
+        from clawloop.tasks.task import Solution
         from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 
         pool = synthesize(Plan({("files", 1): 3, ("text_search", 1): 3, ("json", 2): 2}), seed=7)

@@ -14,9 +14,9 @@ import pytest
 from clawloop.agent import rollout as ro
 from clawloop.agent.harness import HarnessConfig
 from clawloop.agent.rollout import run_rollouts
-from clawloop.models.policy import ScriptedPolicy
+from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.tasks.verifier import Verdict
 from clawloop.trajectory import EPISODE_SCHEMA, OUTCOMES, STEP_SCHEMA, TERMINATIONS
 from sandbox.base import ExecResult, SandboxConfig

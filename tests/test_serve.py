@@ -18,15 +18,15 @@ import httpx
 import pytest
 
 from clawloop.agent.tool_calls import TOOLS, FormatError, assistant_message, parse_reply, tool_message
-from clawloop.models.openai_policy import (
+from clawloop.policy.openai import (
     OpenAIPolicy,
     from_openai_messages,
     reply_message,
     reply_text,
     to_openai_messages,
 )
-from clawloop.models.policy_types import Generation, OpenAIPolicyConfig, SamplingParams
-from clawloop.models.serve import ServeConfig, make_server, url
+from clawloop.policy.serve import ServeConfig, make_server, url
+from clawloop.policy.types import Generation, OpenAIPolicyConfig, SamplingParams
 
 ROOT = Path(__file__).resolve().parents[1]
 CALL = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls -la"}}\n</tool_call>'
@@ -158,7 +158,7 @@ def test_serve_refuses_an_endpoint_as_the_model() -> None:
 
 @pytest.fixture(scope="module")
 def serve_tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    from clawloop.models.bootstrap import bootstrap
+    from clawloop.bootstrap.scratch import bootstrap
 
     model = tmp_path_factory.mktemp("serve") / "tiny"
     bootstrap(model, size="tiny", seed=0, corpus_pairs=2000)
@@ -184,8 +184,9 @@ def test_openai_policy_to_clawloop_serve_to_a_scratch_model_end_to_end(
         serve_tiny: tuple[str, Path], tmp_path: Path) -> None:
     from clawloop.agent.harness import HarnessConfig
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.policy import HFPolicy, HFPolicyConfig, load_policy
-    from clawloop.tasks.model import FileSpec, Task, Verifier
+    from clawloop.policy.hf import HFPolicy, HFPolicyConfig
+    from clawloop.policy.load import load_policy
+    from clawloop.tasks.task import FileSpec, Task, Verifier
 
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")

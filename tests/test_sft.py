@@ -11,7 +11,7 @@ import pytest
 
 from clawloop.agent.harness import initial_messages
 from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.training import data as tdata
 from clawloop.training.config import SFTParams
 

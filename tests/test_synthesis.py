@@ -23,8 +23,8 @@ from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.procedural import diversity, manifest, synthesize
 from clawloop.synthesis.skills import LEVELS, families, git_available
 from clawloop.synthesis.templates import templates
-from clawloop.tasks.model import Task
 from clawloop.tasks.pool import read_pool, write_pool
+from clawloop.tasks.task import Task
 
 EXPECTED = ["files", "text_search", "sort_count", "stream_edit", "json", "csv", "archives",
             "permissions_links", "find_bulk", "pipes_redirection", "scripting", "debugging", "git",
@@ -259,7 +259,7 @@ def test_register_backticks_file_names_only(instruction: str, expect: str) -> No
     import random
 
     from clawloop.synthesis.register import restyle
-    from clawloop.tasks.model import FileSpec, Task, Verifier
+    from clawloop.tasks.task import FileSpec, Task, Verifier
 
     t = Task(instruction=instruction, verifier=Verifier(files={"test.sh": FileSpec(content="exit 0")}))
     out = restyle(t, random.Random(0)).instruction

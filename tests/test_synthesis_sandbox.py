@@ -13,7 +13,7 @@ import pytest
 import sandbox
 from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.skills import families
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 
 pytestmark = pytest.mark.skipif(sandbox.unavailable_reason("bwrap") is not None,

@@ -13,7 +13,7 @@ import pytest
 from clawloop.agent.harness import HarnessConfig, initial_messages
 from clawloop.agent.tool_calls import TOOLS
 from clawloop.errors import ClawloopError
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.training import data as tdata
 from clawloop.training.config import TrainParams, field_help, resolve_bf16
 from clawloop.training.reference import call_text, reference_trajectories
@@ -111,7 +111,7 @@ def convo(task: Task, *commands: str) -> str:
 
 def test_self_trajectories_from_real_rollouts(tmp_path: Path) -> None:
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.policy import ScriptedPolicy
+    from clawloop.policy.scripted import ScriptedPolicy
 
     tasks = [make_task("a.txt", "alpha"), make_task("b.txt", "beta")]
 

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
 from clawloop.tasks.pool import write_pool
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.training.config import TrainParams
 from clawloop.training.run import train
 

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from clawloop.cli import app
 from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
 from clawloop.tasks.pool import read_pool, write_pool
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.validation.agent_free import (
     AgentFreeParams,
     HeldoutIndex,

@@ -4,7 +4,7 @@ CI does not build it, and this module then skips).
 
 The test venv has no vllm: one worker, this file run by .venv-vllm's interpreter (`python
 tests/test_vllm_cpu.py SPEC OUT`), starts one engine the way the loop does (params.yaml's
-rollout section → load_loop_policy), generates, and runs two real episodes in bwrap sandboxes;
+rollout section → LoopContext.load_policy), generates, and runs two real episodes in bwrap sandboxes;
 the tests here check what it wrote against HFPolicy on the same checkpoint.
 """
 
@@ -43,7 +43,7 @@ pytestmark = [
 
 
 def _rows(gens: list[Any]) -> list[dict[str, Any]]:
-    from clawloop.models.policy import Generation
+    from clawloop.policy.types import Generation
 
     assert all(isinstance(g, Generation) for g in gens)
     return [{"text": g.text, "finish_reason": g.finish_reason, "prompt_tokens": g.prompt_tokens,
@@ -59,10 +59,10 @@ def worker(spec_path: Path, out_path: Path) -> None:
     from clawloop.agent.harness import TOOLS
     from clawloop.agent.rollout import run_rollouts
     from clawloop.evaluation import load_suite
-    from clawloop.loop import load_loop_policy, rollout_settings
-    from clawloop.models.policy import SamplingParams
-    from clawloop.models.vllm_policy import VLLMPolicy
+    from clawloop.loop import loop_context
     from clawloop.params import load_params
+    from clawloop.policy.types import SamplingParams
+    from clawloop.policy.vllm import VLLMPolicy
 
     spec = json.loads(spec_path.read_text())
     work = Path(spec["work"])
@@ -71,7 +71,7 @@ def worker(spec_path: Path, out_path: Path) -> None:
     (work / "params.yaml").write_text(yaml.safe_dump(raw))
     params = load_params(work / "params.yaml")
     t0 = time.perf_counter()
-    policy = load_loop_policy(spec["model"], params, "it-0")
+    policy = loop_context(params).load_policy(spec["model"], "it-0")
     out: dict[str, Any] = {"start_s": time.perf_counter() - t0, "class": type(policy).__name__,
                            "on_cpu": getattr(policy, "on_cpu", None), "max_context": policy.max_context}
     try:
@@ -82,7 +82,7 @@ def worker(spec_path: Path, out_path: Path) -> None:
         out["too_long"] = _rows(policy.generate([TOO_LONG, CONVS[0]], greedy))
         hot = SamplingParams(temperature=1.0, max_new_tokens=MAX_NEW, seed=5)
         out["sampled"] = _rows(policy.generate(CONVS, hot, tools=TOOLS))
-        harness, sampling = rollout_settings(params)
+        harness, sampling = loop_context(params).harness, loop_context(params).sampling
         tasks = [t for t in load_suite(ROOT / "benchmarks" / "shell-core").tasks if not t.needs_image][:2]
         res = run_rollouts(tasks, policy, k=1, batch_size=2, backend="bwrap", harness_config=harness,
                            sampling=sampling, out_dir=work / "rollouts", progress=False)
@@ -96,8 +96,8 @@ def worker(spec_path: Path, out_path: Path) -> None:
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The real default base, materialized once per session (as tests/test_pretrained.py does)."""
+    from clawloop.bootstrap.base import make_base
     from clawloop.errors import ClawloopError
-    from clawloop.models.base import make_base
 
     out = tmp_path_factory.getbasetemp() / "smollm2"
     if not (out / "model_meta.json").exists():
@@ -127,7 +127,8 @@ def run(smollm2: Path, backend: str, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture(scope="module")
 def hf_greedy(smollm2: Path) -> list[Any]:
     from clawloop.agent.harness import TOOLS
-    from clawloop.models.policy import HFPolicy, HFPolicyConfig, SamplingParams
+    from clawloop.policy.hf import HFPolicy, HFPolicyConfig
+    from clawloop.policy.types import SamplingParams
 
     hf = HFPolicy(smollm2, HFPolicyConfig(threads=1))
     return hf.generate(CONVS, SamplingParams(temperature=0.0, max_new_tokens=MAX_NEW), tools=TOOLS)

@@ -36,17 +36,18 @@ CANDIDATES = ("hf-generate", "hf-fp32", "hf-bf16", "hf-int8", "llamacpp-q8_0", "
 
 
 def load_candidate(name: str, model: Path, threads: int | None) -> Any:
-    from clawloop.models.policy import HFPolicy, HFPolicyConfig, LlamaCppPolicyConfig
+    from clawloop.policy.hf import HFPolicy, HFPolicyConfig
+    from clawloop.policy.types import LlamaCppPolicyConfig
 
     if name.startswith("vllm"):
-        from clawloop.models.policy import VLLMPolicyConfig
-        from clawloop.models.vllm_policy import VLLMPolicy
+        from clawloop.policy.types import VLLMPolicyConfig
+        from clawloop.policy.vllm import VLLMPolicy
 
         bind = None if threads is None else ("0" if threads == 1 else f"0-{threads - 1}")
         return VLLMPolicy(model, VLLMPolicyConfig(dtype="float32", enforce_eager=name == "vllm-eager",
                                                   max_model_len=2048, cpu_threads_bind=bind))
     if name.startswith("llamacpp-"):
-        from clawloop.models.llamacpp_policy import LlamaCppPolicy
+        from clawloop.policy.llamacpp import LlamaCppPolicy
 
         return LlamaCppPolicy(model, LlamaCppPolicyConfig(threads=threads, parallel=32,
                                                           gguf_type=name.split("-", 1)[1]))
@@ -72,7 +73,7 @@ def first_turn_prompts(n: int) -> tuple[list[list[dict[str, Any]]], list[dict[st
 
 
 def measure(policy: Any, convs: list, tools: list, max_new: int) -> dict[str, Any]:
-    from clawloop.models.policy import SamplingParams
+    from clawloop.policy.types import SamplingParams
 
     greedy = SamplingParams(temperature=0.0, max_new_tokens=max_new)
     policy.generate(convs[-1:], SamplingParams(temperature=0.0, max_new_tokens=4), tools=tools)  # warm up
@@ -128,7 +129,7 @@ def measure_in_vllm_venv(name: str, model: Path, args: Any) -> dict[str, Any]:
 
 
 def compare(args: Any) -> int:
-    from clawloop.models.base import make_base
+    from clawloop.bootstrap.base import make_base
 
     names = args.candidates.split(",") if args.candidates else [
         n for n in CANDIDATES if not n.startswith("vllm") or VLLM_PYTHON.is_file()]

@@ -6,7 +6,7 @@
 - `fixed`: 16 random tokens, a 24-token span, the same span again: the offset is always 24, so a
   relative-position head solves it (the baseline: it shows the model and optimizer can learn);
 - `variable`: spans of 6-32 random tokens, each followed by itself, at varying places
-  (clawloop.models.pretrain.induction_row): only content matching (an induction head) solves it,
+  (clawloop.bootstrap.pretrain.induction_row): only content matching (an induction head) solves it,
   and copying names from an instruction is this task.
 
 Loss is on the repeats only. Prints loss and repeat accuracy every --every steps per task, with
@@ -40,8 +40,8 @@ def run(task: str, args: argparse.Namespace) -> list[dict]:
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from clawloop.models.bootstrap import SIZES
-    from clawloop.models.pretrain import induction_row
+    from clawloop.bootstrap.pretrain import induction_row
+    from clawloop.bootstrap.scratch import SIZES
 
     torch.manual_seed(0)
     arch = SIZES[args.size]

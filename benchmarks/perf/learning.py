@@ -134,8 +134,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     import yaml
 
     from clawloop import loop
-    from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.base import make_base
+    from clawloop.bootstrap.base import make_base
     from clawloop.params import Params
     from clawloop.synthesis.curriculum import CurriculumParams, plan
     from clawloop.synthesis.procedural import synthesize
@@ -152,15 +151,14 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     suite = params.eval.suites[0]
     heldout = load_suite_any(str(ROOT / suite.path), suite.format, name=suite.name).tasks
     heldout = sorted(heldout, key=lambda t: t.id)[:max_tasks] if max_tasks else heldout
-    sampling = loop.rollout_settings(params)[1]
+    ctx = loop.loop_context(params)
     rows: list[dict[str, Any]] = []
 
     def evaluate(policy_dir: Path, i: int) -> float:
         t0 = time.time()
-        policy = loop.load_loop_policy(policy_dir, params, policy_id=f"iter-{i}")
-        res = run_rollouts(heldout, policy, k=params.eval.samples, batch_size=params.rollout.batch,
-                           backend=params.sandbox.backend, sampling=sampling, iteration=i, suite=suite.name,
-                           harness_config=loop.rollout_settings(params, policy=policy_dir)[0], progress=False)
+        policy = ctx.load_policy(policy_dir, policy_id=f"iter-{i}")
+        res = ctx.rollouts(heldout, policy, k=params.eval.samples, harness=ctx.harness_for(policy_dir),
+                           iteration=i, suite=suite.name, progress=False)
         m = loop.suite_metrics(res, heldout=True)
         passed = sorted({r.task_id for r in res if r.outcome == "passed"})
         names = {t.id: t.metadata.get("name", t.id[:8]) if isinstance(t.metadata, dict) else t.id[:8]

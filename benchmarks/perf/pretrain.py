@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/perf/pretrain.py [--json] [--steps 300] [--batch 8] [--seq-len 256]
         [--lr 3e-3] [--size tiny] [--probe-every 50] [--probe-items 50] [--out DIR] [--mix chat=.4,task=.3,...]
 
-Builds the bootstrap model (clawloop.models.bootstrap.bootstrap with `pretrain` options) and
-prints, every --probe-every steps, the LM loss and the copy probe (clawloop.models.copy_probe):
+Builds the bootstrap model (clawloop.bootstrap.scratch.bootstrap with `pretrain` options) and
+prints, every --probe-every steps, the LM loss and the copy probe (clawloop.bootstrap.copy_probe):
 name_exact (held-out random names copied exactly into the command, teacher-forced),
 command_exact, call_token_acc and induction_acc; wall and CPU seconds so far (the machine may
 be shared: CPU seconds are the stabler cost). --out keeps the pretrained model.
@@ -46,7 +46,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    from clawloop.models.bootstrap import BootstrapConfig, bootstrap
+    from clawloop.bootstrap.scratch import BootstrapConfig, bootstrap
 
     pre = {"steps": args.steps, "batch_size": args.batch, "seq_len": args.seq_len,
            "learning_rate": args.lr, "probe_every": args.probe_every, "probe_items": args.probe_items,

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def load_tasks(n: int) -> tuple[list, str]:
-    from clawloop.tasks.model import FileSpec, Task, Verifier
+    from clawloop.tasks.task import FileSpec, Task, Verifier
 
     suite = ROOT / "benchmarks" / "shell-core"
     if suite.is_dir():
@@ -70,12 +70,14 @@ def main() -> int:
 
     from clawloop.agent.harness import HarnessConfig
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.policy import HFPolicy, HFPolicyConfig, SamplingParams, load_policy
+    from clawloop.policy.hf import HFPolicy, HFPolicyConfig
+    from clawloop.policy.load import load_policy
+    from clawloop.policy.types import SamplingParams
 
     tmp = tempfile.TemporaryDirectory(prefix="clawloop-bench-")
     model = args.model
     if model is None and args.policy is None:
-        from clawloop.models.bootstrap import bootstrap
+        from clawloop.bootstrap.scratch import bootstrap
 
         model = Path(tmp.name) / "tiny"
         bootstrap(model, size="tiny", seed=0)

@@ -38,7 +38,7 @@ WORDS = ["amber", "ledger", "harbor", "notes", "summit", "river", "report", "sal
 
 
 def make_tasks(n: int, verifier: str | None = None) -> list[Any]:
-    from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+    from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 
     test = verifier or ('if [ "$(cat /workspace/{f} 2>/dev/null)" = "{v}" ]; then echo 1; else echo 0; fi '
                         '> /logs/verifier/reward.txt')
@@ -145,7 +145,7 @@ def main() -> None:
         work = Path(tmp)
         model = args.model
         if model is None:
-            from clawloop.models.bootstrap import bootstrap
+            from clawloop.bootstrap.scratch import bootstrap
 
             model = work / "tiny"
             bootstrap(model, size="tiny", seed=0, corpus_pairs=2000)

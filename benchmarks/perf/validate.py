@@ -58,7 +58,7 @@ def main() -> None:
               f"{len(tasks) / took:.2f} tasks/s (kept {len(kept)}, rejected {rep['rejected'] or 'none'})")
     trivial = None
     if args.trivial:
-        from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+        from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 
         test = FileSpec.of('#!/bin/bash\nmkdir -p /logs/verifier\n[ -f out ] && echo 1 > /logs/verifier/reward.txt '
                            '|| echo 0 > /logs/verifier/reward.txt\n', 0o755)

@@ -38,11 +38,12 @@ from clawloop.agent.tool_calls import (
     parse_reply,
     tool_message,
 )
-from clawloop.tasks.model import FileSpec, Task, Verifier
+from clawloop.tasks.task import FileSpec, Task, Verifier
+from clawloop.trajectory import Step
 from sandbox.base import ExecResult, truncate_output
 
 if TYPE_CHECKING:
-    from clawloop.models.policy import Generation, Policy, SamplingParams
+    from clawloop.policy.types import Generation, Policy, SamplingParams
     from sandbox.base import Sandbox
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -150,31 +151,13 @@ def hint_message(error: FormatError, config: HarnessConfig | None = None) -> dic
 
 
 @dataclass
-class StepRecord:
-    """One assistant turn: a row of steps.parquet (see clawloop/trajectory.py)."""
-
-    step: int
-    content: str
-    tool: str | None = None
-    command: str | None = None
-    format_error: bool = False
-    exit_code: int | None = None
-    output: str | None = None
-    timed_out: bool = False
-    duration_s: float = 0.0
-    tokens: int = 0
-    error_kind: str | None = None
-    """Format error kind (not stored in Parquet; for callers)."""
-
-
-@dataclass
 class EpisodeState:
     """The agent side of one episode, driven by replies and command results (no I/O here)."""
 
     task: Task
     config: HarnessConfig = field(default_factory=HarnessConfig)
     messages: list[dict[str, Any]] = field(default_factory=list)
-    steps: list[StepRecord] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     termination: str | None = None
     """One of trajectory.TERMINATIONS once ended."""
     error: str | None = None
@@ -229,7 +212,7 @@ class EpisodeState:
         text = clean_text(gen.text)
         limit = self.config.max_reply_chars
         stored = text if len(text) <= limit else text[:limit]
-        rec = StepRecord(step=len(self.steps), content=stored, tokens=gen.completion_tokens)
+        rec = Step(step=len(self.steps), content=stored, tokens=gen.completion_tokens)
         self.steps.append(rec)
         names = tuple(t["function"]["name"] for t in self.tools)
         parsed = parse_reply(text, max_chars=limit, tools=names)
@@ -281,7 +264,7 @@ class EpisodeState:
 def run_episode(sb: Sandbox, task: Task, policy: Policy, *, config: HarnessConfig | None = None,
                 sampling: SamplingParams | None = None) -> EpisodeState:
     """Run the agent phase of one episode in a prepared sandbox, one turn after another."""
-    from clawloop.models.policy_types import SamplingParams
+    from clawloop.policy.types import SamplingParams
 
     state = EpisodeState(task, config or HarnessConfig())
     sampling = sampling or SamplingParams()

@@ -1,5 +1,5 @@
 """The model agent of `clawloop eval --agent model`: a policy's rollouts over suite items, as the
-EpisodeRecords the eval writes for every agent (oracle and no-op included).
+EpisodeRecords (clawloop.trajectory), the record of every agent (oracle and no-op included).
 
 Apart from the rollout loop because it is an adapter between the eval's options (a model spec,
 samples, a playbook file) and `run_rollouts`; the loop itself knows nothing of suites' items.
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.agent.harness import HarnessConfig
-from clawloop.agent.rollout import EpisodeSummary, run_rollouts
+from clawloop.agent.rollout import run_rollouts
 from clawloop.errors import ClawloopError
 from clawloop.progress import Progress
 
@@ -26,8 +26,7 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
     (a playbook.json; default: the one a model directory carries, clawloop.agent.playbook).
     `progress` (the eval's) is advanced per episode and by the tokens generated.
     """
-    from clawloop.models.policy_types import SamplingParams
-    from clawloop.tasks.episode import EpisodeRecord, Step
+    from clawloop.policy.types import SamplingParams
 
     opts = dict(options or {})
     policy = agent_policy(opts)
@@ -35,13 +34,6 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
                               max_new_tokens=int(opts.get("max_new_tokens") or 256),
                               seed=opts.get("seed"))
     harness = HarnessConfig(max_turns=opts.get("max_turns"), playbook=_playbook(opts))
-
-    def record(r: EpisodeSummary, it: Any) -> Any:
-        steps = [Step(x.command, x.exit_code if x.exit_code is not None else -1, x.output or "", x.timed_out,
-                      x.duration_s) for x in r.steps if x.command is not None]
-        return EpisodeRecord(r.task_id, it.name, it.suite, it.task.skill, it.task.level, "model", r.outcome,
-                             r.reward, r.error, r.duration_s, "", steps, prompt_tokens=r.prompt_tokens,
-                             completion_tokens=r.completion_tokens)
 
     groups: dict[str, list[Any]] = {}
     for it in items:
@@ -54,7 +46,9 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
             batch_size=int(opts.get("batch") or 32), backend=backend, harness_config=harness,
             sampling=sampling, out_dir=opts.get("out_dir"), suite=suite,
             progress=progress if progress is not None else False, sandbox_config=config)
-        records += [record(r, by_id[r.task_id]) for r in res]
+        for r in res:  # the rollout's record, under the item's name in the suite
+            r.name = by_id[r.task_id].name
+        records += res
     return records
 
 
@@ -65,7 +59,7 @@ def _playbook(options: dict[str, Any]) -> Any:
         return read_playbook(options["playbook"])
     model = options.get("model")
     if isinstance(model, str | Path):
-        from clawloop.models.policy import parse_spec
+        from clawloop.policy.load import parse_spec
 
         spec = parse_spec(str(model))
         return policy_playbook(spec.model) if spec.backend != "openai" and Path(spec.model).is_dir() else None
@@ -79,7 +73,7 @@ def agent_policy(options: dict[str, Any]) -> Any:
     if not model:
         raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
     if isinstance(model, str | Path):
-        from clawloop.models.policy import load_policy
+        from clawloop.policy.load import load_policy
 
         return load_policy(model)
     return model

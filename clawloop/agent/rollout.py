@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import time
 import traceback
 from collections import deque
@@ -23,40 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawloop.agent.harness import EpisodeState, HarnessConfig, StepRecord, tools_for
+from clawloop.agent.harness import EpisodeState, HarnessConfig, tools_for
 from clawloop.errors import ClawloopError
 from clawloop.progress import Progress, progress_for
 from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.model import Task
-from clawloop.trajectory import clip
+from clawloop.tasks.task import Task
+from clawloop.trajectory import EpisodeRecord, clip
 
 MAX_POLICY_FAILURES = 3
 """Consecutive failed generate calls after which the rollout stops with the policy's error."""
-
-
-@dataclass
-class EpisodeSummary:
-    """What one episode came to (the episodes.parquet row, plus the conversation)."""
-
-    episode_id: str
-    task_id: str
-    sample: int
-    outcome: str
-    """passed | failed | error | skipped."""
-    reward: float | None
-    termination: str
-    n_turns: int
-    n_format_errors: int
-    prompt_tokens: int
-    completion_tokens: int
-    duration_s: float
-    error: str | None = None
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    steps: list[StepRecord] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome == "passed"
 
 
 class TrajectoryWriter:
@@ -138,8 +112,8 @@ def run_rollouts(
     sandbox_config: Any = None,
     workers: int | None = None,
     flush_every: int | None = None,
-    on_episode: Callable[[EpisodeSummary], None] | None = None,
-) -> list[EpisodeSummary]:
+    on_episode: Callable[[EpisodeRecord], None] | None = None,
+) -> list[EpisodeRecord]:
     """Run k episodes of `policy` per task, `batch_size` at a time in lockstep.
 
     Trajectories go to `out_dir` (when given) in parts of `flush_every` (default `batch_size`)
@@ -149,7 +123,7 @@ def run_rollouts(
     ends. `progress`: True shows episodes done, passed so far, generated tokens/s and the ETA
     (clawloop.progress); a Progress of the caller's is advanced instead (it covers several calls). Returns one summary per episode, in task order then sample order.
     """
-    from clawloop.models.policy_types import SamplingParams
+    from clawloop.policy.types import SamplingParams
 
     if k < 1 or batch_size < 1:
         raise ClawloopError(f"k and batch_size must be at least 1 (got k={k}, batch_size={batch_size})")
@@ -162,7 +136,7 @@ def run_rollouts(
     flush_every = flush_every or batch_size
     queue = deque(_Slot(t, s, f"{t.id}-{s}-{tag}") for t in tasks for s in range(k))
     order = {slot.episode_id: i for i, slot in enumerate(queue)}
-    results: dict[str, EpisodeSummary] = {}
+    results: dict[str, EpisodeRecord] = {}
     live: list[_Slot] = []
     failures = 0
 
@@ -216,10 +190,10 @@ def run_rollouts(
     finishing: dict[Future[None], _Slot] = {}
 
     def record(s: _Slot) -> None:
-        summary, row, steps = _records(s, policy_id, iteration, suite)
+        summary = _record(s, policy_id, iteration, suite)
         results[s.episode_id] = summary
         if writer is not None:
-            writer.add(row, steps)
+            writer.add(summary.to_row(), summary.step_rows())
         bar.advance(outcome=summary.outcome)
         if on_episode is not None:
             on_episode(summary)
@@ -292,34 +266,20 @@ def run_rollouts(
     return sorted(results.values(), key=lambda r: order[r.episode_id])
 
 
-def _records(s: _Slot, policy_id: str, iteration: int, suite: str,
-             ) -> tuple[EpisodeSummary, dict[str, Any], list[dict[str, Any]]]:
+def _record(s: _Slot, policy_id: str, iteration: int, suite: str) -> EpisodeRecord:
     st = s.state
-    termination = st.termination if st is not None and st.termination else "error"
     outcome = s.outcome or "error"
-    messages = st.messages if st is not None else []
-    summary = EpisodeSummary(
-        episode_id=s.episode_id, task_id=s.task.id, sample=s.sample, outcome=outcome,
-        reward=s.reward if outcome in ("passed", "failed") else None, termination=termination,
-        n_turns=len(st.steps) if st else 0, n_format_errors=st.n_format_errors if st else 0,
-        prompt_tokens=st.prompt_tokens if st else 0, completion_tokens=st.completion_tokens if st else 0,
-        duration_s=round(time.monotonic() - s.t0, 4), error=s.error if outcome in ("error", "skipped") else None,
-        messages=messages, steps=list(st.steps) if st else [])
-    row = {
-        "episode_id": s.episode_id, "task_id": s.task.id, "suite": suite, "skill": s.task.skill,
-        "level": s.task.level, "sample": s.sample, "policy_id": policy_id, "iteration": iteration,
-        "reward": summary.reward, "passed": summary.passed, "outcome": outcome, "termination": termination,
-        "error": summary.error, "n_turns": summary.n_turns, "n_format_errors": summary.n_format_errors,
-        "prompt_tokens": summary.prompt_tokens, "completion_tokens": summary.completion_tokens,
-        "duration_s": summary.duration_s, "messages": json.dumps(messages, ensure_ascii=False),
-        "verifier_output": s.verifier_output,
-    }
-    steps = [{
-        "episode_id": s.episode_id, "step": r.step, "role": "assistant", "content": r.content,
-        "tool": r.tool, "command": r.command, "format_error": r.format_error, "exit_code": r.exit_code,
-        "output": r.output, "timed_out": r.timed_out, "duration_s": r.duration_s, "tokens": r.tokens,
-    } for r in (st.steps if st else [])]
-    return summary, row, steps
+    return EpisodeRecord(
+        task_id=s.task.id, name=s.task.id, suite=suite, skill=s.task.skill, level=s.task.level, agent="model",
+        outcome=outcome,  # type: ignore[arg-type]
+        reward=s.reward if outcome in ("passed", "failed") else None,
+        reason=s.error if outcome in ("error", "skipped") else None,
+        duration_s=round(time.monotonic() - s.t0, 4), verifier_output=s.verifier_output,
+        steps=list(st.steps) if st else [], prompt_tokens=st.prompt_tokens if st else 0,
+        completion_tokens=st.completion_tokens if st else 0, episode_id=s.episode_id, sample=s.sample,
+        termination=st.termination if st is not None and st.termination else "error",
+        n_format_errors=st.n_format_errors if st else 0, messages=st.messages if st is not None else [],
+        policy_id=policy_id, iteration=iteration)
 
 
 def _close(slot: _Slot) -> None:

@@ -27,7 +27,7 @@ def diagnose(
     params = DiagnosisParams(threads=threads, narrative=narrative_model is not None)
     policy = None
     if narrative_model is not None:
-        from clawloop.models.policy import load_policy
+        from clawloop.policy.load import load_policy
 
         policy = load_policy(narrative_model)
     report = run(trajectories, out_dir=out, previous=previous, pool=pool, iteration=iteration,
@@ -57,7 +57,8 @@ def probe(
     iteration: int = typer.Option(-1, "--iteration", help="Loop iteration written into the trajectories."),
 ) -> None:
     """Label each task too_easy (k/k), learnable (0<p<k) or frontier (0/k) with the current policy."""
-    from clawloop.models.policy import SamplingParams, load_policy
+    from clawloop.policy.load import load_policy
+    from clawloop.policy.types import SamplingParams
     from clawloop.tasks.pool import read_pool
     from clawloop.validation.probe import probe_tasks, summarize, write_probe
 

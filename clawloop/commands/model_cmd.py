@@ -32,9 +32,9 @@ def init(
 
 def _init(out: Path, base: str | None, size: str, seed: int, tokenizer: str, vocab: int) -> None:
     """Write the base model of `model init` and say what was written."""
+    from clawloop.bootstrap.base import SCRATCH_PREFIX, make_base, scratch_size
+    from clawloop.bootstrap.scratch import SIZES, BootstrapConfig, bootstrap
     from clawloop.errors import ClawloopError
-    from clawloop.models.base import SCRATCH_PREFIX, make_base, scratch_size
-    from clawloop.models.bootstrap import SIZES, BootstrapConfig, bootstrap
 
     if base is not None and not base.startswith(SCRATCH_PREFIX):
         meta = make_base(base, out)
@@ -78,7 +78,7 @@ def gguf(
 ) -> None:
     """Write a checkpoint as GGUF (what rollout.backend llamacpp serves; llama.cpp, Ollama, ...)."""
     from clawloop.errors import ClawloopError
-    from clawloop.models.gguf_export import export_gguf
+    from clawloop.policy.gguf_export import export_gguf
 
     if qtype not in ("q8_0", "f16", "f32"):
         raise ClawloopError(f"--type: expected q8_0, f16 or f32, got {qtype!r}")

@@ -1,4 +1,4 @@
-"""`clawloop serve`: a local policy behind the OpenAI chat-completions API (clawloop.models.serve)."""
+"""`clawloop serve`: a local policy behind the OpenAI chat-completions API (clawloop.policy.serve)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def serve(
     import signal
 
     from clawloop.errors import ClawloopError
-    from clawloop.models.policy import load_policy, parse_spec
-    from clawloop.models.serve import ServeConfig, make_server, url
+    from clawloop.policy.load import load_policy, parse_spec
+    from clawloop.policy.serve import ServeConfig, make_server, url
 
     spec = parse_spec(model)
     if spec.backend == "openai":

@@ -24,7 +24,7 @@ _SKIP_BAD_LINES_HELP = "Go on when lines of a JSONL input are malformed (listed,
 @tasks_app.command()
 def schema() -> None:
     """Print the JSON Schema of one pool line (a Task)."""
-    from clawloop.tasks.model import Task
+    from clawloop.tasks.task import Task
 
     s = Task.model_json_schema(mode="validation")
     s.setdefault("properties", {})["id"] = {

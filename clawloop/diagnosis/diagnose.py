@@ -45,7 +45,7 @@ def report_summary(report: CapabilityReport, max_cells: int = 40) -> str:
 def narrate(report: CapabilityReport, policy: Any, sampling: Any = None, max_chars: int = 2000) -> str:
     """Ask the loop's own policy (anything with `generate(conversations, sampling)`) for a narrative."""
     if sampling is None:
-        from clawloop.models.policy_types import SamplingParams
+        from clawloop.policy.types import SamplingParams
 
         sampling = SamplingParams(temperature=0.0, max_new_tokens=400)
     conversation = [{"role": "system", "content": NARRATIVE_SYSTEM},

@@ -22,7 +22,7 @@ import orjson
 from clawloop.synthesis import words
 from clawloop.synthesis.knobs import Knobs
 from clawloop.synthesis.templates import phrase
-from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 W = "/workspace"
 

@@ -30,12 +30,12 @@ from clawloop.synthesis import state_diff as sd
 from clawloop.synthesis.conditioning import Stats, plan_targets
 from clawloop.synthesis.hindsight_text import TextLimits, Undescribable, describe, show
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
-from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from sandbox.base import SandboxError
 
 if TYPE_CHECKING:
     from clawloop.diagnosis.schema import CapabilityReport
-    from clawloop.models.policy import Policy
+    from clawloop.policy.types import Policy
     from sandbox.base import Sandbox
 
 GENERATOR = "hindsight@1"
@@ -293,7 +293,7 @@ def phrase(items: list[dict[str, Any]], rng: random.Random, *, keep: bool = True
 def model_phrase(policy: Policy, instruction: str, items: list[dict[str, Any]], workdir: str) -> str | None:
     """The loop model's rephrasing of `instruction`, or None when it drops a path or literal."""
     from clawloop.agent.harness import render
-    from clawloop.models.policy_types import SamplingParams
+    from clawloop.policy.types import SamplingParams
 
     prompt = render("describe.j2", instruction=instruction, workdir=workdir)
     gen = policy.generate([[{"role": "user", "content": prompt}]], SamplingParams(temperature=0.0, max_new_tokens=400))
@@ -312,7 +312,7 @@ def hindsight_tasks(policy: Policy, *, n: int, seed: int = 0, report: Capability
     """Explore n seeds (or the given `parents`) with `policy` and relabel each episode."""
     from clawloop.agent.harness import HarnessConfig
     from clawloop.agent.rollout import run_rollouts
-    from clawloop.models.policy_types import SamplingParams
+    from clawloop.policy.types import SamplingParams
 
     params = params or HindsightParams()
     stats = Stats("hindsight")

@@ -21,7 +21,7 @@ from clawloop.synthesis.curriculum import Plan
 from clawloop.synthesis.knobs import NO_KNOBS
 from clawloop.synthesis.register import restyle
 from clawloop.synthesis.skills import check_level, families, family
-from clawloop.tasks.model import Provenance, Task
+from clawloop.tasks.task import Provenance, Task
 
 MAX_ATTEMPTS = 50
 

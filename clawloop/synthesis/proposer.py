@@ -39,11 +39,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawloop.progress import Progress
 from clawloop.synthesis.conditioning import Stats, failure_modes, plan_targets, weak_skills
-from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 if TYPE_CHECKING:
     from clawloop.diagnosis.schema import CapabilityReport
-    from clawloop.models.policy import Policy
+    from clawloop.policy.types import Policy
 
 GENERATOR = "proposer@1"
 TEST_NAME = "check.sh"
@@ -216,7 +216,7 @@ def propose_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityRe
                   progress: bool = False) -> tuple[list[Task], dict[str, Any]]:
     """n proposals by `policy`; returns (tasks that parsed, stats with rejections by reason).
     `progress` shows proposals made and tokens/s (clawloop.progress)."""
-    from clawloop.models.policy_types import SamplingParams
+    from clawloop.policy.types import SamplingParams
 
     params = params or ProposerParams()
     stats = Stats("proposer")

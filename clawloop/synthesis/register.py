@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import re
 
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 
 _QUOTED = re.compile(r'"([^"\n`]+)"|\'([^\'\n`]+)\'')
 _EXTENSIONS = ("txt|log|csv|tsv|json|jsonl|md|sh|py|conf|cfg|ini|toml|yaml|yml|xml|html|tar|gz|tgz|zip|"

@@ -25,8 +25,8 @@ from clawloop.synthesis.hindsight import HindsightParams, hindsight_tasks
 from clawloop.synthesis.proposer import ProposerParams, propose_tasks
 
 if TYPE_CHECKING:
-    from clawloop.models.policy import Policy
-    from clawloop.tasks.model import Task
+    from clawloop.policy.types import Policy
+    from clawloop.tasks.task import Task
 
 ROUTINES = ("hindsight", "proposer")
 
@@ -34,7 +34,7 @@ ROUTINES = ("hindsight", "proposer")
 def resolve_policy(policy: Policy | str | Path) -> Policy:
     """A Policy, or one loaded from a spec string ("DIR", "vllm:DIR", "openai:MODEL@URL")."""
     if isinstance(policy, str | Path):
-        from clawloop.models.policy import load_policy
+        from clawloop.policy.load import load_policy
 
         return load_policy(policy)
     return policy

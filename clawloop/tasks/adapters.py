@@ -24,7 +24,7 @@ from typing import Any
 from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
 from clawloop.tasks import clawgym
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 from clawloop.tasks.verifier import Verdict, run_verifier, verdict
 from sandbox.base import ExecResult, Sandbox
 

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks.claw_eval_live import GRADER_ROOT_ENV, KEY, PASS_THRESHOLD
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 from clawloop.tasks.verifier import Verdict, read_logs_file, run_verifier
 from sandbox.base import Sandbox, SandboxError
 

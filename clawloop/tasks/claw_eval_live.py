@@ -42,7 +42,7 @@ from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.tasks.file_tree import find_dirs, read_tree
-from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 KEY = "claw_eval_live"
 PASS_THRESHOLD = 0.80

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.tasks.file_tree import find_dirs, read_tree
-from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 KEY = "clawgym"
 """`Task.metadata` key holding the original data_entry.json and the directory name."""

@@ -21,7 +21,6 @@ import tarfile
 from dataclasses import dataclass, field
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.model import FileSpec
 from clawloop.tasks.shell_lite import (  # noqa: F401  (re-exported: the runtime checks live there)
     HEREDOC,
     Runtime,
@@ -33,6 +32,7 @@ from clawloop.tasks.shell_lite import (  # noqa: F401  (re-exported: the runtime
     filter_run,
     shell_segments,
 )
+from clawloop.tasks.task import FileSpec
 
 DEFAULT_WORKDIR = "/workspace"
 """Task.workdir when the Dockerfile sets no WORKDIR."""

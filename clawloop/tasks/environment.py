@@ -25,8 +25,8 @@ import sandbox as sandboxes
 from clawloop.errors import ClawloopError
 from clawloop.tasks.adapters import FormatAdapter, Transcript, adapter_for
 from clawloop.tasks.harbor_docker import docker_skip_reason
-from clawloop.tasks.model import Task
 from clawloop.tasks.shell_lite import default_runtime_dir
+from clawloop.tasks.task import Task
 from clawloop.tasks.verifier import Verdict
 from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError
 

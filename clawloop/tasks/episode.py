@@ -1,4 +1,5 @@
-"""One episode of a simple agent (oracle, no-op), its record, and validation's trusted fast path.
+"""One episode of a simple agent (oracle, no-op) as an EpisodeRecord (clawloop.trajectory), and
+validation's trusted fast path.
 
 The episode protocol itself (prepare → agent → verify in a clean world → close) is
 `clawloop.tasks.environment.TaskEnvironment`; its verifier and reward rules are
@@ -18,11 +19,8 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-import orjson
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks.environment import (
@@ -32,81 +30,10 @@ from clawloop.tasks.environment import (
     TaskSetupError,
     write_files,
 )
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 from clawloop.tasks.verifier import Verdict, harbor_env, host_mounts, read_logs_file, tmp_base, write_dir
-from clawloop.trajectory import clip
+from clawloop.trajectory import EpisodeRecord, Step
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
-
-
-@dataclass(frozen=True)
-class Step:
-    """One command the agent ran and what came back."""
-
-    command: str
-    exit_code: int
-    output: str
-    timed_out: bool
-    duration_s: float
-
-
-@dataclass
-class EpisodeRecord:
-    """One episode of an agent (oracle, no-op or model) on one task."""
-
-    task_id: str
-    name: str
-    suite: str
-    skill: str
-    level: int
-    agent: str
-    outcome: Literal["passed", "failed", "error", "skipped"]
-    reward: float | None = None
-    reason: str | None = None
-    duration_s: float = 0.0
-    verifier_output: str = ""
-    steps: list[Step] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    """Tokens of a model agent's episode (0 for oracle and no-op)."""
-    unloadable: bool = False
-    """The task never loaded (reason says why): listed apart, never under a skill."""
-    node: str | None = None
-    """Hex id of the Ray node that ran the episode (`executor: ray`); None when it ran here."""
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome == "passed"
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def to_episode_row(self, *, sample: int = 0, policy_id: str | None = None,
-                       iteration: int = -1) -> dict[str, Any]:
-        """A row of clawloop.trajectory.EPISODE_SCHEMA."""
-        messages = [{"role": "assistant", "content": "",
-                     "tool_calls": [{"type": "function", "function": {"name": "bash", "arguments":
-                                     orjson.dumps({"command": s.command}).decode()}}]} for s in self.steps]
-        return {
-            "episode_id": f"{self.task_id}-{sample}-{self.agent}", "task_id": self.task_id,
-            "suite": self.suite, "skill": self.skill, "level": self.level, "sample": sample,
-            "policy_id": policy_id or self.agent, "iteration": iteration, "reward": self.reward,
-            "passed": self.passed, "outcome": self.outcome,
-            "termination": "error" if self.outcome in ("error", "skipped") else "submit",
-            "error": self.reason if self.outcome in ("error", "skipped") else None,
-            "n_turns": len(self.steps), "n_format_errors": 0, "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "duration_s": self.duration_s, "messages": orjson.dumps(messages).decode(),
-            "verifier_output": clip(self.verifier_output) if self.verifier_output else None,
-        }
-
-
-@dataclass
-class ScoredEpisodeRecord(EpisodeRecord):
-    """An episode of a benchmark with fractional scores: its name and the grader's dimensions."""
-
-    benchmark: str | None = None
-    scores: dict[str, Any] | None = None
-
 
 # ------------------------------------------------------------------------------ simple agents
 SimpleAgent = Callable[[TaskEnvironment], list[ExecResult]]
@@ -167,13 +94,13 @@ def run_episode(task: Task, agent: str | SimpleAgent = "oracle", backend: str = 
                 name: str | None = None) -> EpisodeRecord:
     """One episode of a simple agent: open, prepare, act, verify, close. Never raises for task
     trouble (outcome "error"); a task that cannot run here is "skipped". Formats with fractional
-    scores give a ScoredEpisodeRecord."""
+    scores name their benchmark in the record and give its scores."""
     agent_name = agent if isinstance(agent, str) else getattr(agent, "__name__", "agent")
     fn = simple_agent(agent) if isinstance(agent, str) else agent
     env = TaskEnvironment(task, backend, config)
     bench = env.adapter.benchmark
-    ids = (task.id, name or task.id, suite or task.source, task.skill, task.level, agent_name, "skipped")
-    rec = ScoredEpisodeRecord(*ids, benchmark=bench) if bench else EpisodeRecord(*ids)
+    rec = EpisodeRecord(task.id, name or task.id, suite or task.source, task.skill, task.level, agent_name,
+                        "skipped", benchmark=bench)
     rec.reason = env.skip_reason()
     if rec.reason is None and fn is run_oracle and task.solution is None:
         rec.reason = "no reference solution"
@@ -184,10 +111,11 @@ def run_episode(task: Task, agent: str | SimpleAgent = "oracle", backend: str = 
         with env:
             env.prepare()
             fn(env)
-            rec.steps = [Step(c, r.exit_code, r.output, r.timed_out, r.duration_s) for c, r in env.steps]
+            rec.steps = [Step(i, tool="bash", command=c, exit_code=r.exit_code, output=r.output,
+                              timed_out=r.timed_out, duration_s=r.duration_s) for i, (c, r) in enumerate(env.steps)]
             v = env.verify()
         rec.outcome, rec.reward, rec.reason, rec.verifier_output = v.outcome, v.reward, v.reason, v.output
-        if isinstance(rec, ScoredEpisodeRecord):
+        if bench:
             rec.scores = v.scores
     except (ClawloopError, SandboxError, OSError) as e:
         rec.outcome, rec.reason = "error", str(e)

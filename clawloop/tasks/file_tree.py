@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from clawloop.tasks.model import FileSpec
+from clawloop.tasks.task import FileSpec
 
 JUNK = frozenset({"__pycache__", ".pytest_cache", ".DS_Store", ".git"})
 """Names no task format means as content: caches and VCS state."""

@@ -26,10 +26,10 @@ from typing import Any
 from clawloop.errors import ClawloopError
 from clawloop.tasks import claw_eval_live as cel
 from clawloop.tasks import clawgym
-from clawloop.tasks.episode import EpisodeRecord
-from clawloop.tasks.model import FileSpec, Task
 from clawloop.tasks.suite import Suite, SuiteItem, load_suite
+from clawloop.tasks.task import FileSpec, Task
 from clawloop.tasks.verifier import PASS_THRESHOLD
+from clawloop.trajectory import EpisodeRecord
 
 FORMATS = ("auto", "harbor", "jsonl", "clawgym", "claw-eval-live")
 """Values of `clawloop eval --format`."""
@@ -177,7 +177,7 @@ def score_fields(records: Iterable[EpisodeRecord]) -> dict[str, float | None]:
     no episode was scored (all errors or skips): 0.0 would read as a real zero."""
     records = list(records)
     rewards = [r.reward for r in records if r.outcome in ("passed", "failed") and r.reward is not None]
-    fractional = any(getattr(r, "benchmark", None) in FRACTIONAL for r in records) or \
+    fractional = any(r.benchmark in FRACTIONAL for r in records) or \
         any(x not in (0.0, 1.0) for x in rewards)
     if not fractional:
         return {}

@@ -30,8 +30,8 @@ from pydantic import ValidationError
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.tasks.dockerfile_lite import parse_dockerfile
 from clawloop.tasks.file_tree import JUNK, empty_dirs, find_dirs, read_tree
-from clawloop.tasks.model import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.tasks.shell_lite import Runtime, check_script, detect_runtime
+from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 HARBOR_KEY = "harbor"
 SOLVE_STEP = "bash /solution/solve.sh"

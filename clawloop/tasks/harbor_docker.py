@@ -18,8 +18,8 @@ from typing import Any
 from clawloop.errors import ClawloopError
 from clawloop.tasks.dockerfile_lite import parse_dockerfile
 from clawloop.tasks.harbor import HARBOR_KEY
-from clawloop.tasks.model import FileSpec, Task
 from clawloop.tasks.shell_lite import Runtime, check_script, default_runtime_dir, detect_runtime
+from clawloop.tasks.task import FileSpec, Task
 
 # One command lists what the image offers: bin dirs, a separator, then installed apt packages.
 _PROBE = ("ls /usr/bin /usr/sbin /bin /sbin 2>/dev/null; echo @@dpkg@@; "

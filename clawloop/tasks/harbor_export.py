@@ -26,8 +26,8 @@ from clawloop.tasks.harbor import (
     entry_wrapper,
     solve_script,
 )
-from clawloop.tasks.model import FileSpec, Limits, Task
 from clawloop.tasks.shell_lite import Runtime, detect_runtime
+from clawloop.tasks.task import FileSpec, Limits, Task
 
 
 # ------------------------------------------------------------------------------------ TOML

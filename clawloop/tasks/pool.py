@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.io import iter_jsonl, write_jsonl
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 
 
 def parse_task(obj: object, where: str) -> Task:

@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawloop.tasks.model import FileSpec
+from clawloop.tasks.task import FileSpec
 from sandbox.offline_tools import DPKG_LIST, UV_INSTALLER, apt_satisfied
 
 _PIP_ALWAYS = {"pip", "setuptools", "wheel"}

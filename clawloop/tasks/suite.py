@@ -13,8 +13,8 @@ from pathlib import Path
 from clawloop.errors import ClawloopError
 from clawloop.tasks.harbor import find_task_dirs, is_task_dir, load_harbor_task
 from clawloop.tasks.harbor_export import task_name
-from clawloop.tasks.model import Task
 from clawloop.tasks.pool import read_pool_lenient
+from clawloop.tasks.task import Task
 
 
 @dataclass

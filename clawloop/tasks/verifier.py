@@ -47,7 +47,7 @@ from typing import Any, Literal
 import orjson
 
 from clawloop.tasks.file_tree import write_tree
-from clawloop.tasks.model import FileSpec, Task
+from clawloop.tasks.task import FileSpec, Task
 from sandbox._paths import read_beneath
 from sandbox.base import ExecResult, Sandbox, SandboxError
 

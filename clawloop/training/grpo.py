@@ -30,7 +30,7 @@ from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL
 from clawloop.errors import ClawloopError
 from clawloop.tasks.environment import TaskEnvironment
 from clawloop.tasks.environment import sandbox_config as episode_config
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
 from clawloop.training.config import GRPOParams, resolve_bf16
 from clawloop.training.sft import peft_config, shared_args

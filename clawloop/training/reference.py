@@ -19,7 +19,7 @@ from clawloop.agent.harness import EpisodeState, HarnessConfig
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, run_all
 from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 from clawloop.training.data import Conversation
 from sandbox.base import SandboxError
 
@@ -47,7 +47,7 @@ def call_text(name: str, arguments: dict[str, Any]) -> str:
 
 
 def _reply(text: str) -> Any:
-    from clawloop.models.policy_types import Generation
+    from clawloop.policy.types import Generation
 
     return Generation(text=text, prompt_tokens=0, completion_tokens=0)
 

@@ -19,7 +19,7 @@ import orjson
 from clawloop.agent.harness import HarnessConfig
 from clawloop.errors import ClawloopError
 from clawloop.tasks.environment import image_skip_reason
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 from clawloop.training.checkpoint import WorkDir, check_base
 from clawloop.training.config import TrainParams
 

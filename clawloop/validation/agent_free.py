@@ -33,7 +33,7 @@ from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, Ran, executor_params, run_all
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
 from clawloop.tasks.episode import LIST_TOUCHED, OracleCheck, check_oracle, run_oracle
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 from sandbox.base import SandboxConfig, SandboxError
 
 REASONS = ("parse", "duplicate", "heldout_overlap", "needs_image", "no_solution", "setup_error",

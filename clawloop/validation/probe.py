@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError, validated
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 
 Label = Literal["too_easy", "learnable", "frontier", "unprobed"]
 LABELS: tuple[str, ...] = ("too_easy", "learnable", "frontier", "unprobed")
@@ -72,7 +72,7 @@ def label_episodes(
     task_ids: Iterable[str] | None = None,
 ) -> dict[str, ProbeResult]:
     """Label tasks from episode results: mappings (EPISODE_SCHEMA rows) or objects (rollout
-    EpisodeSummary) with `task_id` and `outcome`.
+    EpisodeRecord) with `task_id` and `outcome`.
 
     With `k`, a task with fewer than k episodes counts the missing ones as errors (more than k is
     a bad input). `task_ids` lists tasks to report even without any episode (they become
@@ -182,7 +182,7 @@ def probe_tasks(
             raise ClawloopError(f"{out_dir}: already holds episodes; probe into an empty directory")
     unique = list({t.id: t for t in tasks}.values())
     if sampling is None:
-        from clawloop.models.policy_types import SamplingParams
+        from clawloop.policy.types import SamplingParams
 
         sampling = SamplingParams(temperature=1.0)
     kwargs: dict[str, Any] = {}

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from clawloop.tasks.environment import TaskEnvironment, open_sandbox
-from clawloop.tasks.episode import EpisodeRecord, run_episode
-from clawloop.tasks.model import FileSpec, Solution, Task, Verifier
+from clawloop.tasks.episode import run_episode
+from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.trajectory import EpisodeRecord
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 from sandbox.base import ExecResult
 

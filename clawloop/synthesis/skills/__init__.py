@@ -16,7 +16,7 @@ from functools import cache
 
 from clawloop.errors import ClawloopError
 from clawloop.synthesis.knobs import Knobs
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 
 LEVELS = (1, 2, 3, 4, 5)
 

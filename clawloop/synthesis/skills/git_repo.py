@@ -11,7 +11,7 @@ import random
 from clawloop.synthesis import words
 from clawloop.synthesis.builder import TaskBuilder, lines_text, q, show
 from clawloop.synthesis.knobs import Knobs
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 
 NAME = "git"
 VERSION = 1

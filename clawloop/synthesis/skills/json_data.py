@@ -9,7 +9,7 @@ from collections import defaultdict
 from clawloop.synthesis import words
 from clawloop.synthesis.builder import TaskBuilder, lines_text, q, show
 from clawloop.synthesis.knobs import Knobs
-from clawloop.tasks.model import Task
+from clawloop.tasks.task import Task
 
 NAME = "json"
 VERSION = 1

@@ -28,8 +28,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clawloop.models.openai_policy import from_openai_messages, reply_message
-from clawloop.models.policy_types import Conversation, Generation, SamplingParams
+from clawloop.policy.openai import from_openai_messages, reply_message
+from clawloop.policy.types import Conversation, Generation, SamplingParams
 
 
 class ServeConfig(BaseModel):
@@ -236,7 +236,7 @@ class _Server(ThreadingHTTPServer):
 
 def make_server(policy: Any, config: ServeConfig | None = None) -> _Server:
     """An HTTP server (not yet serving: call serve_forever) for `policy`, anything with
-    `generate(conversations, sampling, tools=)` (clawloop.models.policy.Policy)."""
+    `generate(conversations, sampling, tools=)` (clawloop.policy.types.Policy)."""
     config = config or ServeConfig()
     server = _Server((config.host, config.port), _Handler)
     server.batcher = Batcher(policy, config)

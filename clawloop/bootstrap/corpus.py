@@ -152,7 +152,7 @@ def help_text() -> str:
 
 def collect_help_corpus(out: Path = DATA / "shell_help.txt", tools: tuple[str, ...] = tuple(HELP_TOOLS)) -> int:
     """Regenerate data/shell_help.txt from this machine's tools (run by hand, not by the bootstrap)."""
-    parts = ["# --help output of common tools (generated once by clawloop.models.corpus.collect_help_corpus;"
+    parts = ["# --help output of common tools (generated once by clawloop.bootstrap.corpus.collect_help_corpus;"
              " shipped so the tokenizer is the same on every machine)"]
     for t in tools:
         try:

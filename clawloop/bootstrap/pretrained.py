@@ -112,7 +112,7 @@ def load_gguf(path: Path) -> tuple[Any, Any]:
 def prepare_tokenizer(tok: Any) -> Any:
     """The project's chat format on a pretrained tokenizer: tool-call template, ChatML stop token,
     a pad token distinct from it, left padding, nothing prepended by `encode`."""
-    from clawloop.models.bootstrap import chat_template, response_template
+    from clawloop.bootstrap.scratch import chat_template, response_template
 
     for t in ("<|im_start|>", "<|im_end|>", "<|endoftext|>"):
         if tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id) and t != tok.unk_token:

@@ -6,7 +6,7 @@ the command name but almost never copies a file name from the instruction into t
 after the model is built, trains it as a causal LM on procedurally generated text that rewards
 copying, so that the loop starts from a model with working induction:
 
-- `chat`: instruction -> tool call pairs in the harness's chat format (clawloop.models.corpus
+- `chat`: instruction -> tool call pairs in the harness's chat format (clawloop.bootstrap.corpus
   templates), names drawn from word lists *and* random letter strings, so the only way to
   predict the name in the command is to copy it from the instruction;
 - `task`: procedurally synthesized tasks (clawloop.synthesis, level 1-2, a seed namespace of
@@ -25,7 +25,7 @@ copying, so that the loop starts from a model with working induction:
 
 Nothing here reads benchmarks/ (the held-out suites): data is generated from seeds, word lists
 and the shipped help text only (tests check for overlap). The copy probe
-(`clawloop.models.copy_probe`) measures the skill directly on names the generator never draws.
+(`clawloop.bootstrap.copy_probe`) measures the skill directly on names the generator never draws.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clawloop.models.corpus import random_word
+from clawloop.bootstrap.corpus import random_word
 
 KINDS = ("chat", "task", "shell", "help", "repeat", "echo")
 
@@ -89,7 +89,7 @@ _EXTS = ("txt", "csv", "json", "log", "md", "py", "sh", "conf", "yaml", "tsv", "
 
 def random_stem(rng: random.Random, p_random: float = 0.5) -> str:
     """A file stem: word-list stems (as synthesis draws them) or random letter strings."""
-    from clawloop.models.corpus import name_stem
+    from clawloop.bootstrap.corpus import name_stem
 
     if rng.random() >= p_random:
         return name_stem(rng)
@@ -144,7 +144,7 @@ class Generator:
 
     # -- kinds
     def _chat(self) -> str:
-        from clawloop.models.corpus import PAIRS, quote, word
+        from clawloop.bootstrap.corpus import PAIRS, quote, word
 
         rng = self.rng
         instr, cmd = rng.choice(PAIRS)
@@ -191,7 +191,7 @@ class Generator:
         rng = self.rng
         files = [self._file() for _ in range(rng.randint(2, 6))]
         lines = ["$ ls", *files]
-        from clawloop.models.corpus import quote
+        from clawloop.bootstrap.corpus import quote
 
         for _ in range(rng.randint(1, 3)):
             f = rng.choice(files)
@@ -215,7 +215,7 @@ class Generator:
         return "\n".join(lines)
 
     def _repeat(self) -> str:
-        from clawloop.models.corpus import quote
+        from clawloop.bootstrap.corpus import quote
 
         rng = self.rng
         names = [self._file() if rng.random() < 0.7 else random_word(rng) for _ in range(rng.randint(3, 8))]
@@ -237,7 +237,7 @@ class Generator:
 
     def _help(self) -> str:
         if self._help_chunks is None:
-            from clawloop.models.corpus import help_text
+            from clawloop.bootstrap.corpus import help_text
 
             text = help_text()
             self._help_chunks = [text[i:i + 800] for i in range(0, len(text), 800)]
@@ -318,7 +318,7 @@ def pretrain(model: Any, tokenizer: Any, config: PretrainConfig,
     (config, curve of loss and probe results, wall time) that model_meta.json keeps."""
     import torch
 
-    from clawloop.models.copy_probe import probe
+    from clawloop.bootstrap.copy_probe import probe
 
     if config.threads:
         torch.set_num_threads(config.threads)

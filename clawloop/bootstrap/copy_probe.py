@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from clawloop.models.corpus import PAIRS, random_word, tool_call
+from clawloop.bootstrap.corpus import PAIRS, random_word, tool_call
 
 PROBE_SEED = "clawloop-copy-probe"
 

@@ -1,6 +1,6 @@
 """LlamaCppPolicy: rollouts on llama.cpp's server, the fast path for small models on a CPU.
 
-The checkpoint is converted to GGUF once (clawloop.models.gguf_export, cached by content hash)
+The checkpoint is converted to GGUF once (clawloop.policy.gguf_export, cached by content hash)
 and served by a private `llama-server` process on a UNIX socket in a temporary directory, so no
 TCP port is opened and sandboxed agents cannot reach it. Prompts are rendered and tokenized with
 the checkpoint's own HF tokenizer exactly as HFPolicy does and sent as token ids; the reply comes
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
-from clawloop.models.policy_types import (
+from clawloop.policy.types import (
     END_OF_TURN,
     Conversation,
     Generation,
@@ -62,7 +62,7 @@ class LlamaCppPolicy:
         import httpx
         from transformers import AutoTokenizer
 
-        from clawloop.models.gguf_export import cached_gguf
+        from clawloop.policy.gguf_export import cached_gguf
 
         self.config = c = config or LlamaCppPolicyConfig()
         self.model_dir = Path(model_dir)

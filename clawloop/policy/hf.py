@@ -1,8 +1,8 @@
 """The transformers backend: a causal LM with left-padded batches, a KV cache reused across turns
-(clawloop.models.kv_reuse) and its own decode loop (clawloop.models.decode).
+(clawloop.policy.kv_reuse) and its own decode loop (clawloop.policy.decode).
 
 Its own module because it is the one backend whose generation runs in this process (torch and
-transformers are imported inside the class); `clawloop.models.policy` builds it from a spec.
+transformers are imported inside the class); `clawloop.policy.load` builds it from a spec.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
-from clawloop.models.policy_types import END_OF_TURN, Conversation, Generation, SamplingParams
-from clawloop.models.policy_types import cut_at_stop as _cut_at_stop
+from clawloop.policy.types import END_OF_TURN, Conversation, Generation, SamplingParams
+from clawloop.policy.types import cut_at_stop as _cut_at_stop
 
 
 def _cache_kwarg() -> str:
@@ -31,7 +31,7 @@ def _cache_kwarg() -> str:
 def _keep(store: Any, prompt: list[int], hit: Any, cache: Any, row: int, C: int, width: int) -> None:
     """Put `prompt`'s KV (row `row` of `cache`, laid out from column C to `width`) into the store,
     in place of the entry it was extended from, and count reused vs computed tokens."""
-    from clawloop.models.kv_reuse import extract
+    from clawloop.policy.kv_reuse import extract
 
     new = len(prompt) - hit.length
     store.put(prompt, extract(cache, row, hit.length, new, C, width - C), replaces=hit.key)
@@ -55,13 +55,13 @@ class HFPolicyConfig(BaseModel):
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Extra variables for the chat template, e.g. {"enable_thinking": false} for Qwen3."""
     kv_reuse_entries: int | None = Field(None, ge=0)
-    """Prompts whose KV cache is kept for the next turn (clawloop.models.kv_reuse); 0 turns reuse
+    """Prompts whose KV cache is kept for the next turn (clawloop.policy.kv_reuse); 0 turns reuse
     off; None: 128 on CPU, off on GPU (use vLLM's prefix caching there)."""
     threads: int | None = None
     """torch CPU threads; None: half the cores on CPU (sandboxes need the rest; oversubscribed
     OpenMP threads made a tiny model 10x slower here), torch's default on GPU."""
     decode: Literal["loop", "generate"] = "loop"
-    """loop: clawloop.models.decode, finished rows leave the batch; generate: transformers'
+    """loop: clawloop.policy.decode, finished rows leave the batch; generate: transformers'
     generate, which decodes every row until the longest reply ends (the reference)."""
 
 
@@ -100,7 +100,7 @@ class HFPolicy:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.stop_ids = self._stop_ids()
-        from clawloop.models.kv_reuse import PrefixStore
+        from clawloop.policy.kv_reuse import PrefixStore
 
         entries = self.config.kv_reuse_entries
         if entries is None:
@@ -162,7 +162,7 @@ class HFPolicy:
 
     def _prefill_shared(self, prompts: list[list[int]]) -> None:
         """Compute once the prefixes several prompts share, so each row reuses them."""
-        from clawloop.models.kv_reuse import shared_prefixes
+        from clawloop.policy.kv_reuse import shared_prefixes
 
         assert self.prefix_store is not None
         prefixes = shared_prefixes(prompts, self.prefix_store)
@@ -175,7 +175,7 @@ class HFPolicy:
         length, so the batched generate starts from a full cache and only decodes. One padded
         prefill over a whole batch computed every row up to the longest one: on CPU, 2-3x the
         real tokens of a turn, which undid the batching gain (benchmarks/perf/rollout.py)."""
-        from clawloop.models.kv_reuse import MIN_REUSE, prefill_groups
+        from clawloop.policy.kv_reuse import MIN_REUSE, prefill_groups
 
         store = self.prefix_store
         assert store is not None
@@ -188,7 +188,7 @@ class HFPolicy:
         """One forward over `batch` (reusing what the store holds) whose KV go to the store."""
         import torch
 
-        from clawloop.models.kv_reuse import layout
+        from clawloop.policy.kv_reuse import layout
 
         store = self.prefix_store
         if not batch or store is None:
@@ -210,7 +210,7 @@ class HFPolicy:
     def _generate_batch(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Generation]:
         import torch
 
-        from clawloop.models.kv_reuse import Hit, layout
+        from clawloop.policy.kv_reuse import Hit, layout
 
         pad = self.tokenizer.pad_token_id
         store = self.prefix_store
@@ -265,7 +265,7 @@ class HFPolicy:
                      cache: Any, C: int, max_new: int, sampling: SamplingParams) -> list[Generation]:
         import torch
 
-        from clawloop.models.decode import decode
+        from clawloop.policy.decode import decode
 
         store, width = self.prefix_store, input_ids.shape[1]
 

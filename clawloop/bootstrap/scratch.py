@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clawloop.bootstrap.pretrain import PretrainConfig
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
-from clawloop.models.pretrain import PretrainConfig
 
 TEMPLATE = Path(__file__).parent / "templates" / "chat_template.jinja"
 
@@ -67,7 +67,7 @@ class BootstrapConfig(BaseModel):
     corpus_pairs: int = Field(20_000, gt=0)
     """Synthetic instruction/command pairs in the tokenizer corpus."""
     pretrain: PretrainConfig = Field(default_factory=PretrainConfig)
-    """Teacher-free pretraining after the build (clawloop.models.pretrain; steps 0 = none)."""
+    """Teacher-free pretraining after the build (clawloop.bootstrap.pretrain; steps 0 = none)."""
 
 
 def train_tokenizer(scheme: str = "split", vocab_size: int = 2048, seed: int = 0,
@@ -75,7 +75,7 @@ def train_tokenizer(scheme: str = "split", vocab_size: int = 2048, seed: int = 0
     """Train a `tokenizers.Tokenizer` on the offline corpus (or `texts`)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from clawloop.models.corpus import corpus
+    from clawloop.bootstrap.corpus import corpus
 
     tok = Tokenizer(models.BPE())
     if scheme == "split":
@@ -106,7 +106,7 @@ def measure_tokenizer(tok: Any, n: int = 1000, seed: int = 12345) -> dict[str, f
     rendered tool call; chars_per_token: compression over instructions and calls;
     tokens_per_name: mean tokens of a name.
     """
-    from clawloop.models.corpus import pair, tool_call
+    from clawloop.bootstrap.corpus import pair, tool_call
 
     rng = random.Random(seed)
     same = total = ntok = nchar = name_toks = 0
@@ -198,14 +198,14 @@ def bootstrap(out: str | Path, config: BootstrapConfig | None = None, log: Any =
     config = BootstrapConfig.model_validate({**(config or BootstrapConfig()).model_dump(), **overrides})
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from clawloop.models.corpus import corpus
+    from clawloop.bootstrap.corpus import corpus
 
     raw = train_tokenizer(config.tokenizer_scheme, config.vocab_size, config.seed,
                           corpus(config.seed, n_pairs=config.corpus_pairs, n_chats=config.corpus_pairs // 5))
     metrics = measure_tokenizer(raw)
     tok = build_tokenizer(raw, config.max_position_embeddings)
     model = build_model(config.size, tok, config.seed, config.max_position_embeddings)
-    from clawloop.models.pretrain import pretrain
+    from clawloop.bootstrap.pretrain import pretrain
 
     pretrained = pretrain(model, tok, config.pretrain, log=log) if config.pretrain.steps else None
     from transformers.utils import logging as hf_logging

@@ -1,15 +1,15 @@
-"""What every policy backend shares: the conversation and reply records, sampling, the backends' options.
+"""What every policy backend shares: the Policy protocol, the conversation and reply records,
+sampling, the backends' options.
 
-A module of its own below `policy.py` (which re-exports every name), so the backends in their
-own modules (vllm_policy, openai_policy) import these without importing `policy.py`, whose
-`load_policy` imports them.
+The lowest module of `clawloop.policy`: every backend module and `load` import it, it imports none
+of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -144,3 +144,16 @@ class OpenAIPolicyConfig(BaseModel):
     """Requests in flight at once (one per conversation)."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Extra fields of every request, e.g. {"top_k": 20} or chat_template_kwargs for vLLM serve."""
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Generates one assistant reply for each conversation of a batch."""
+
+    policy_id: str
+    """Checkpoint name or hash, written into every trajectory."""
+
+    def generate(self, conversations: Sequence[Conversation], sampling: SamplingParams,
+                 *, tools: list[dict[str, Any]] | None = None) -> list[Generation]:
+        """Reply to each conversation (HF chat format) with `tools` rendered in the prompt."""
+        ...

