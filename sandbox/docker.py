@@ -9,6 +9,9 @@ it is one overlay2 layer (as `clawloop sandbox build-image` makes it), else a re
 orphans (what `init=True` would do) and, unlike docker-init, survives the `kill -9 -1` with
 which every command ends: nothing a command starts outlives it, setsid'd daemons included.
 
+The image is `config.image` (a task's own, built by `sandbox.docker_build`), else
+CLAWLOOP_DOCKER_IMAGE, else clawloop-sandbox:latest.
+
 Limits compared with bwrap: containers cannot gain mounts after they start, so `mount()` copies
 the host dir into the workspace, /logs or /tests (/tests is read-only inside; elsewhere
 read-only is not enforced) and copies writable mounts back after every command. Commands run as
