@@ -48,6 +48,9 @@ class SandboxConfig(BaseModel):
     """Host directory of the task runtime (a python venv), mounted read-only and put on PATH."""
     seed_dir: Path | None = None
     """Host directory whose contents are copied into the workspace at open."""
+    image: str | None = None
+    """Image the `docker` backend runs (None: $CLAWLOOP_DOCKER_IMAGE, else clawloop-sandbox:latest),
+    e.g. a task's own built by `sandbox.docker_build`; bwrap and local have no image and ignore it."""
 
 
 @dataclass(frozen=True)

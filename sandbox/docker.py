@@ -9,6 +9,9 @@ it is one overlay2 layer (as `clawloop sandbox build-image` makes it), else a re
 orphans (what `init=True` would do) and, unlike docker-init, survives the `kill -9 -1` with
 which every command ends: nothing a command starts outlives it, setsid'd daemons included.
 
+The image is `config.image` (a task's own, built by `sandbox.docker_build`), else
+CLAWLOOP_DOCKER_IMAGE, else clawloop-sandbox:latest.
+
 Limits compared with bwrap: containers cannot gain mounts after they start, so `mount()` copies
 the host dir into the workspace, /logs or /tests (/tests is read-only inside; elsewhere
 read-only is not enforced) and copies writable mounts back after every command. Commands run as
@@ -55,6 +58,8 @@ from sandbox.base import ExecResult, SandboxConfig, SandboxError
 DEFAULT_IMAGE = "clawloop-sandbox:latest"
 LABEL = "clawloop.sandbox"
 _XFER = "/.clawloop-xfer"
+SEED_DIR = "/.clawloop-seed"
+SEED_LABEL = "clawloop.seed"
 _TMPFS = ("/tmp", "/var/tmp", "/root", "/home", "/srv", "/mnt", "/run")
 # pid 1: reap orphans, exit promptly on `docker stop`, and restart its sleep when killed.
 _INIT = 'trap "exit 0" TERM; mkdir -p /home/user; while :; do sleep 86400 & wait $!; done'
@@ -138,10 +143,12 @@ class DockerSandbox(Backend):
         self._client = client()
         self._ctr: Any = None
         self._synced: dict[str, Path] = {}
+        self.image = config.image or image_name()
         try:
-            img = self._client.images.get(image_name())
+            img = self._client.images.get(self.image)
         except Exception:
-            raise SandboxError(f"image {image_name()} not found: run `clawloop sandbox build-image`") from None
+            hint = "run `clawloop sandbox build-image`" if config.image is None else "build it first"
+            raise SandboxError(f"image {self.image} not found: {hint}") from None
         self.state_dir = Path(tempfile.mkdtemp(prefix=state_prefix("docker")))
         self._finalizer = weakref.finalize(self, rmtree_force, self.state_dir)
         hosts = {name: self.state_dir / name for name in ("ws", "logs", "tests", "xfer")}
@@ -173,7 +180,7 @@ class DockerSandbox(Backend):
         mb = f"{config.memory_mb}m"
         try:
             self._ctr = self._client.containers.run(
-                image_name(), ["/bin/sh", "-c", _INIT], detach=True, network_mode="none",
+                self.image, ["/bin/sh", "-c", _INIT], detach=True, network_mode="none",
                 mem_limit=mb, memswap_limit=mb, pids_limit=config.max_processes + 8,
                 read_only=not system, tmpfs={p: f"rw,exec,nosuid,nodev,size={config.disk_mb}m"
                                        + (",mode=1777" if "tmp" in p else "") for p in _TMPFS},
@@ -183,8 +190,14 @@ class DockerSandbox(Backend):
                         "clawloop.host": os.uname().nodename, "clawloop.state": str(self.state_dir)})
         except Exception as e:
             self.close()
-            raise SandboxError(f"docker: cannot start a container from {image_name()}: {str(e)[:300]}") from None
+            raise SandboxError(f"docker: cannot start a container from {self.image}: {str(e)[:300]}") from None
         _live.add(self)
+        seed = (img.labels or {}).get(SEED_LABEL)
+        if seed:  # a task image's files where the workspace bind hides them (sandbox.docker_build)
+            r = self._run(["cp", "-a", f"{SEED_DIR}{seed}/.", f"{seed}/"], 120, limit=2000)
+            if r.exit_code != 0:
+                self.close()
+                raise SandboxError(f"docker: cannot place the image's {seed} files: {r.output.strip()[:300]}")
 
     # -- helpers --------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ Two ways, tried in this order by `method="auto"`:
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -29,6 +30,9 @@ HERE = Path(__file__).parent
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 PACKAGES = "python3,procps,ca-certificates"
+"""Debian packages of the image (sandbox/Dockerfile installs the same): its label
+PACKAGES_LABEL records them, so scripts/docker-setup.sh rebuilds an image made from another list."""
+PACKAGES_LABEL = "clawloop.packages"
 
 
 def registry_reachable(host: str = "registry-1.docker.io", timeout: float = 3.0) -> bool:
@@ -48,7 +52,8 @@ def build_image(tag: str = DEFAULT_IMAGE, runtime_dir: Path | None = None, metho
     if method == "dockerfile" or (method == "auto" and registry_reachable()):
         try:
             log(f"building {tag} from {HERE / 'Dockerfile'}")
-            c.images.build(path=str(HERE), dockerfile="Dockerfile", tag=tag, rm=True, pull=False)
+            c.images.build(path=str(HERE), dockerfile="Dockerfile", tag=tag, rm=True, pull=False,
+                           labels={PACKAGES_LABEL: PACKAGES})
             return "dockerfile"
         except Exception as e:
             if method == "dockerfile":
@@ -59,7 +64,8 @@ def build_image(tag: str = DEFAULT_IMAGE, runtime_dir: Path | None = None, metho
         tar_path = Path(tmp) / "rootfs.tar"
         with_runtime = _write_tar(rootfs, runtime_dir, tar_path, log)
         changes = [f"ENV PATH={RUNTIME_MOUNT}/bin:{SYSTEM_PATH}" if with_runtime else f"ENV PATH={SYSTEM_PATH}",
-                   "ENV LANG=C.UTF-8", "WORKDIR /workspace", 'CMD ["/bin/bash"]']
+                   "ENV LANG=C.UTF-8", "WORKDIR /workspace", 'CMD ["/bin/bash"]',
+                   f"LABEL {PACKAGES_LABEL}={PACKAGES}"]
         if with_runtime:
             changes.append(f"LABEL clawloop.runtime={RUNTIME_MOUNT}")
         repo, _, version = tag.partition(":")
@@ -69,23 +75,26 @@ def build_image(tag: str = DEFAULT_IMAGE, runtime_dir: Path | None = None, metho
     return "debootstrap"
 
 
-def debootstrap_rootfs(suite: str = SUITE, log: Callable[[str], None] = print) -> Path:
-    """A cached Debian minbase rootfs with python3 (made on first use)."""
+def debootstrap_rootfs(suite: str = SUITE, log: Callable[[str], None] = print,
+                       packages: str = PACKAGES) -> Path:
+    """A cached Debian minbase rootfs with `packages` (made on first use; the cache is keyed by
+    suite and package list, so a change of either makes a new one)."""
     cache = Path(os.environ.get("CLAWLOOP_ROOTFS_CACHE") or Path.home() / ".cache" / "clawloop")
-    rootfs = cache / f"rootfs-{suite}"
+    key = hashlib.sha256(",".join(sorted(packages.split(","))).encode()).hexdigest()[:12]
+    rootfs = cache / f"rootfs-{suite}-{key}"
     if (rootfs / ".complete").exists():
         return rootfs
     if os.geteuid() != 0:
         raise SandboxError("building the image without a registry needs root (debootstrap)")
     if not shutil.which("debootstrap"):
         raise SandboxError("debootstrap not found: apt-get install debootstrap")
-    tmp = cache / f"rootfs-{suite}.tmp"
+    tmp = cache / f"rootfs-{suite}-{key}.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.parent.mkdir(parents=True, exist_ok=True)
     mirror = os.environ.get("CLAWLOOP_DEBIAN_MIRROR", MIRROR)
     log(f"debootstrap {suite} from {mirror} (a few minutes)")
-    r = subprocess.run(["debootstrap", "--variant=minbase", f"--include={PACKAGES}", suite, str(tmp), mirror],
+    r = subprocess.run(["debootstrap", "--variant=minbase", f"--include={packages}", suite, str(tmp), mirror],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise SandboxError(f"debootstrap failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")

@@ -4,7 +4,8 @@
 #      images ship the CLI alone: testing for `docker` left CI without a daemon)
 #   2. a running daemon: starts dockerd unless one answers (without a bridge and iptables rules:
 #      sandboxes use network "none", so the host's networking stays untouched)
-#   3. the image clawloop-sandbox:latest unless present (REBUILD=1 forces it):
+#   3. the image clawloop-sandbox:latest unless present with sandbox/image.py's package list
+#      (REBUILD=1 forces it):
 #      `clawloop sandbox build-image` = sandbox/Dockerfile with a registry, else a debootstrap rootfs
 #   4. a smoke test: `clawloop sandbox run --backend docker -- echo ok`
 # Exits 0 when docker sandboxes work, else prints why and exits 1; the tests then skip their
@@ -52,8 +53,11 @@ if ! docker info >/dev/null 2>&1; then
 fi
 log "daemon: docker $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
 
-# 3. the image
-if [ "${REBUILD:-0}" = 1 ] || ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
+# 3. the image, rebuilt when its apt package list (label clawloop.packages) is not sandbox/image.py's
+want=$(.venv/bin/python -c 'from sandbox.image import PACKAGES; print(PACKAGES)' 2>/dev/null)
+have=$(docker image inspect --format '{{index .Config.Labels "clawloop.packages"}}' "$IMAGE" 2>/dev/null)
+if [ "${REBUILD:-0}" = 1 ] || ! docker image inspect "$IMAGE" >/dev/null 2>&1 || [ "$have" != "$want" ]; then
+  [ -n "$have" ] && [ "$have" != "$want" ] && log "image packages changed ($have -> $want)"
   # Without a registry the image comes from debootstrap, which needs the package and root.
   command -v debootstrap >/dev/null || apt_install debootstrap
   log "building $IMAGE"

@@ -105,3 +105,90 @@ def test_harbor_tasks_are_judged_against_the_image(docker_client, tmp_path) -> N
     assert skip_reason(t, "bwrap") is None  # the host has it
     why = skip_reason(t, "docker") or ""
     assert f"'{missing[0]}'" in why and f"base image {base} is not available" in why, why
+
+
+# --------------------------------------------------------------------------- task images
+_BUILT = """FROM {base}
+# {token}
+RUN mkdir -p /opt/built && echo built > /opt/built/marker
+WORKDIR /app
+COPY data.txt /app/data.txt
+RUN echo seeded > /app/seed.txt && ln -s /usr/bin/python3 /usr/local/bin/python-link
+"""
+_CHECK = """#!/bin/bash
+ok=1
+[ "$(cat /opt/built/marker)" = built ] || { echo "no built marker"; ok=0; }
+[ "$(cat /app/seed.txt)" = seeded ] || { echo "no seed"; ok=0; }
+[ "$(cat /app/out.txt 2>/dev/null)" = "$(cat /app/data.txt)" ] || { echo "no agent work"; ok=0; }
+[ "$PWD" = /app ] || { echo "cwd $PWD"; ok=0; }
+echo $ok > /logs/verifier/reward.txt
+"""
+
+
+def _built_task(root, dockerfile: str, solve: str | None = "cp data.txt out.txt\n"):  # type: ignore[no-untyped-def]
+    from clawloop.tasks.harbor import load_harbor_task
+
+    for d in ("environment", "tests", "solution"):
+        (root / d).mkdir(parents=True)
+    (root / "task.toml").write_text('version = "1.0"\n[environment]\nbuild_timeout_sec = 300\n')
+    (root / "instruction.md").write_text("Copy data.txt to out.txt.\n")
+    (root / "environment" / "Dockerfile").write_text(dockerfile)
+    (root / "environment" / "data.txt").write_text("payload\n")
+    (root / "tests" / "test.sh").write_text(_CHECK)
+    if solve:
+        (root / "solution" / "solve.sh").write_text(solve)
+    return load_harbor_task(root)
+
+
+def test_a_task_with_a_local_base_image_runs_in_its_own_built_image(docker_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """FROM an image the daemon has: the task's Dockerfile is built (tag = content hash), the
+    oracle passes and the no-op fails in it, a second run reuses the image, /usr stays read-only."""
+    import uuid
+
+    from clawloop.tasks.environment import TaskEnvironment
+    from clawloop.tasks.episode import run_episode
+    from clawloop.tasks.harbor_docker import task_image
+    from sandbox.docker import image_name
+
+    base = image_name()
+    # A fresh token: this test builds (a cached image from an earlier run would prove nothing).
+    task = _built_task(tmp_path / "t", _BUILT.format(base=base, token=uuid.uuid4().hex))
+    tag = None
+    try:
+        rec = run_episode(task, "oracle", "docker")
+        assert (rec.outcome, rec.reward) == ("passed", 1.0), (rec.reason, rec.verifier_output)
+        tag = task_image(task)
+        assert tag and tag.startswith("clawloop-task:")
+        img = docker_client.images.get(tag)
+        assert len(img.attrs["RootFS"]["Layers"]) == 1 and img.attrs["Config"]["WorkingDir"] == "/app"
+        noop = run_episode(task, "noop", "docker")
+        assert noop.outcome == "failed" and "no agent work" in noop.verifier_output, noop
+        again = docker_client.images.get(task_image(task) or "")
+        assert (again.id, again.attrs["Created"]) == (img.id, img.attrs["Created"])  # not rebuilt
+        with TaskEnvironment(task, "docker") as env:
+            env.prepare()
+            r = env.exec("pwd; cat seed.txt; touch /usr/bin/probe 2>&1; echo x > /etc/probe && echo etc-ok")
+            assert r.output.splitlines()[:2] == ["/app", "seeded"] and "Read-only" in r.output, r.output
+            assert "etc-ok" in r.output
+    finally:
+        if tag:
+            docker_client.images.remove(tag, force=True)
+
+
+def test_task_image_build_failures_and_missing_bases(docker_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A failing RUN is outcome "error" with the build log's gist (no traceback); a base image
+    the daemon lacks keeps the generic image, skipping what it cannot run and naming the base."""
+    from clawloop.tasks.environment import image_skip_reason as skip_reason
+    from clawloop.tasks.episode import run_episode
+    from sandbox.docker import image_name
+
+    bad = _built_task(tmp_path / "bad", f"FROM {image_name()}\nRUN echo broken-$((6*7)) >&2; exit 3\n")
+    rec = run_episode(bad, "oracle", "docker")
+    assert rec.outcome == "error" and "\n" not in (rec.reason or ""), rec.reason
+    assert "environment/Dockerfile: docker build failed" in (rec.reason or "") \
+        and "broken-42" in (rec.reason or ""), rec.reason  # the step's own output
+    base = "clawloop-no-such-base:1"
+    gone = _built_task(tmp_path / "gone", f"FROM {base}\nRUN apt-get install -y clawloop-no-such-package\n")
+    why = skip_reason(gone, "docker") or ""
+    assert f"base image {base} is not available" in why, why
+    assert run_episode(gone, "oracle", "docker").outcome == "skipped"

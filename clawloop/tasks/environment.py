@@ -24,7 +24,7 @@ from typing import Any, Self
 import sandbox as sandboxes
 from clawloop.errors import ClawloopError
 from clawloop.tasks.adapters import FormatAdapter, Transcript, adapter_for
-from clawloop.tasks.harbor_docker import docker_skip_reason
+from clawloop.tasks.harbor_docker import docker_skip_reason, task_image
 from clawloop.tasks.shell_lite import default_runtime_dir
 from clawloop.tasks.task import Task
 from clawloop.tasks.verifier import Verdict
@@ -114,6 +114,9 @@ class TaskEnvironment:
         self.adapter = adapter or adapter_for(task)
         self.steps: list[tuple[str, ExecResult]] = []
         """(command, result) of every `exec`, in order."""
+        self.image: str | None = None
+        """The task's own image the sandbox runs (docker, a Harbor task whose base image is here:
+        `harbor_docker.task_image`), whose build placed the task's files and ran its setup."""
         self._sb: Sandbox | None = None
         self._closed = False
 
@@ -127,8 +130,24 @@ class TaskEnvironment:
         if self._closed:
             raise ClawloopError(f"task {self.task.id}: the environment is closed")
         if self._sb is None:
-            self._sb = sandboxes.create(self.backend, self.config)
+            config = self.config
+            if self.backend == "docker" and config.image is None:
+                try:
+                    self.image = task_image(self.task)
+                except ClawloopError as e:  # a failed build is the task's error, not a crash
+                    raise TaskSetupError(str(e)) from None
+                if self.image is not None:
+                    config = config.model_copy(update={"image": self.image})
+            self._sb = sandboxes.create(self.backend, config)
         return self
+
+    @property
+    def setup_task(self) -> Task:
+        """The task as its sandbox still needs it prepared: without its files and setup when the
+        sandbox runs the task's own image (the build did both; replaying them would run twice)."""
+        if self.image is None:
+            return self.task
+        return self.task.model_copy(update={"files": {}, "setup": []})
 
     @property
     def sandbox(self) -> Sandbox:
@@ -140,7 +159,7 @@ class TaskEnvironment:
 
     def prepare(self) -> None:
         """Place the task's files and run its setup (TaskSetupError when they fail)."""
-        prepare(self.sandbox, self.task)
+        prepare(self.sandbox, self.setup_task)
 
     def exec(self, command: str, timeout: float | None = None, *, env: dict[str, str] | None = None) -> ExecResult:
         """Run an agent's command in the task's workdir with the task's env (then `env`); the

@@ -168,11 +168,11 @@ def check_oracle(env: TaskEnvironment, *, noop_first: bool = False) -> OracleChe
     sb, task = env.sandbox, env.task
     if task.solution is None:
         raise ClawloopError(f"task {task.id}: has no reference solution")
-    write_files(sb, task)
+    write_files(sb, env.setup_task)
     wd, h = shlex.quote(task.workdir), HARNESS
     setup = [f"mkdir -p {wd} && cd {wd} || {{ echo workdir > {h}/failed; exit {SETUP_FAILED}; }}"]
     setup += [f"(\n{cmd}\n) || {{ s=$?; echo \"setup command {i} failed with status $s\" > {h}/failed; "
-              f"exit {SETUP_FAILED}; }}" for i, cmd in enumerate(task.setup, 1)]
+              f"exit {SETUP_FAILED}; }}" for i, cmd in enumerate(env.setup_task.setup, 1)]
     sol_env = _exports(harbor_env(task, "solution"))
     oracle = [f"echo oracle > {h}/phase", *(f"( cd {wd} && {sol_env}\n{step}\n)" for step in task.solution.steps),
               f"{LIST_TOUCHED} >> {h}/touched; exit 0"]
@@ -191,7 +191,7 @@ def check_oracle(env: TaskEnvironment, *, noop_first: bool = False) -> OracleChe
 
     with host_mounts(sb, dirs, as_files):
         hd = dirs[h]
-        if not noop_first or task.setup or task.workdir != sb.config.workspace:  # else nothing to set up
+        if not noop_first or env.setup_task.setup or task.workdir != sb.config.workspace:  # else nothing to set up
             r = sb.exec("\n".join(setup if noop_first else setup + oracle), cwd="/", env=task_env,
                         timeout=setup_s if noop_first else setup_s + lim.agent_timeout_s)
             failed = _harness(hd, "failed")

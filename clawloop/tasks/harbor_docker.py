@@ -1,12 +1,14 @@
-"""Which Harbor tasks the docker backend can run, judged against its image, not the host.
+"""Harbor tasks on the docker backend: their own image when its base is here, else the generic one.
 
-Import classifies a task's Dockerfile and test script against the host (bwrap's /usr is the
-host's): `apt-get install gcc` counts as satisfied where the host has gcc. The docker backend
-runs every task in one image (clawloop-sandbox:latest, the Dockerfile's files and setup
-replayed as on bwrap) whose packages are its own, so the same task is re-classified here
-against a Runtime of that image: same python runtime, the image's binaries and dpkg database.
-The backend does not build a task's own Dockerfile; a task that needs more than the image has
-is skipped with a reason naming what is missing and its base image.
+A task whose Dockerfile import recorded, and whose base images (every FROM) the daemon has, runs
+in its own image: `docker build` of the task's environment (sandbox.docker_build: tagged by
+content, cached, flattened), with its files, setup and WORKDIR in place; the verifier script is
+judged against that image. Any other task runs in the generic image
+(clawloop-sandbox:latest) with the Dockerfile's files and setup replayed as on bwrap, and is
+re-classified here against a Runtime of that image (same python runtime, the image's binaries
+and dpkg database) rather than the host's (bwrap's /usr is the host's, so `apt-get install gcc`
+counts as satisfied there where the host has gcc): a task that needs more than the image has is
+skipped with a reason naming what is missing and its base image.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import os
 from typing import Any
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.dockerfile_lite import parse_dockerfile
-from clawloop.tasks.harbor import HARBOR_KEY
+from clawloop.tasks.dockerfile_lite import _logical_lines, parse_dockerfile
+from clawloop.tasks.harbor import HARBOR_KEY, _compose_needs
 from clawloop.tasks.shell_lite import Runtime, check_script, default_runtime_dir, detect_runtime
 from clawloop.tasks.task import FileSpec, Task
 
@@ -48,18 +50,104 @@ def image_runtime(image: str) -> Runtime:
     return Runtime(host.python_packages, frozenset(bins | own), frozenset(apt))
 
 
-def needs_on_image(task: Task, runtime: Runtime) -> str | None:
-    """What `task` needs beyond `runtime` (its Dockerfile and verifier script), as import says
-    it for the host; task.needs_image for a task without a recorded Dockerfile."""
-    h: dict[str, Any] = task.metadata.get(HARBOR_KEY) or {} if isinstance(task.metadata, dict) else {}
+def _harbor(task: Task) -> dict[str, Any]:
+    h = task.metadata.get(HARBOR_KEY) if isinstance(task.metadata, dict) else None
+    return h if isinstance(h, dict) else {}
+
+
+def build_context(task: Task) -> dict[str, FileSpec] | None:
+    """The task's environment/ as import read it (Dockerfile, the files it COPYs, the rest of
+    the dir), None when import recorded no Dockerfile (generated ones included)."""
+    h = _harbor(task)
     if not isinstance(h.get("dockerfile"), str):
-        return task.needs_image
+        return None
     context = {"Dockerfile": FileSpec.of(h["dockerfile"])}
     for k, v in (h.get("environment_files") or {}).items():
         context[k] = FileSpec.model_validate(v)
     for dest, src in (h.get("copy_sources") or {}).items():
         if dest in task.files:
             context.setdefault(src, task.files[dest])
+    return context
+
+
+def base_images(dockerfile: str) -> list[str]:
+    """The images the Dockerfile's FROMs name (earlier stages excepted; ARGs before the first
+    FROM substituted)."""
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    out: list[str] = []
+    for _, kw, rest in _logical_lines(dockerfile):
+        if kw == "ARG" and not out:
+            k, _, v = rest.partition("=")
+            args[k.strip()] = v.strip().strip('"\'')
+        elif kw == "FROM":
+            words = [w for w in rest.split() if not w.startswith("--")]
+            if not words:
+                continue
+            image = words[0]
+            for k, v in args.items():
+                image = image.replace(f"${{{k}}}", v).replace(f"${k}", v)
+            if image.lower() not in stages and image not in out and image != "scratch":
+                out.append(image)
+            if len(words) >= 3 and words[1].lower() == "as":
+                stages.add(words[2].lower())
+    return out
+
+
+def buildable(task: Task) -> tuple[dict[str, FileSpec], list[str]] | None:
+    """(build context, base images) when the docker backend builds the task's own image: import
+    recorded its Dockerfile, the daemon has every base image, one container suffices."""
+    context = build_context(task)
+    if context is None:
+        return None
+    if ("docker-compose.yaml" in context or "docker-compose.yml" in context) and _compose_needs(context):
+        return None  # several containers
+    from sandbox.docker_build import base_image_id
+
+    bases = base_images(context["Dockerfile"].data().decode(errors="replace"))
+    if not bases or any(base_image_id(b) is None for b in bases):
+        return None
+    return context, bases
+
+
+_failed: dict[str, str] = {}  # content tag → why its build failed (one build per process)
+
+
+def task_image(task: Task) -> str | None:
+    """The tag of the task's own image, built unless cached (see the module docstring); None
+    when the task runs in the generic image. ClawloopError (one line) when the build fails."""
+    found = buildable(task)
+    if found is None:
+        return None
+    from sandbox.docker_build import BuildError, build_task_image, context_tag
+
+    context, bases = found
+    files = {k: (v.data(), v.mode) for k, v in context.items()}
+    dirs = _harbor(task).get("environment_dirs") or []
+    key = context_tag(files, dirs, ",".join(bases))
+    if key in _failed:
+        raise ClawloopError(_failed[key])
+    try:
+        return build_task_image(files, dirs, bases=bases, timeout=build_timeout(task))
+    except BuildError as e:
+        _failed[key] = f"task {task.id}: environment/Dockerfile: {e}"
+        raise ClawloopError(_failed[key]) from None
+
+
+def build_timeout(task: Task) -> float:
+    """task.toml's [environment] build_timeout_sec (Harbor's default: 600 s)."""
+    env = (_harbor(task).get("task_toml") or {}).get("environment") or {}
+    t = env.get("build_timeout_sec") if isinstance(env, dict) else None
+    return float(t) if isinstance(t, int | float) and not isinstance(t, bool) and t > 0 else 600.0
+
+
+def needs_on_image(task: Task, runtime: Runtime) -> str | None:
+    """What `task` needs beyond `runtime` (its Dockerfile and verifier script), as import says
+    it for the host; task.needs_image for a task without a recorded Dockerfile."""
+    h = _harbor(task)
+    context = build_context(task)
+    if context is None:
+        return task.needs_image
     try:
         lr = parse_dockerfile(h["dockerfile"], context, runtime, where="environment/Dockerfile",
                               context_dirs=frozenset(h.get("environment_dirs") or ()), name=h.get("name"))
@@ -77,6 +165,16 @@ def docker_skip_reason(task: Task) -> str | None:
     """Why the docker backend cannot run `task` faithfully, or None (see the module docstring)."""
     from sandbox.docker import client, image_name
 
+    try:
+        own = task_image(task)
+    except ClawloopError:  # the episode reports the build's failure (outcome "error")
+        return None
+    except Exception:  # no daemon: the sandbox will say so itself
+        own = None
+    if own is not None:  # its Dockerfile is done: only the verifier script is left to judge
+        script = task.verifier.files.get(task.verifier.entry) or task.verifier.files.get("test.sh")
+        why = check_script(script.data().decode(errors="replace"), image_runtime(own)) if script else None
+        return f"tests/{task.verifier.entry}: {why} (not in the task's image)" if why else None
     image = image_name()
     try:
         needs = needs_on_image(task, image_runtime(image))
@@ -89,10 +187,18 @@ def docker_skip_reason(task: Task) -> str | None:
     h = task.metadata.get(HARBOR_KEY) if isinstance(task.metadata, dict) else None
     base = h.get("from") if isinstance(h, dict) else None
     if not base:
-        return f"needs its Docker image: {needs} (not in {image}; the docker backend does not build task images)"
+        return f"needs its Docker image: {needs} (not in {image}; import recorded no Dockerfile to build)"
+    missing = [b for b in base_images(h["dockerfile"]) if not _present(client, b)] \
+        if isinstance(h.get("dockerfile"), str) else [] if _present(client, base) else [base]
+    if missing:
+        return (f"needs its Docker image: {needs} (not in {image}); "
+                f"base image {', '.join(missing)} is not available to docker here")
+    return f"needs its Docker image: {needs} (not in {image})"
+
+
+def _present(client: Any, image: str) -> bool:
     try:
-        client(timeout=10).images.get(base)
-        have = f"base image {base} is present, but the docker backend does not build task images"
-    except Exception:  # no such image (no registry here): not available
-        have = f"base image {base} is not available to docker here"
-    return f"needs its Docker image: {needs} (not in {image}); {have}"
+        client(timeout=10).images.get(image)
+        return True
+    except Exception:  # no such image (no registry here)
+        return False
