@@ -94,3 +94,18 @@ def test_harbor_project_imports_pass_with_the_oracle(backend: str) -> None:
     assert oracle.outcome == "passed", (oracle.reason, oracle.verifier_output)
     noop = run_episode(task, "noop", backend)
     assert noop.outcome == "failed", (noop.reason, noop.verifier_output)
+
+
+@pytest.mark.parametrize(("backend", "safepath"), [("local", "1"), ("bwrap", "")])
+def test_without_the_guard_the_verifier_falls_back_to_safepath(backend: str, safepath: str) -> None:
+    """The local backend mounts no guard: the verifier's prelude then sets PYTHONSAFEPATH."""
+    from clawloop.tasks.verifier import PY_PRELUDE
+    from sandbox._layout import PYGUARD_MOUNT
+
+    if why := sandbox.unavailable_reason(backend):
+        pytest.skip(f"{backend} backend unavailable: {why}")
+    if backend == "local" and Path(PYGUARD_MOUNT).exists():
+        pytest.skip(f"{PYGUARD_MOUNT} exists on this host")
+    with sandbox.open(backend) as sb:
+        r = sb.exec(PY_PRELUDE + 'echo "[${PYTHONSAFEPATH:-}]"', timeout=30)
+    assert r.output.strip() == f"[{safepath}]", r.output
