@@ -15,6 +15,10 @@ from sandbox.base import ClosedOnExit, SandboxConfig, SandboxError
 
 RUNTIME_MOUNT = "/opt/clawloop-runtime"
 """Where the task runtime (a python venv) appears inside a sandbox, read-only."""
+PYGUARD_MOUNT = "/opt/clawloop-pyguard"
+"""Where every isolated sandbox shows sandbox/_pyguard.py as `sitecustomize.py`, read-only from
+its creation on (docker cannot add a mount later): the verifier's pythons load it through
+PYTHONPATH, and no process inside can change it."""
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -108,6 +112,18 @@ def venv_origin(runtime_dir: Path) -> str | None:
                 return None
             return os.path.dirname(os.path.dirname(interp))
     return None
+
+
+def pyguard_dir(parent: Path) -> Path:
+    """A fresh `parent/pyguard` holding the import guard as sitecustomize.py (readable by all,
+    writable by none), the host side of PYGUARD_MOUNT."""
+    d = parent / "pyguard"
+    d.mkdir()
+    f = d / "sitecustomize.py"
+    f.write_bytes((Path(__file__).parent / "_pyguard.py").read_bytes())
+    f.chmod(0o444)
+    d.chmod(0o555)
+    return d
 
 
 def check_runtime(runtime_dir: Path | None) -> Path | None:

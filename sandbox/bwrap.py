@@ -34,12 +34,14 @@ from sandbox._execserver import ExecServer, find_python
 from sandbox._host import HostIdentity, bwrap_version, find_bwrap, host_identity
 from sandbox._layout import (
     LONG_COMMAND,
+    PYGUARD_MOUNT,
     RESERVED_TOPS,
     RUNTIME_MOUNT,
     WRITABLE_TOPS,
     Backend,
     base_env,
     etc_template,
+    pyguard_dir,
     reachable_by,
     shell_script,
     venv_origin,
@@ -133,6 +135,8 @@ class BwrapSandbox(BwrapContainers, Backend):
                 if link.parent != self.root:
                     self._stub(str(link.parent.relative_to(self.root)))
                     os.symlink(RUNTIME_MOUNT, link)
+        self._view.add(Mount(PYGUARD_MOUNT, pyguard_dir(self.state_dir), False, system=True))
+        self._stub(PYGUARD_MOUNT)
         for top in WRITABLE_TOPS:
             self._add_top(top)
         os.chmod(self.root / "tmp", 0o1777)

@@ -34,11 +34,13 @@ from typing import Any
 
 from sandbox._layout import (
     LONG_COMMAND,
+    PYGUARD_MOUNT,
     RESERVED_TOPS,
     RUNTIME_MOUNT,
     SYSTEM_PATH,
     Backend,
     base_env,
+    pyguard_dir,
     shell_script,
     venv_origin,
 )
@@ -166,7 +168,8 @@ class DockerSandbox(Backend):
                 raise SandboxError(f"seed_dir {config.seed_dir}: not a directory")
             shutil.copytree(config.seed_dir, hosts["ws"], symlinks=True, dirs_exist_ok=True)
         volumes = [f"{hosts['ws']}:{self._workspace}:rw", f"{hosts['logs']}:/logs:rw",
-                   f"{hosts['tests']}:/tests:ro", f"{self._xfer}:{_XFER}:rw"]
+                   f"{hosts['tests']}:/tests:ro", f"{self._xfer}:{_XFER}:rw",
+                   f"{pyguard_dir(self.state_dir)}:{PYGUARD_MOUNT}:ro"]
         # An image built by `clawloop sandbox build-image` carries its own runtime.
         has_runtime = bool((img.labels or {}).get("clawloop.runtime"))
         if self._runtime and not has_runtime:

@@ -8,11 +8,17 @@ survives its command):
 - fresh dirs mounted only while it runs: its tests at /tests, an empty /logs/verifier for the
   reward, and an empty HOME and TMPDIR under `WORLD`, all host temp dirs the agent never saw;
 - cwd stays the task's workdir (Harbor verifiers use relative paths such as `python3 total.py`);
-  what made that dangerous is Python putting the cwd on sys.path for `python3 -`, `-c` and `-m`
-  (`/workspace/json.py` shadowing the stdlib): `PYTHONSAFEPATH` removes it, and the script's
-  own dir with it. The price: a program the verifier runs as a script (`python3 /app/main.py`)
-  no longer imports its siblings unless the verifier sets PYTHONPATH. `PYTHONNOUSERSITE` keeps
-  user site-packages (`usercustomize.py` under ~/.local) out, `PYTHONDONTWRITEBYTECODE` keeps
+  what made that dangerous is Python putting the cwd (or the script's dir) first on sys.path
+  for `python3 -`, `-c`, `-m` and scripts: `/workspace/json.py` or `pytest.py` would run inside
+  the verifier. An import guard (sandbox/_pyguard.py), which every isolated sandbox shows
+  read-only at `PYGUARD_MOUNT` and PYTHONPATH loads into every python as its sitecustomize,
+  lets project code be imported as under Harbor (`python3 -m pkg` in the project dir,
+  `python3 /app/main.py` importing its siblings) but never shadow a module of the interpreter's
+  own dirs (stdlib, site-packages, the runtime). It goes first on the task's PYTHONPATH; no other
+  sitecustomize runs (an image's lives in the agent-writable /etc); a test script that replaces
+  PYTHONPATH instead of extending it drops the guard. Where the guard is not mounted (the local
+  backend) `PYTHONSAFEPATH` is set instead, the old blunt rule. `PYTHONNOUSERSITE` keeps user
+  site-packages (`usercustomize.py` under ~/.local) out, `PYTHONDONTWRITEBYTECODE` keeps
   /tests and the workspace free of bytecode;
 - git reads no system config, a global config pinned to the fresh HOME (so `git config --global`
   still works), and the repo's own config cannot name a program: `GIT_CONFIG_COUNT` entries
@@ -48,6 +54,7 @@ import orjson
 
 from clawloop.tasks.file_tree import write_tree
 from clawloop.tasks.task import FileSpec, Task
+from sandbox._layout import PYGUARD_MOUNT
 from sandbox._paths import read_beneath
 from sandbox.base import ExecResult, Sandbox, SandboxError
 
@@ -131,9 +138,10 @@ def verifier_env(task: Task) -> dict[str, str]:
     """The verifier's environment: the task's, then its `[verifier] env`, then the clean world."""
     home, tmp = f"{WORLD}/home", f"{WORLD}/tmp"
     env = {**task.env, **harbor_env(task, "verifier")}
+    env["PYTHONPATH"] = ":".join(p for p in (PYGUARD_MOUNT, env.get("PYTHONPATH")) if p)
     env.update({"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, "XDG_CONFIG_HOME": f"{home}/.config",
                 "XDG_CACHE_HOME": f"{home}/.cache", "XDG_DATA_HOME": f"{home}/.local/share",
-                "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
                 "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": f"{home}/.gitconfig",
                 "GIT_CONFIG_PARAMETERS": "", "GIT_CONFIG_COUNT": str(len(GIT_GUARD))})
     for i, (key, value) in enumerate(GIT_GUARD.items()):
@@ -141,9 +149,14 @@ def verifier_env(task: Task) -> dict[str, str]:
     return env
 
 
+PY_PRELUDE = f"[ -r {PYGUARD_MOUNT}/sitecustomize.py ] || export PYTHONSAFEPATH=1\n"
+"""No import guard in this sandbox (the local backend): Python then drops the cwd and script dir
+from sys.path instead."""
+
+
 def verifier_command(task: Task) -> str:
-    """The verifier's command line: the git prelude, then its entry script."""
-    return f"{GIT_DRIVER_PRELUDE}bash /tests/{shlex.quote(task.verifier.entry)}"
+    """The verifier's command line: the python and git preludes, then its entry script."""
+    return f"{PY_PRELUDE}{GIT_DRIVER_PRELUDE}bash /tests/{shlex.quote(task.verifier.entry)}"
 
 
 def tmp_base() -> str:

@@ -23,6 +23,7 @@ from clawloop.tasks.episode import run_episode
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.trajectory import EpisodeRecord
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+from sandbox._layout import PYGUARD_MOUNT
 from sandbox.base import ExecResult
 
 COMPARE = """/usr/bin/python3 - <<'PY'
@@ -82,13 +83,83 @@ def test_usercustomize_in_agent_home_does_not_run(backend: str) -> None:
     assert "USERCUSTOMIZE" not in rec.verifier_output
 
 
-def test_workspace_module_does_not_shadow_the_stdlib(backend: str) -> None:
-    plant = ("cat > json.py <<'PY'\nimport sys\nprint('SHADOW', file=sys.stderr)\ntry:\n    " + STEAL +
-             "\nexcept OSError:\n    pass\nPY")
-    rec = run_episode(impossible(f"if {COMPARE}\n{SCORE}"),
-                      agent(plant, live="SHADOW", check="echo 'import json' | /usr/bin/python3 - 2>&1"), backend)
+def plant(path: str, code: str = "") -> str:
+    """The agent's command that writes Python to `path` which, imported anywhere, steals the secret."""
+    return (f"cat > {path} <<'PY'\nimport sys\nprint('SHADOW', file=sys.stderr)\ntry:\n    {STEAL}\n"
+            f"except OSError:\n    pass\n{code}PY")
+
+
+def require_module(backend: str, name: str) -> None:
+    with open_sandbox(backend) as sb:
+        if sb.exec(f"cd / && python3 -c 'import {name}'", timeout=30).exit_code != 0:
+            pytest.skip(f"the {backend} sandbox's python3 has no {name}")
+
+
+PYTEST_COMPARE = """cat > "$TMPDIR/test_secret.py" <<'PY'
+def test_secret():
+    assert open("/workspace/answer").read().strip() == open("/tests/secret.txt").read().strip()
+PY
+python3 -m pytest -q -p no:cacheprovider "$TMPDIR/test_secret.py"
+"""
+"""The same comparison as a test that `python3 -m pytest` runs from the workdir."""
+SHADOWS = {
+    # module planted in the workdir: (verifier, the agent's liveness check)
+    "json": (COMPARE, "echo 'import json' | /usr/bin/python3 - 2>&1"),
+    "yaml": (COMPARE.replace("/usr/bin/python3", "python3").replace("import json", "import yaml"),
+             "python3 -c 'import yaml' 2>&1"),
+    "pytest": (PYTEST_COMPARE, "python3 -m pytest --version 2>&1"),
+    # the task puts its workdir on PYTHONPATH (Harbor images set PYTHONPATH=/app): what is
+    # there is on sys.path when python starts, so the agent's python runs these at startup
+    "sitecustomize": (COMPARE.replace("/usr/bin/python3", "python3"), "python3 -c pass 2>&1"),
+    "usercustomize": (COMPARE, "/usr/bin/python3 -c pass 2>&1"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(SHADOWS))
+def test_workspace_module_does_not_shadow_the_stdlib(backend: str, module: str) -> None:
+    """Nor an installed package (yaml), nor pytest under `python3 -m pytest`, nor startup hooks."""
+    if module in ("yaml", "pytest"):
+        require_module(backend, module)
+    verifier, check = SHADOWS[module]
+    code = "sys.exit(0)\n" if module == "pytest" else ""
+    task = impossible(f"if {verifier}\n{SCORE}")
+    if module.endswith("customize"):
+        task = task.model_copy(update={"env": {"PYTHONPATH": "/workspace"}})
+    rec = run_episode(task, agent(plant(f"{module}.py", code), live="SHADOW", check=check), backend)
     assert (rec.outcome, rec.reward) == ("failed", 0.0), rec
     assert "SHADOW" not in rec.verifier_output
+
+
+def test_image_sitecustomize_in_etc_does_not_run(backend: str) -> None:
+    """Debian's stdlib sitecustomize.py is a link into /etc, which the agent may write."""
+    stdlib = "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_path(\"stdlib\"))')"
+    with open_sandbox(backend) as sb:
+        if sb.exec(f'[ -L "{stdlib}/sitecustomize.py" ]', timeout=30).exit_code != 0:
+            pytest.skip(f"the {backend} sandbox's python has no sitecustomize link")
+    target = f'"$(readlink -f "{stdlib}/sitecustomize.py")"'
+    rec = run_episode(impossible(f"if {COMPARE}\n{SCORE}"),
+                      agent(f'mkdir -p "$(dirname {target})"', plant(target),
+                            live="SHADOW", check="/usr/bin/python3 -c pass 2>&1"), backend)
+    assert (rec.outcome, rec.reward) == ("failed", 0.0), rec
+    assert "SHADOW" not in rec.verifier_output
+
+
+GUARD_FILE = f"{PYGUARD_MOUNT}/sitecustomize.py"
+TAMPER = (f"echo 'import json' > {GUARD_FILE}; chmod 666 {GUARD_FILE}; rm -rf {PYGUARD_MOUNT}; "
+          f"mv {PYGUARD_MOUNT} /opt/old-guard; umount {PYGUARD_MOUNT}; "
+          f"mkdir -p {PYGUARD_MOUNT}/sub && echo 'import json' > {PYGUARD_MOUNT}/json.py; "
+          f"grep -q ShadowGuard {GUARD_FILE} && [ ! -e {PYGUARD_MOUNT}/json.py ] && echo GUARD-INTACT")
+"""Every way to change the guard a process inside has: write, chmod, delete, rename, unmount, add."""
+
+
+def test_agent_cannot_rewrite_the_import_guard(backend: str) -> None:
+    """Neither in its own turn nor from a script the verifier runs (then in the verifier's
+    process tree, /tests mounted): the guard stays, and a planted json.py stays inert."""
+    task = impossible(f"bash /workspace/check.sh\nif {COMPARE}\n{SCORE}")
+    rec = run_episode(task, agent(plant("json.py"), TAMPER + "; true", check_sh(TAMPER),
+                                  live="GUARD-INTACT", check=TAMPER), backend)
+    assert (rec.outcome, rec.reward) == ("failed", 0.0), rec
+    assert "SHADOW" not in rec.verifier_output and "GUARD-INTACT" in rec.verifier_output, rec.verifier_output
 
 
 GIT_ID = "git -c user.name=a -c user.email=a@b"
@@ -216,10 +287,11 @@ def test_validation_harness_symlinks_leak_nothing(backend: str, host_secret: tup
 
 def test_task_env_cannot_undo_the_clean_world(backend: str) -> None:
     require_git(backend)
-    undo = {"HOME": "/root", "TMPDIR": "/tmp", "PYTHONSAFEPATH": "", "PYTHONNOUSERSITE": "",
+    undo = {"HOME": "/root", "TMPDIR": "/tmp", "PYTHONPATH": "/workspace", "PYTHONNOUSERSITE": "",
             "GIT_CONFIG_COUNT": "0", "GIT_CONFIG_GLOBAL": "/root/.gitconfig"}
     world = ('[ "$HOME" != /root ] && [ -z "$(find "$HOME" "$TMPDIR" -mindepth 1)" ] && [ "$PWD" = /workspace ] && '
-             '[ "$PYTHONSAFEPATH$PYTHONNOUSERSITE" = 11 ] && [ "$(git config core.fsmonitor)" = false ] && '
+             f'[ "$PYTHONPATH" = {PYGUARD_MOUNT}:/workspace ] && [ -z "${{PYTHONSAFEPATH:-}}" ] && '
+             '[ "$PYTHONNOUSERSITE" = 1 ] && [ "$(git config core.fsmonitor)" = false ] && '
              '[ "$(git config --global --list | wc -l)" = 0 ]')
     task = impossible(f"if {world}; {SCORE}").model_copy(
         update={"env": undo, "metadata": {"harbor": {"task_toml": {"verifier": {"env": undo}}}}})

@@ -1,0 +1,77 @@
+"""The import guard of a verifier's pythons: project code may be imported, never impersonate.
+
+A sandbox shows this file read-only as `sitecustomize.py` in `PYGUARD_MOUNT`, and the verifier
+puts that dir first on PYTHONPATH, so every python it starts (the task runtime's, the system's,
+an image's own) imports it at startup, whatever the version (3.8+: no newer syntax here).
+
+Why: Harbor verifiers run `python3 -`, `-c`, `-m pytest` or `python3 /app/main.py` in the
+agent's workdir, and Python puts that dir (or the script's) first on sys.path: an agent's
+`/workspace/json.py` or `pytest.py` would then run inside the verifier, where the hidden tests
+can be read. PYTHONSAFEPATH removes the entry, which also breaks what Harbor allows
+(`python3 -m reconciler` with the package in the cwd, `python3 /app/main.py` importing its
+siblings). This guard keeps the entry and forbids only the impersonation: a top-level module is
+looked up first among the interpreter's own dirs (stdlib, site-packages: everything under
+sys.prefix, sys.base_prefix and the exec prefixes, all read-only in a sandbox), and only a name
+none of them provides is searched on the whole sys.path (cwd, script dir, the task's PYTHONPATH
+such as /app, dirs a test inserts). Submodules follow their package, so they need no check.
+
+Startup order makes the rest work: CPython imports `site` (and so this module) before it adds
+the script's dir or the cwd to sys.path, so a `sitecustomize.py` or `usercustomize.py` planted
+there is never imported at startup (PYTHONNOUSERSITE keeps ~/.local out). No other
+sitecustomize runs after this one: the image's (Debian's lives in /etc, which the agent may
+write) and one in a task's PYTHONPATH are agent-writable, so they would be agent code in
+every verifier python; Harbor tasks rarely ship one.
+
+Known limit: a namespace package (a dir without __init__.py) that the interpreter's dirs also
+provide resolves to their portions only.
+"""
+
+import os
+import sys
+from importlib.machinery import PathFinder
+
+_ROOTS = tuple(sorted({os.path.normpath(p) + os.sep for p in
+                       (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix) if p}))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _trusted(entry, cache={}):  # noqa: B006 - a per-process cache on purpose
+    """A sys.path entry of the interpreter's own (never relative: '' is the cwd)."""
+    hit = cache.get(entry)
+    if hit is None:
+        p = os.path.normpath(entry) if isinstance(entry, str) and os.path.isabs(entry) else None
+        hit = p is not None and (p == _HERE or (p + os.sep).startswith(_ROOTS))
+        cache[entry] = hit
+    return hit
+
+
+class ShadowGuard:
+    """A meta-path finder just before PathFinder: the interpreter's dirs win top-level names."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if path is not None:
+            return None
+        entries = sys.path
+        own = [e for e in entries if _trusted(e)]
+        if len(own) == len(entries):
+            return None  # nothing else on sys.path: PathFinder alone decides
+        # None: no own module of that name, PathFinder (next) searches the whole path
+        return PathFinder.find_spec(name, own, target)
+
+    @classmethod
+    def invalidate_caches(cls):
+        pass
+
+
+def install(meta_path=None):
+    """Put ShadowGuard just before PathFinder in `meta_path` (sys.meta_path), once."""
+    meta = sys.meta_path if meta_path is None else meta_path
+    if any(getattr(f, "__name__", "") == "ShadowGuard" for f in meta):
+        return
+    at = next((i for i, f in enumerate(meta) if f is PathFinder), len(meta))
+    meta.insert(at, ShadowGuard)
+
+
+if __name__ == "sitecustomize":
+    install()
