@@ -20,6 +20,9 @@ survives its command):
   backend) `PYTHONSAFEPATH` is set instead, the old blunt rule. `PYTHONNOUSERSITE` keeps user
   site-packages (`usercustomize.py` under ~/.local) out, `PYTHONDONTWRITEBYTECODE` keeps
   /tests and the workspace free of bytecode;
+- pytest finds no config file the agent planted above /tests: `pytest.ini`, `pyproject.toml`,
+  `conftest.py`, ... in / and /logs are removed first (`PY_PRELUDE`; an `addopts = --co` there
+  made every test run pass, measured on bwrap and docker);
 - git reads no system config, a global config pinned to the fresh HOME (so `git config --global`
   still works), and the repo's own config cannot name a program: `GIT_CONFIG_COUNT` entries
   (command-line scope, above the repo's) neutralize the keys that run one (`GIT_GUARD`), and a
@@ -149,9 +152,17 @@ def verifier_env(task: Task) -> dict[str, str]:
     return env
 
 
-PY_PRELUDE = f"[ -r {PYGUARD_MOUNT}/sitecustomize.py ] || export PYTHONSAFEPATH=1\n"
-"""No import guard in this sandbox (the local backend): Python then drops the cwd and script dir
-from sys.path instead."""
+PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini",
+                  "setup.cfg", "setup.py", "conftest.py")
+"""Files pytest reads in the tests' dir *and every dir above it* to pick its rootdir and options
+(`addopts = --co` makes every run a pass), and a conftest.py it then runs in that rootdir."""
+PY_PRELUDE = (f"if [ -r {PYGUARD_MOUNT}/sitecustomize.py ]; then "
+              f"rm -f {' '.join(f'/{n} /logs/{n}' for n in PYTEST_CONFIGS)}; "
+              "else export PYTHONSAFEPATH=1; fi\n")
+"""Python and pytest in an isolated sandbox: the agent can write / and /logs, the dirs above /tests
+(and above the verifier's TMPDIR), so pytest config files there are removed (Harbor's tests live in
+/tests; a task's own /tests/pytest.ini still counts). Without an import guard (the local backend,
+whose / is the host's) Python drops the cwd and script dir from sys.path instead."""
 
 
 def verifier_command(task: Task) -> str:
