@@ -273,3 +273,30 @@ def test_offline_template_fixture_oracle_passes_noop_fails() -> None:
     assert oracle.outcome == "passed", (oracle.reason, oracle.verifier_output)
     noop = run_episode(task, "noop", "bwrap")
     assert noop.outcome == "failed", (noop.reason, noop.verifier_output)
+
+
+# ------------------------------------------------------------------------------ several uids
+@pytest.mark.parametrize(("name", "text", "where"), [
+    ("test_outputs.py", "import subprocess\n\nsubprocess.run(['id'], user='nobody')\n", "tests/test_outputs.py:3"),
+    ("test_outputs.py", "import os\nos.setuid(65534)\n", "tests/test_outputs.py:2: switches user ids (setuid)"),
+    ("check.sh", "#!/bin/bash\nsu nobody -s /bin/sh -c 'cat /tests/x'\n", "tests/check.sh: runs a command"),
+    ("check.sh", "#!/bin/bash\nsudo -n -u appuser ls /app\n", "tests/check.sh: runs a command"),
+])
+def test_a_verifier_that_switches_users_is_skipped_on_bwrap(tmp_path: Path, name: str, text: str,
+                                                            where: str) -> None:
+    """bwrap maps one uid (EINVAL on a switch, measured): the task is skipped, the place named."""
+    d = _copy_fixture(tmp_path)
+    (d / "tests" / name).write_text(text)
+    t = load_harbor_task(d)
+    assert t.needs_image is not None and where in t.needs_image and "maps one uid" in t.needs_image
+
+
+@pytest.mark.parametrize("text", [
+    "import subprocess\nsubprocess.run(['id'], user=None)\n",  # the default: no switch
+    "def make(user):\n    return dict(user=user)\nmake(user='bob')\n",  # not a process spawn
+    "import getpass\nprint(getpass.getuser())\n",
+])
+def test_python_that_does_not_switch_users_is_not_flagged(tmp_path: Path, text: str) -> None:
+    d = _copy_fixture(tmp_path)
+    (d / "tests" / "test_outputs.py").write_text(text)
+    assert load_harbor_task(d).needs_image is None

@@ -32,6 +32,7 @@ from clawloop.tasks.dockerfile_lite import parse_dockerfile
 from clawloop.tasks.file_tree import JUNK, empty_dirs, find_dirs, read_tree
 from clawloop.tasks.shell_lite import Runtime, check_script, detect_runtime
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from clawloop.tasks.uid_check import user_switch
 
 HARBOR_KEY = "harbor"
 SOLVE_STEP = "bash /solution/solve.sh"
@@ -143,7 +144,8 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
         lite_needs = f"prebuilt image {env_t['docker_image']} and no Dockerfile"
     script = tests.get(entry) or tests.get("test.sh") or FileSpec(content="")
     test_needs = check_script(script.data().decode(errors="replace"), runtime)
-    needs = lite_needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or cl.get("needs_image")
+    needs = (lite_needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or user_switch(tests)
+             or cl.get("needs_image"))
 
     residual = copy.deepcopy(raw)
     for k in ("skill", "level", "tags", "clawloop"):
