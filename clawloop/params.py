@@ -153,15 +153,15 @@ class SynthesisParams(_Section):
     """Restrict to these skill families (None = all)."""
     conversational: float = Field(0.5, ge=0, le=1)
     """Share of procedural tasks rephrased as people write requests: absolute paths in backticks, a
-    polite frame (clawloop/synthesis/register.py). 0 = the generators' terse phrasing only."""
+    polite frame (clawloop/synthesis/routine_a/register.py). 0 = the generators' terse phrasing only."""
     # Free mappings, checked at load by _check_synthesis: their classes live beside the synthesis
     # code, which every stage would otherwise import (and list in its dvc.yaml deps).
     curriculum: dict[str, Any] = Field(default_factory=dict)
-    """Curriculum thresholds (clawloop.synthesis.curriculum.CurriculumParams)."""
+    """Curriculum thresholds (clawloop.synthesis.routine_a.curriculum.CurriculumParams)."""
     hindsight: dict[str, Any] = Field(default_factory=dict)
-    """Hindsight relabeling options (clawloop.synthesis.hindsight.HindsightParams)."""
+    """Hindsight relabeling options (clawloop.synthesis.routine_b.hindsight.HindsightParams)."""
     proposer: dict[str, Any] = Field(default_factory=dict)
-    """Proposer options (clawloop.synthesis.proposer.ProposerParams)."""
+    """Proposer options (clawloop.synthesis.routine_b.proposer.ProposerParams)."""
 
     @model_validator(mode="after")
     def _check(self) -> SynthesisParams:
@@ -344,9 +344,9 @@ def load_params(path: str | Path = "params.yaml") -> Params:
 
 def _check_synthesis(params: Params, path: Path) -> None:
     """Check the synthesis routines' free sections against their config classes."""
-    from clawloop.synthesis.curriculum import CurriculumParams
-    from clawloop.synthesis.hindsight import HindsightParams
-    from clawloop.synthesis.proposer import ProposerParams
+    from clawloop.synthesis.routine_a.curriculum import CurriculumParams
+    from clawloop.synthesis.routine_b.hindsight import HindsightParams
+    from clawloop.synthesis.routine_b.proposer import ProposerParams
 
     syn = params.synthesis
     for key, cls, value in (("curriculum", CurriculumParams, syn.curriculum),

@@ -23,8 +23,8 @@ def main(params: Params) -> None:
 
     from clawloop.diagnosis.schema import load_report
     from clawloop.io import write_json
-    from clawloop.synthesis.curriculum import CurriculumParams, largest_remainder, plan
-    from clawloop.synthesis.procedural import manifest, synthesize
+    from clawloop.synthesis.routine_a.curriculum import CurriculumParams, largest_remainder, plan
+    from clawloop.synthesis.routine_a.procedural import manifest, synthesize
     from clawloop.tasks.pool import write_pool
 
     syn = params.synthesis
@@ -44,7 +44,7 @@ def main(params: Params) -> None:
     for routine in ("hindsight", "proposer"):
         if budgets.get(routine, 0) > 0:
             from clawloop.loop import loop_context
-            from clawloop.synthesis.routine_b import synthesize_routine_b
+            from clawloop.synthesis.routine_b.run import synthesize_routine_b
 
             if args.policy is None:
                 raise ClawloopError(f"--policy: routine {routine} needs the current policy")

@@ -13,8 +13,8 @@ from clawloop.cli import app  # importing the CLI registers every command
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, load_report
 from clawloop.errors import ClawloopError
 from clawloop.stats import wilson_interval
-from clawloop.synthesis.curriculum import CurriculumParams, largest_remainder, plan
 from clawloop.synthesis.knobs import Knobs
+from clawloop.synthesis.routine_a.curriculum import CurriculumParams, largest_remainder, plan
 from clawloop.synthesis.skills import families
 
 SKILLS = list(families())
@@ -202,7 +202,7 @@ def test_routine_b_reads_a_bad_report_as_a_one_line_error(tmp_path: Path) -> Non
     """Bug: routine B read diagnosis.json with its own loader, so a bad field was a pydantic
     traceback and another schema_version went unnoticed. It uses diagnosis's load_report now."""
     from clawloop.policy.scripted import ScriptedPolicy
-    from clawloop.synthesis.routine_b import synthesize_routine_b
+    from clawloop.synthesis.routine_b.run import synthesize_routine_b
 
     bad = tmp_path / "diagnosis.json"
     for body, needle in (({"schema_version": 1, "cells": [{"skill": "files"}]}, r"diagnosis.json: cells\.0\.level"),

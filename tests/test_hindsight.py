@@ -12,9 +12,15 @@ from typing import Any
 import pytest
 
 from clawloop.policy.scripted import ScriptedPolicy
-from clawloop.synthesis import state_diff as sd
-from clawloop.synthesis import state_probe
-from clawloop.synthesis.hindsight import HindsightParams, Rejected, exploration_task, hindsight_tasks, relabel
+from clawloop.synthesis.routine_b import state_diff as sd
+from clawloop.synthesis.routine_b import state_probe
+from clawloop.synthesis.routine_b.hindsight import (
+    HindsightParams,
+    Rejected,
+    exploration_task,
+    hindsight_tasks,
+    relabel,
+)
 from clawloop.tasks.task import FileSpec, Task, Verifier
 
 SHA_A, SHA_B = "a" * 64, "b" * 64
@@ -193,7 +199,7 @@ def test_hindsight_routine_with_scripted_policy(tmp_path: Path) -> None:
 
 
 def test_synthesize_routine_b_hindsight_from_routine_a_seeds() -> None:
-    from clawloop.synthesis.routine_b import synthesize_routine_b
+    from clawloop.synthesis.routine_b.run import synthesize_routine_b
 
     be = backend()
     policy = ScriptedPolicy([bash("touch marker.txt"), SUBMIT])

@@ -93,7 +93,7 @@ def test_track_closes_when_the_loop_raises() -> None:
 
 def test_proposer_shows_proposals_and_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     from clawloop.policy.scripted import ScriptedPolicy
-    from clawloop.synthesis.proposer import propose_tasks
+    from clawloop.synthesis.routine_b.proposer import propose_tasks
 
     tasks, stats = propose_tasks(ScriptedPolicy(["not a proposal"]), n=3, progress=True)
     assert tasks == [] and stats["attempts"] == 3

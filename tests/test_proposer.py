@@ -14,7 +14,8 @@ from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeSt
 from clawloop.errors import ClawloopError
 from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.policy.types import Generation
-from clawloop.synthesis.proposer import (
+from clawloop.synthesis.routine_b.conditioning import failure_modes, plan_targets, weak_skills
+from clawloop.synthesis.routine_b.proposer import (
     ProposalError,
     ProposerParams,
     parse_proposal,
@@ -22,7 +23,7 @@ from clawloop.synthesis.proposer import (
     proposal_task,
     propose_tasks,
 )
-from clawloop.synthesis.routine_b import failure_modes, plan_targets, synthesize_routine_b, weak_skills
+from clawloop.synthesis.routine_b.run import synthesize_routine_b
 
 GOOD = """Sure, here it is.
 <task skill="text_search" level="2">
@@ -181,7 +182,7 @@ def test_synthesize_routine_b_proposer_and_errors() -> None:
 def test_synth_command_writes_pool_and_manifest(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from clawloop.synthesis import routine_b
+    from clawloop.synthesis.routine_b import run as routine_b
     from clawloop.tasks.pool import read_pool
 
     with pytest.raises(ClawloopError, match="--model"):
@@ -197,6 +198,7 @@ def test_routine_b_imports_stay_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, clawloop.synthesis.routine_b, clawloop.synthesis.hindsight, clawloop.synthesis.proposer; "
+    code = ("import sys, clawloop.synthesis.routine_b.run, clawloop.synthesis.routine_b.hindsight, "
+            "clawloop.synthesis.routine_b.proposer; "
             "print(any(m in sys.modules for m in ('torch', 'transformers', 'trl')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

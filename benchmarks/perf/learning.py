@@ -136,8 +136,8 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     from clawloop import loop
     from clawloop.bootstrap.base import make_base
     from clawloop.params import Params
-    from clawloop.synthesis.curriculum import CurriculumParams, plan
-    from clawloop.synthesis.procedural import synthesize
+    from clawloop.synthesis.routine_a.curriculum import CurriculumParams, plan
+    from clawloop.synthesis.routine_a.procedural import synthesize
     from clawloop.tasks.formats import load_suite_any
     from clawloop.training.run import train
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool

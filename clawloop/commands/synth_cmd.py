@@ -29,7 +29,7 @@ def synth(
                                       help="Steer by the report (off: uniform plan, the ablation)."),
     conversational: float = typer.Option(0.5, "--conversational", min=0.0, max=1.0,
                                          help="Share rephrased as people write requests (backticked paths)."),
-    # --- routine B hook (clawloop/synthesis/routine_b.py) ---
+    # --- routine B hook (clawloop/synthesis/routine_b/run.py) ---
     model: str | None = typer.Option(None, "--model", help="Loop model for hindsight|proposer: DIR, "
                                      "vllm:DIR or openai:MODEL@URL."),
     backend: str = typer.Option("bwrap", "--backend", help="Sandbox backend of hindsight exploration."),
@@ -39,8 +39,8 @@ def synth(
     from clawloop.diagnosis.schema import load_report
     from clawloop.errors import ClawloopError
     from clawloop.io import write_json
-    from clawloop.synthesis.curriculum import CurriculumParams, plan
-    from clawloop.synthesis.procedural import manifest, synthesize
+    from clawloop.synthesis.routine_a.curriculum import CurriculumParams, plan
+    from clawloop.synthesis.routine_a.procedural import manifest, synthesize
     from clawloop.tasks.pool import write_pool
 
     # every input is checked before anything is written
@@ -48,9 +48,9 @@ def synth(
         raise ClawloopError(f"--routine: unknown routine {routine!r} (choose from {', '.join(ROUTINES)})")
     if n < 0:
         raise ClawloopError(f"--n: must be >= 0, got {n}")
-    # --- routine B hook (clawloop/synthesis/routine_b.py) ---
+    # --- routine B hook (clawloop/synthesis/routine_b/run.py) ---
     if routine != "procedural":
-        from clawloop.synthesis.routine_b import synth_command
+        from clawloop.synthesis.routine_b.run import synth_command
 
         info = synth_command(routine, model=model, n=n, out=out, seed=seed, report=report, iteration=iteration,
                              backend=backend, skills=skills.split(",") if skills is not None else None,

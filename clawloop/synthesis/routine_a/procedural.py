@@ -17,9 +17,9 @@ from typing import Any
 
 from clawloop.diagnosis.schema import Diversity
 from clawloop.progress import Progress, progress_for
-from clawloop.synthesis.curriculum import Plan
 from clawloop.synthesis.knobs import NO_KNOBS
-from clawloop.synthesis.register import restyle
+from clawloop.synthesis.routine_a.curriculum import Plan
+from clawloop.synthesis.routine_a.register import restyle
 from clawloop.synthesis.skills import check_level, families, family
 from clawloop.tasks.task import Provenance, Task
 
@@ -35,7 +35,7 @@ def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, att
 def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progress = False,
                conversational: float = 0.0) -> list[Task]:
     """Tasks for every (skill, level) quota of `plan`, in skill then level order; a share
-    `conversational` of them rephrased in the conversational register (synthesis/register.py).
+    `conversational` of them rephrased in the conversational register (register.py).
     `progress` shows tasks made (clawloop.progress): a large pool takes a while."""
     order = list(families())
     keys = sorted(plan.quotas, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))

@@ -4,7 +4,7 @@
 validated: they go through agent-free and agent-based validation like routine A's) and stats:
 {"routine", "attempts", "produced", "rejected": {reason: count}, "examples": {reason: [...]},
 "duration_s", ...}. The conditioning both variants share (weak skills, dominant failure modes,
-read from the previous capability report) lives in `conditioning.py`; its names are re-exported here.
+read from the previous capability report) lives in `conditioning.py` beside it.
 """
 
 from __future__ import annotations
@@ -14,15 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.errors import ClawloopError
-from clawloop.synthesis.conditioning import (  # noqa: F401  (re-exported: routine B's conditioning)
-    Stats,
-    as_report,
-    failure_modes,
-    plan_targets,
-    weak_skills,
-)
-from clawloop.synthesis.hindsight import HindsightParams, hindsight_tasks
-from clawloop.synthesis.proposer import ProposerParams, propose_tasks
+from clawloop.synthesis.routine_b.conditioning import as_report
+from clawloop.synthesis.routine_b.hindsight import HindsightParams, hindsight_tasks
+from clawloop.synthesis.routine_b.proposer import ProposerParams, propose_tasks
 
 if TYPE_CHECKING:
     from clawloop.policy.types import Policy
@@ -69,7 +63,7 @@ def synth_command(routine: str, *, model: str | None, n: int, out: Path, seed: i
                   manifest: Path | None = None) -> dict[str, Any]:
     """`clawloop tasks synth --routine hindsight|proposer --model DIR`: write the pool and manifest."""
     from clawloop.io import write_json
-    from clawloop.synthesis.procedural import diversity
+    from clawloop.synthesis.routine_a.procedural import diversity
     from clawloop.tasks.pool import write_pool
 
     if not model:

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clawloop.synthesis.state_diff import Change, essential
+from clawloop.synthesis.routine_b.state_diff import Change, essential
 
 _SAFE = re.compile(r"^[A-Za-z0-9._/+-]+$")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@:-]{2,}")

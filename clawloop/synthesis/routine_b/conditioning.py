@@ -1,6 +1,6 @@
 """What both routine-B variants (hindsight, proposer) share: the conditioning read from the previous
 capability report (weak skills, dominant failure modes, the targets of each attempt) and the
-attempt/rejection statistics they report. Below routine_b.py, which dispatches to them.
+attempt/rejection statistics they report. Below run.py, which dispatches to them.
 """
 
 from __future__ import annotations

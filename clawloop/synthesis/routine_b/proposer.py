@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawloop.progress import Progress
-from clawloop.synthesis.conditioning import Stats, failure_modes, plan_targets, weak_skills
+from clawloop.synthesis.routine_b.conditioning import Stats, failure_modes, plan_targets, weak_skills
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 if TYPE_CHECKING:

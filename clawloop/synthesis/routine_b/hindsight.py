@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.errors import ClawloopError
-from clawloop.synthesis import state_diff as sd
-from clawloop.synthesis.conditioning import Stats, plan_targets
-from clawloop.synthesis.hindsight_text import TextLimits, Undescribable, describe, show
+from clawloop.synthesis.routine_b import state_diff as sd
+from clawloop.synthesis.routine_b.conditioning import Stats, plan_targets
+from clawloop.synthesis.routine_b.hindsight_text import TextLimits, Undescribable, describe, show
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from sandbox.base import SandboxError

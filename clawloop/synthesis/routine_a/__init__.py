@@ -1,0 +1,1 @@
+"""Routine A: procedural synthesis steered by the curriculum (`curriculum.plan` -> `procedural.synthesize`)."""
