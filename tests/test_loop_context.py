@@ -169,13 +169,8 @@ def test_rollouts_are_seeded_by_their_own_knob(tmp_path: Path) -> None:
     assert load_params(ROOT / "params.yaml").rollout.seed == load_params(ROOT / "params.yaml").synthesis.seed
 
 
-def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Bug: synthesize handed routine B the policy *path*, which it loaded as `hf` whatever
-    rollout.backend said."""
-    from clawloop.policy.load import PolicySpec
-
-    params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai"),
-                                          r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
+def _record_policy_loads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every PolicySpec a stage loads, in order; the load itself stops the stage (_Stop)."""
     seen: list[Any] = []
 
     def fake_load(spec: Any) -> Any:
@@ -183,6 +178,17 @@ def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monke
         raise _Stop
 
     monkeypatch.setattr("clawloop.policy.load.load_policy", fake_load)
+    return seen
+
+
+def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug: synthesize handed routine B the policy *path*, which it loaded as `hf` whatever
+    rollout.backend said."""
+    from clawloop.policy.load import PolicySpec
+
+    params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai"),
+                                          r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
+    seen = _record_policy_loads(monkeypatch)
     _run(monkeypatch, "synthesize", params, "--iteration", "1", "--policy", tmp_path / "policy",
          "--out", tmp_path / "pool")
     assert len(seen) == 1 and isinstance(seen[0], PolicySpec), seen
@@ -196,13 +202,7 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
 
     params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai", threads=2),
                                           r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
-    seen: list[Any] = []
-
-    def fake_load(spec: Any) -> Any:
-        seen.append(spec)
-        raise _Stop
-
-    monkeypatch.setattr("clawloop.policy.load.load_policy", fake_load)
+    seen = _record_policy_loads(monkeypatch)
     monkeypatch.setattr("clawloop.suite_manifest.eval_suites", lambda params, manifest: [])
     monkeypatch.setattr("clawloop.validation.agent_free.validate_pool", lambda *a, **k: (
         [], {"input": 0, "rejected": {}, "tasks_per_s": 0.0}))
