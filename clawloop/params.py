@@ -125,8 +125,11 @@ class RolloutParams(_Section):
     verification run beside generation: on 2 cores, 2 threads ran 1.64x the episodes/s of 1 on
     multi-turn rollouts of an idle box, but an evaluation of mostly one-reply episodes beside
     other jobs ran ~4x slower (OpenMP threads waiting on a preempted peer)."""
-    gguf_type: Literal["q8_0", "f16", "f32"] = "q8_0"
+    gguf_type: Literal["q4_0", "q5_0", "q8_0", "f16", "f32"] = "q8_0"
     """Weights of the llamacpp backend's converted checkpoint."""
+    quantize: Literal["none", "int8"] = "none"
+    """hf backend on a CPU: int8 Linear layers for rollouts (clawloop.policy.int8; per-token
+    activation scales), the checkpoint and training stay fp32."""
     seed: int = 0
     """Seed of rollout sampling (evaluation, probe, transfer); part of the episode ids. Apart from
     synthesis.seed, so a synthesis ablation leaves evaluation sampling as it was."""

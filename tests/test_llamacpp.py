@@ -314,3 +314,31 @@ def test_model_gguf_command(qwen3_dir: Path, tmp_path: Path) -> None:
     assert "qwen3, f16" in r.output and (tmp_path / "m.gguf").stat().st_size > 0
     r = runner.invoke(app, ["model", "gguf", str(qwen3_dir), "--out", str(tmp_path / "x.gguf"), "--type", "q4"])
     assert isinstance(r.exception, ClawloopError) and "--type" in str(r.exception)
+
+
+@pytest.mark.parametrize(("qtype", "most"), [("q4_0", 0.15), ("q5_0", 0.08)])
+def test_4_and_5_bit_exports_keep_the_tied_head_at_8_bits(qtype: str, most: float, llama_dir: Path,
+                                                          tmp_path: Path) -> None:
+    """q4_0/q5_0 quantize the layers and keep token_embd (also the output head) at q8_0, as
+    llama.cpp's quantizer keeps its output tensor; every tensor reads back close to the original."""
+    import gguf
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    from clawloop.policy.gguf_export import export_gguf
+
+    meta = export_gguf(llama_dir, tmp_path / "m.gguf", qtype=qtype)
+    tensors = {t.name: t for t in gguf.GGUFReader(tmp_path / "m.gguf").tensors}
+    types = {n: t.tensor_type.name for n, t in tensors.items()}
+    assert types["blk.0.attn_q.weight"] == qtype.upper() and types["blk.1.ffn_down.weight"] == qtype.upper()
+    assert types["token_embd.weight"] == "Q8_0" and types["output_norm.weight"] == "F32"
+    assert meta["bytes"] < export_gguf(llama_dir, tmp_path / "f.gguf", qtype="f32")["bytes"] / 3
+    original = load_file(llama_dir / "model.safetensors")
+    for hf_name, gguf_name in (("model.layers.0.mlp.down_proj.weight", "blk.0.ffn_down.weight"),
+                               ("model.layers.1.self_attn.v_proj.weight", "blk.1.attn_v.weight"),
+                               ("model.embed_tokens.weight", "token_embd.weight")):
+        t = tensors[gguf_name]
+        got = gguf.quants.dequantize(t.data, t.tensor_type).reshape(original[hf_name].shape)
+        want = original[hf_name].astype(np.float32)
+        rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+        assert 0 < rel < (most if gguf_name != "token_embd.weight" else 0.01), (gguf_name, rel)

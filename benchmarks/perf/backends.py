@@ -31,8 +31,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
-CANDIDATES = ("hf-generate", "hf-fp32", "hf-bf16", "hf-int8", "llamacpp-q8_0", "llamacpp-f16", "vllm",
-              "vllm-eager")
+CANDIDATES = ("hf-generate", "hf-fp32", "hf-bf16", "hf-int8", "hf-w8a8", "llamacpp-q8_0", "llamacpp-q5_0",
+              "llamacpp-q4_0", "llamacpp-f16", "vllm", "vllm-eager")
 
 
 def load_candidate(name: str, model: Path, threads: int | None) -> Any:
@@ -53,11 +53,12 @@ def load_candidate(name: str, model: Path, threads: int | None) -> Any:
                                                           gguf_type=name.split("-", 1)[1]))
     dtype = "bfloat16" if name == "hf-bf16" else "float32"
     decode = "generate" if name == "hf-generate" else "loop"
-    policy = HFPolicy(model, HFPolicyConfig(threads=threads, dtype=dtype, decode=decode))
+    quantize = "int8" if name == "hf-w8a8" else "none"
+    policy = HFPolicy(model, HFPolicyConfig(threads=threads, dtype=dtype, decode=decode, quantize=quantize))
     if name == "hf-int8":
         import torch
 
-        # Linear layers to int8 with dynamic activation scales; the tied embedding stays fp32.
+        # torch.ao's dynamic int8: one activation scale per tensor (hf-w8a8: one per token).
         policy.model = torch.ao.quantization.quantize_dynamic(policy.model, {torch.nn.Linear},
                                                               dtype=torch.qint8)
     return policy

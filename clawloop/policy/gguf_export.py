@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from clawloop.errors import ClawloopError
 
-GGUFType = Literal["q8_0", "f16", "f32"]
+GGUFType = Literal["q4_0", "q5_0", "q8_0", "f16", "f32"]
 ARCHITECTURES = {"LlamaForCausalLM": "LLAMA", "Qwen3ForCausalLM": "QWEN3"}
 EXPORT_VERSION = 1
 """Bumped when the exporter's output changes, so cached files of an older exporter are rebuilt."""
@@ -136,7 +136,8 @@ def export_gguf(model_dir: str | Path, out: str | Path, *, qtype: GGUFType = "q8
     w.add_rope_freq_base(theta)
     w.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-6)))
     w.add_vocab_size(len(tokens))
-    w.add_file_type({"q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "f16": gguf.LlamaFileType.MOSTLY_F16,
+    w.add_file_type({"q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "q5_0": gguf.LlamaFileType.MOSTLY_Q5_0,
+                     "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "f16": gguf.LlamaFileType.MOSTLY_F16,
                      "f32": gguf.LlamaFileType.ALL_F32}[qtype])
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("default")
@@ -157,8 +158,7 @@ def export_gguf(model_dir: str | Path, out: str | Path, *, qtype: GGUFType = "q8
 
     names = gguf.get_tensor_name_map(arch, n_layer)
     tied = bool(config.get("tie_word_embeddings", False))
-    q_type = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "f16": gguf.GGMLQuantizationType.F16,
-              "f32": gguf.GGMLQuantizationType.F32}[qtype]
+    q_type = getattr(gguf.GGMLQuantizationType, qtype.upper())
     weights = _load_weights(d)
     for name, arr in weights.items():
         if name == "lm_head.weight" and tied:
@@ -175,7 +175,13 @@ def export_gguf(model_dir: str | Path, out: str | Path, *, qtype: GGUFType = "q8
         elif q_type == gguf.GGMLQuantizationType.F16 or arr.shape[-1] % 32:
             w.add_tensor(new, arr.astype(np.float16))
         else:
-            w.add_tensor(new, gguf.quants.quantize(arr, q_type), raw_dtype=q_type)
+            # The token embedding is also the (tied) output head: 4/5-bit types keep it at q8_0,
+            # as llama.cpp's own quantizer keeps the output tensor at higher precision.
+            t = q_type
+            if new == "token_embd.weight" and q_type in (gguf.GGMLQuantizationType.Q4_0,
+                                                        gguf.GGMLQuantizationType.Q5_0):
+                t = gguf.GGMLQuantizationType.Q8_0
+            w.add_tensor(new, gguf.quants.quantize(arr, t), raw_dtype=t)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -63,6 +63,9 @@ class HFPolicyConfig(BaseModel):
     decode: Literal["loop", "generate"] = "loop"
     """loop: clawloop.policy.decode, finished rows leave the batch; generate: transformers'
     generate, which decodes every row until the longest reply ends (the reference)."""
+    quantize: Literal["none", "int8"] = "none"
+    """int8: Linear layers as int8 x int8 products with per-channel weight and per-token
+    activation scales (clawloop.policy.int8), CPU only, rollouts only: the checkpoint stays fp32."""
 
 
 class HFPolicy:
@@ -96,6 +99,13 @@ class HFPolicy:
         except OSError as e:
             raise ClawloopError(f"{model_dir}: cannot load model ({e})") from None
         self.model.to(self.device).eval()
+        if self.config.quantize == "int8":
+            if self.device.type != "cpu" or model is not None:
+                raise ClawloopError("hf quantize int8 converts a CPU policy's own copy of the model: "
+                                    f"not on {self.device.type}, not on a model passed in")
+            from clawloop.policy.int8 import quantize_linears
+
+            quantize_linears(self.model)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -108,7 +108,7 @@ class LlamaCppPolicyConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    gguf_type: Literal["q8_0", "f16", "f32"] = "q8_0"
+    gguf_type: Literal["q4_0", "q5_0", "q8_0", "f16", "f32"] = "q8_0"
     """Weight format of the converted checkpoint (q8_0: fastest here, greedy replies checked
     against fp32 HF in benchmarks/perf/rollout.py)."""
     threads: int | None = None
