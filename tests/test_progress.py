@@ -186,6 +186,8 @@ def test_synth_shows_progress_on_the_command_line_and_in_a_stage_log(tmp_path: P
     lines = p.stderr.splitlines()
     assert lines[0].startswith("[synth] 0/") and any(x.startswith("[synth] ") and "(100%)" in x for x in lines)
     assert len(lines) < 40
+    # What each routine produced against its budget (routine B may make fewer than asked).
+    assert "[synthesize] iteration 1: 240 tasks (procedural 240 of 240)" in p.stdout
 
 
 def test_pretraining_shows_steps_loss_and_tokens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
