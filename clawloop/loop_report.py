@@ -35,16 +35,17 @@ def _csv(data: dict[str, Any]) -> dict[str, str]:
 
 
 def write_report(runs: str | Path, out: str | Path, *, viewer: bool = True, ablations_from: str | Path | None = None,
-                 ) -> Path:
+                 ablation_clones: list[str | Path] = ()) -> Path:
     """Write report.md, report.html, the PNG plots, DVC plot CSVs and the trajectory viewer into `out`.
 
     `ablations_from`: a DVC repository whose `dvc exp show` lists ablations (None: the one
-    `runs` lies in, if any).
+    `runs` lies in, if any); `ablation_clones`: repositories where a variant ran in a clone of its own.
     """
     from clawloop.report import ablations
     from clawloop.report.render import context, render
 
     runs, out = Path(runs), Path(out)
+    clone_rows = ablations.from_clones(list(ablation_clones))  # a bad one fails before anything is written
     data = collect(runs)
     images = draw(data)
     for name, png in images.items():
@@ -59,6 +60,7 @@ def write_report(runs: str | Path, out: str | Path, *, viewer: bool = True, abla
             link = f"{VIEWER_DIR}/index.html"
     repo = Path(ablations_from) if ablations_from else runs.resolve().parent
     rows = ablations.read(repo) if (repo / "dvc.yaml").exists() else []
+    rows += clone_rows
     html, md = render(context(data, images, viewer=link, ablations=rows))
     write_text(out / "report.md", md)
     write_text(out / "report.html", html)

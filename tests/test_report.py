@@ -166,6 +166,36 @@ def test_ablations_from_dvc_exp_show() -> None:
     assert not any(r["experiment"] for r in ablations.parse(entries[:1]))   # no experiment: read() shows none
 
 
+def test_ablations_run_in_clones_of_their_own(runs: Path, tmp_path: Path) -> None:
+    """`clawloop report --ablation DIR`: a variant that ran in its own clone (learning.py --repro
+    --set ...) is a row of the table, read from its params.yaml and last metrics.json."""
+    from typer.testing import CliRunner
+
+    from clawloop.cli import app
+    from clawloop.errors import ClawloopError
+
+    grpo = tmp_path / "abl-grpo" / "repo"
+    for it, rate in ((1, 0.0), (3, 0.0)):
+        write_json(grpo / "runs" / f"iter-{it}" / "metrics.json", {
+            "heldout_pass_rate": rate, "heldout_ci_low": 0.0, "heldout_ci_high": 0.051,
+            "best_heldout_pass_rate": 0.0, "format_error_episodes": 72})
+    (grpo / "params.yaml").write_text("train:\n  method: grpo\nsynthesis:\n  conditioning: true\n")
+    (row,) = ablations.from_clones([grpo])
+    assert (row["name"], row["ablation"], row["iteration"], row["format_errors"]) == ("abl-grpo", "grpo", 3, 72)
+    res = CliRunner().invoke(app, ["report", str(runs), "--out", str(tmp_path / "r"), "--ablation", str(grpo)])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "## Ablations" in md and "| abl-grpo | grpo | 3 |" in md
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "params.yaml").write_text("train: {}\n")
+    with pytest.raises(ClawloopError, match="empty: no runs/iter-N/metrics.json"):
+        ablations.from_clones([tmp_path / "empty"])
+    p = subprocess.run([str(BIN / "clawloop"), "report", str(runs), "--out", str(tmp_path / "r2"),
+                        "--ablation", str(tmp_path / "missing")], capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0 and "missing" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not (tmp_path / "r2").exists()
+
+
 def test_viewer_reads_eval_jsonl_and_cli(tmp_path: Path) -> None:
     """`clawloop eval --out FILE` (oracle/no-op agents) writes EpisodeRecords; the viewer reads them too."""
     rec = {"task_id": "t1", "name": "hello", "suite": "shell-core", "skill": "files", "level": 1, "agent": "noop",

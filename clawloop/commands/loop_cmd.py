@@ -32,11 +32,13 @@ def check(path: Path = typer.Argument(Path("runs"), help="A runs/ tree, an itera
 
 @app.command()
 def report(runs: Path = typer.Argument(Path("runs"), help="the pipeline's output directory"),
-           out: Path = typer.Option(Path("runs/report"), help="where report.html/.md and plots go")) -> None:
+           out: Path = typer.Option(Path("runs/report"), help="where report.html/.md and plots go"),
+           ablation: list[Path] = typer.Option([], help="a clone where a variant ran (its params.yaml and "
+                                               "runs/): a row of the ablation table; repeatable")) -> None:
     """Write report.html and report.md with plots of the whole loop."""
     from clawloop.loop_report import write_report
 
-    print(write_report(runs, out))
+    print(write_report(runs, out, ablation_clones=ablation))
 
 
 @app.command()

@@ -1,7 +1,10 @@
-"""Ablations: the README's `dvc exp run -S ...` experiments, read from `dvc exp show --json`.
+"""Ablations: the README's `dvc exp run -S ...` experiments, read from `dvc exp show --json`, and
+loops run in clones of their own (`benchmarks/perf/learning.py --repro --set ...`), read from
+their params.yaml and runs/iter-*/metrics.json.
 
 The report runs inside `dvc repro` too, where experiments may be absent, DVC may hold its lock
 or the directory may not be a Git repo: any of these leaves the table out, never fails the report.
+A clone named on the command line that holds no loop is an error that names it.
 """
 
 from __future__ import annotations
@@ -52,6 +55,13 @@ def label(params: dict[str, Any]) -> str:
     return ", ".join(parts) or "default"
 
 
+def _row(name: str, params: dict[str, Any], it: int, m: dict[str, Any], is_exp: bool) -> dict[str, Any]:
+    return {"name": name, "ablation": label(params), "iteration": it, "experiment": is_exp,
+            "params": {k: json.dumps(_get(params, k), sort_keys=True) for k in KNOBS},
+            "rate": m["heldout_pass_rate"], "low": m.get("heldout_ci_low"), "high": m.get("heldout_ci_high"),
+            "best": m.get("best_heldout_pass_rate"), "format_errors": m.get("format_error_episodes")}
+
+
 def parse(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per experiment with a final held-out figure: name, ablation, params, last iteration."""
     rows = []
@@ -65,10 +75,29 @@ def parse(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not finals:
             continue
         it, m = max(finals, key=lambda x: x[0])
-        rows.append({"name": name, "ablation": label(params), "iteration": it, "experiment": is_exp,
-                     "params": {k: json.dumps(_get(params, k), sort_keys=True) for k in KNOBS},
-                     "rate": m["heldout_pass_rate"], "low": m.get("heldout_ci_low"), "high": m.get("heldout_ci_high"),
-                     "best": m.get("best_heldout_pass_rate"), "format_errors": m.get("format_error_episodes")})
+        rows.append(_row(name, params, it, m, is_exp))
+    return rows
+
+
+def from_clones(repos: list[str | Path]) -> list[dict[str, Any]]:
+    """One row per loop run in a clone of its own: its params.yaml and last runs/iter-N/metrics.json."""
+    import yaml
+
+    from clawloop.errors import ClawloopError
+
+    rows = []
+    for repo in map(Path, repos):
+        try:
+            params = yaml.safe_load((repo / "params.yaml").read_text()) or {}
+            finals = sorted((int(hit.group(1)), p) for p in repo.glob("runs/iter-*/metrics.json")
+                            if (hit := _METRICS.search(p.as_posix())))
+            if not finals:
+                raise ClawloopError(f"{repo}: no runs/iter-N/metrics.json (not a loop that ran)")
+            it, path = finals[-1]
+            m = json.loads(path.read_text())
+            rows.append(_row(repo.name if repo.name != "repo" else repo.parent.name, params, it, m, True))
+        except (OSError, ValueError, yaml.YAMLError, KeyError, AttributeError) as e:
+            raise ClawloopError(f"{repo}: cannot read an ablation's loop ({type(e).__name__}: {e})") from None
     return rows
 
 
