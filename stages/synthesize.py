@@ -36,8 +36,7 @@ def main(params: Params) -> None:
     curriculum = CurriculumParams(**{**syn.curriculum, "conditioning": syn.conditioning})
     the_plan = plan(report, budgets.get("procedural", 0), curriculum, syn.skills)
     tasks = synthesize(the_plan, seed, args.iteration, progress=True, conversational=syn.conversational)
-    n_procedural = len(tasks)
-    routine_b: dict[str, list] = {}
+    produced = {"procedural": len(tasks)}
     info = {"procedural": manifest(the_plan, tasks, seed=seed, iteration=args.iteration,
                                    report=str(args.report) if report else None)}
 
@@ -57,14 +56,13 @@ def main(params: Params) -> None:
                 iteration=args.iteration, backend=ctx.backend,
                 params=getattr(syn, routine), progress=True)
             tasks += made
-            routine_b[routine] = made
+            produced[routine] = len(made)
             info[routine] = stats
 
     with output_dir(args.out) as tmp:
         n = write_pool(tmp / "pool.jsonl", tasks)
         write_json(tmp / "manifest.json", {"iteration": args.iteration, "seed": seed, "tasks": n,
                                            "budgets": budgets, "routines": info})
-    produced = {"procedural": n_procedural, **{k: len(v) for k, v in routine_b.items()}}
     print(f"[synthesize] iteration {args.iteration}: {n} tasks ("
           + ", ".join(f"{k} {produced.get(k, 0)} of {v}" for k, v in budgets.items()) + ")")
 

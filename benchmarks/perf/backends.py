@@ -109,7 +109,7 @@ def heldout(policy: Any, model: Path) -> dict[str, Any]:
 
     params = load_params(ROOT / "params.yaml")
     ctx = loop_context(params)
-    _, tasks, _ = eval_suites(params, None)[0]
+    suite, tasks, _ = eval_suites(params, None)[0]
     spent = {"s": 0.0, "tokens": 0}
     generate = policy.generate
 
@@ -124,7 +124,7 @@ def heldout(policy: Any, model: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="clawloop-heldout-") as d:
         t0 = time.perf_counter()
         summaries = ctx.rollouts(tasks, policy, k=1, harness=ctx.harness_for(model), out_dir=Path(d),
-                                 iteration=0, suite="shell-core", progress=False)
+                                 iteration=0, suite=suite, progress=False)
         wall = time.perf_counter() - t0
     policy.generate = generate
     m = suite_metrics(summaries, heldout=True)

@@ -95,6 +95,7 @@ def from_clones(repos: list[str | Path]) -> list[dict[str, Any]]:
                 raise ClawloopError(f"{repo}: no runs/iter-N/metrics.json (not a loop that ran)")
             it, path = finals[-1]
             m = json.loads(path.read_text())
+            # learning.py --repro --workdir DIR clones into DIR/repo: DIR names the variant.
             rows.append(_row(repo.name if repo.name != "repo" else repo.parent.name, params, it, m, True))
         except (OSError, ValueError, yaml.YAMLError, KeyError, AttributeError) as e:
             raise ClawloopError(f"{repo}: cannot read an ablation's loop ({type(e).__name__}: {e})") from None
