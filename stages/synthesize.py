@@ -5,7 +5,9 @@
 
 The budget (`synthesis.tasks_per_iteration`) is split over the routines by their shares:
 procedural generators planned by the curriculum, and the agent-grounded routines (hindsight,
-proposer) run with the current policy. Writes pool.jsonl and manifest.json.
+proposer) run with the current policy. What routine B does not make, routine A makes up, so the
+pool keeps its size; hindsight is skipped while the policy runs no command (the last report's
+command vocabulary is empty). Writes pool.jsonl and manifest.json.
 """
 
 from pathlib import Path
@@ -29,42 +31,55 @@ def main(params: Params) -> None:
 
     syn = params.synthesis
     seed = syn.seed + args.iteration
-    report = load_report(args.report) if syn.conditioning and args.report else None
+    last = load_report(args.report) if args.report else None
+    report = last if syn.conditioning else None
     budgets = largest_remainder(syn.tasks_per_iteration, {k: v for k, v in syn.routines.items() if v > 0})
+    produced: dict[str, int] = {}
+    info: dict[str, dict] = {}
+    tasks = []
 
-    # Routine A: the curriculum turns the report into quotas per (skill, level).
-    curriculum = CurriculumParams(**{**syn.curriculum, "conditioning": syn.conditioning})
-    the_plan = plan(report, budgets.get("procedural", 0), curriculum, syn.skills)
-    tasks = synthesize(the_plan, seed, args.iteration, progress=True, conversational=syn.conversational)
-    produced = {"procedural": len(tasks)}
-    info = {"procedural": manifest(the_plan, tasks, seed=seed, iteration=args.iteration,
-                                   report=str(args.report) if report else None)}
-
-    # Routine B: tasks grounded in what the policy itself does or proposes (on rollout.backend).
+    # Routine B first: tasks grounded in what the policy itself does or proposes (on rollout.backend).
     policy = None
     for routine in ("hindsight", "proposer"):
-        if budgets.get(routine, 0) > 0:
-            from clawloop.loop import loop_context
-            from clawloop.synthesis.routine_b.run import synthesize_routine_b
+        if budgets.get(routine, 0) <= 0:
+            continue
+        if routine == "hindsight" and last is not None and last.command_vocabulary == 0:
+            # Hindsight relabels the policy's own commands; a policy that ran none in its last
+            # evaluation (a base that writes prose) explores for minutes and makes no task.
+            produced[routine], info[routine] = 0, {"skipped": "the last evaluation ran no command"}
+            continue
+        from clawloop.loop import loop_context
+        from clawloop.synthesis.routine_b.run import synthesize_routine_b
 
-            if args.policy is None:
-                raise ClawloopError(f"--policy: routine {routine} needs the current policy")
-            ctx = loop_context(params)
-            policy = policy or ctx.load_policy(args.policy, policy_id=args.policy.name)
-            made, stats = synthesize_routine_b(
-                routine, policy=policy, n=budgets[routine], seed=seed, report=report,
-                iteration=args.iteration, backend=ctx.backend,
-                params=getattr(syn, routine), progress=True)
-            tasks += made
-            produced[routine] = len(made)
-            info[routine] = stats
+        if args.policy is None:
+            raise ClawloopError(f"--policy: routine {routine} needs the current policy")
+        ctx = loop_context(params)
+        policy = policy or ctx.load_policy(args.policy, policy_id=args.policy.name)
+        made, stats = synthesize_routine_b(
+            routine, policy=policy, n=budgets[routine], seed=seed, report=report,
+            iteration=args.iteration, backend=ctx.backend,
+            params=getattr(syn, routine), progress=True)
+        tasks += made
+        produced[routine], info[routine] = len(made), stats
+
+    # Routine A: the curriculum turns the report into quotas per (skill, level), and makes up
+    # what routine B fell short of, so the pool keeps its budget.
+    refill = sum(budgets[r] - produced[r] for r in produced)
+    curriculum = CurriculumParams(**{**syn.curriculum, "conditioning": syn.conditioning})
+    the_plan = plan(report, budgets.get("procedural", 0) + refill, curriculum, syn.skills)
+    made = synthesize(the_plan, seed, args.iteration, progress=True, conversational=syn.conversational)
+    tasks = made + tasks
+    produced["procedural"] = len(made)
+    info["procedural"] = {**manifest(the_plan, made, seed=seed, iteration=args.iteration,
+                                     report=str(args.report) if report else None), "refill": refill}
 
     with output_dir(args.out) as tmp:
         n = write_pool(tmp / "pool.jsonl", tasks)
         write_json(tmp / "manifest.json", {"iteration": args.iteration, "seed": seed, "tasks": n,
-                                           "budgets": budgets, "routines": info})
+                                           "budgets": budgets, "refill": refill, "routines": info})
     print(f"[synthesize] iteration {args.iteration}: {n} tasks ("
-          + ", ".join(f"{k} {produced.get(k, 0)} of {v}" for k, v in budgets.items()) + ")")
+          + ", ".join(f"{k} {produced.get(k, 0)} of {v}" for k, v in budgets.items())
+          + (f"; routine A made up {refill} that routine B did not make" if refill else "") + ")")
 
 
 if __name__ == "__main__":

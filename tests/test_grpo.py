@@ -156,6 +156,17 @@ def test_two_grpo_steps_end_to_end(tiny_model: Path, tmp_path: Path) -> None:
     assert json.loads((dest / "train_meta.json").read_text())["method"] == "grpo"
 
 
+def test_grpo_trains_only_the_top_layers_when_asked(tiny_model: Path, tmp_path: Path) -> None:
+    """grpo.trainable_layers freezes as SFT does: on a CPU the backward pass is most of a step."""
+    from clawloop.training.grpo import build_trainer
+
+    params = GRPOParams(max_steps=1, num_generations=2, per_device_train_batch_size=2, trainable_layers=1)
+    trainer, env_cls = build_trainer(tiny_model, [make_task("a.txt", "alpha")], params, tmp_path / "stage")
+    env_cls.close_all()
+    trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert trainable and all(n.startswith(("model.layers.3.", "model.norm.")) for n in trainable), sorted(trainable)
+
+
 def test_grpo_dataset_and_batch_check(tmp_path: Path) -> None:
     from clawloop.errors import ClawloopError
     from clawloop.training.grpo import grpo_config

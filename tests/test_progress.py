@@ -4,6 +4,8 @@ and consoles that never wrap. A fake clock keeps every test deterministic."""
 from __future__ import annotations
 
 import io
+import json
+import os
 import subprocess
 import sys
 import time
@@ -188,6 +190,31 @@ def test_synth_shows_progress_on_the_command_line_and_in_a_stage_log(tmp_path: P
     assert len(lines) < 40
     # What each routine produced against its budget (routine B may make fewer than asked).
     assert "[synthesize] iteration 1: 240 tasks (procedural 240 of 240)" in p.stdout
+
+
+def test_routine_a_makes_up_what_hindsight_cannot_make(tmp_path: Path) -> None:
+    """A policy that ran no command in its last evaluation (a base that writes prose) gives
+    hindsight nothing to relabel: the stage skips its exploration, and routine A fills the pool
+    to its budget instead of leaving it short."""
+    import yaml
+
+    from clawloop.diagnosis.schema import CapabilityReport
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["synthesis"].update(tasks_per_iteration=40, routines={"procedural": 0.75, "hindsight": 0.25})
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    report = tmp_path / "diagnosis.json"
+    report.write_text(CapabilityReport(iteration=0, episodes=72, command_vocabulary=0).model_dump_json())
+    # No --policy: a skipped routine must not need one.
+    p = subprocess.run([sys.executable, "-m", "stages.synthesize", "--iteration", "1", "--report", str(report),
+                        "--out", str(tmp_path / "pool")], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr
+    assert "40 tasks (hindsight 0 of 10, procedural 40 of 30; routine A made up 10" in p.stdout
+    manifest = json.loads((tmp_path / "pool" / "manifest.json").read_text())
+    assert manifest["tasks"] == 40 and manifest["refill"] == 10
+    assert manifest["routines"]["hindsight"] == {"skipped": "the last evaluation ran no command"}
+    assert len((tmp_path / "pool" / "pool.jsonl").read_text().splitlines()) == 40
 
 
 def test_pretraining_shows_steps_loss_and_tokens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

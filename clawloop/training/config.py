@@ -71,6 +71,10 @@ class TrainerParams(_Params):
     save_total_limit: int = Field(2, gt=0, description="Checkpoints kept in OUT.tmp while training.")
     seed: int = Field(0, description="Seed of initialization, data order and (GRPO) rollout sampling.")
     lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights.")
+    trainable_layers: int | None = Field(
+        None, gt=0, description="Train only the top N transformer layers and the final norm; the embeddings "
+        "(and a tied head) and lower layers stay frozen, so the backward pass stops at layer N from the top. "
+        "None = all weights.")
 
 
 class SFTParams(TrainerParams):
@@ -87,10 +91,6 @@ class SFTParams(TrainerParams):
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
     logging_steps: int = Field(10, gt=0, description="Steps between metric logs.")
     save_steps: int = Field(200, gt=0, description="Steps between checkpoints (for resuming).")
-    trainable_layers: int | None = Field(
-        None, gt=0, description="Train only the top N transformer layers and the final norm; the embeddings "
-        "(and a tied head) and lower layers stay frozen, so the backward pass stops at layer N from the top. "
-        "None = all weights.")
 
 
 class GRPOParams(TrainerParams):

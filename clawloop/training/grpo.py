@@ -33,7 +33,7 @@ from clawloop.tasks.environment import sandbox_config as episode_config
 from clawloop.tasks.task import Task
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
 from clawloop.training.config import GRPOParams, resolve_bf16
-from clawloop.training.sft import peft_config, shared_args
+from clawloop.training.sft import peft_config, shared_args, trainer_model
 from sandbox.base import SandboxConfig
 
 if TYPE_CHECKING:
@@ -207,11 +207,13 @@ def build_trainer(base: Path, tasks: Sequence[Task], params: GRPOParams, output_
     from trl import GRPOTrainer
 
     tokenizer = load_tokenizer(base)
+    args = grpo_config(params, output_dir)
+    model = trainer_model(base, params, args)
     env_cls = environment_factory(backend, sandbox_config, harness_config)
     try:
         trainer = GRPOTrainer(
-            model=str(base),
-            args=grpo_config(params, output_dir),
+            model=model,
+            args=args,
             train_dataset=grpo_dataset(tasks, harness_config),
             processing_class=tokenizer,
             peft_config=peft_config(params.lora),

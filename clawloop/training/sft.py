@@ -92,7 +92,7 @@ def freeze_lower(model: Any, trainable_layers: int) -> int:
     if layers is None:
         from clawloop.errors import ClawloopError
 
-        raise ClawloopError(f"sft.trainable_layers: {type(model).__name__} has no model.layers to freeze")
+        raise ClawloopError(f"trainable_layers: {type(model).__name__} has no model.layers to freeze")
     for p in model.parameters():
         p.requires_grad_(False)
     for module in [*list(layers)[-trainable_layers:], getattr(inner, "norm", None)]:
@@ -104,6 +104,19 @@ def freeze_lower(model: Any, trainable_layers: int) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+def trainer_model(base: Path, params: SFTParams | GRPOParams, args: Any) -> Any:
+    """What a TRL trainer gets as `model`: the path, or with `trainable_layers` (and no LoRA) the
+    model loaded here with its lower layers frozen (`args.model_init_kwargs` then spent)."""
+    if params.trainable_layers is None or params.lora is not None:
+        return str(base)
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(base), **(args.model_init_kwargs or {}))
+    freeze_lower(model, params.trainable_layers)
+    args.model_init_kwargs = None
+    return model
+
+
 def build_trainer(base: Path, dataset: datasets.Dataset, params: SFTParams, output_dir: Path,
                   *, callbacks: list[Any] | None = None, bf16: bool | None = None) -> Any:
     """An SFTTrainer ready to train (the dataset is tokenized and labelled here)."""
@@ -111,15 +124,8 @@ def build_trainer(base: Path, dataset: datasets.Dataset, params: SFTParams, outp
 
     tokenizer = load_tokenizer(base)
     args = sft_config(params, output_dir, bf16=bf16)
-    model: Any = str(base)
-    if params.trainable_layers is not None and params.lora is None:
-        from transformers import AutoModelForCausalLM
-
-        model = AutoModelForCausalLM.from_pretrained(str(base), **(args.model_init_kwargs or {}))
-        freeze_lower(model, params.trainable_layers)
-        args.model_init_kwargs = None
     return SFTTrainer(
-        model=model,
+        model=trainer_model(base, params, args),
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
