@@ -204,7 +204,7 @@ def shell_segments(script: str) -> list[Segment]:
     return out
 
 
-def _words(segment: str) -> list[str]:
+def command_words(segment: str) -> list[str]:
     """The words of the segment's first simple command, as bash reads them (`bashlex`: line
     continuations, quotes, assignments), without leading `VAR=x`, `sudo`, `exec`."""
     import bashlex
@@ -293,7 +293,7 @@ def _check_uv(words: list[str], runtime: Runtime) -> tuple[str, str | None]:
 def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None = None,
              cwd: str = "/") -> tuple[str, str | None]:
     """("keep" | "skip" | "needs", reason) for one shell segment run in `cwd`."""
-    words = _words(segment)
+    words = command_words(segment)
     if not words:
         return "keep", None
     cmd = posixpath.basename(words[0])

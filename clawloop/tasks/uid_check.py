@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from clawloop.tasks.shell_lite import _words, shell_segments
+from clawloop.tasks.shell_lite import command_words, shell_segments
 from clawloop.tasks.task import FileSpec
 
 SPAWN_CALLS = frozenset({"run", "Popen", "call", "check_call", "check_output", "create_subprocess_exec"})
@@ -49,7 +49,7 @@ def python_switch(source: str, name: str) -> str | None:
 def shell_switch(script: str, name: str) -> str | None:
     """Where the shell script `name` runs a command as another user, or None."""
     for seg in shell_segments(script):
-        words = _words(seg.text)  # leading `sudo` is dropped there, so sudo -u is matched on the text
+        words = command_words(seg.text)  # leading `sudo` is dropped there, so sudo -u is matched on the text
         if (words and words[0].rsplit("/", 1)[-1] in SWITCH_COMMANDS) or _SUDO_USER.search(seg.text):
             return f"{name}: runs a command as another user ({seg.text.strip().splitlines()[0][:80]})"
     return None
