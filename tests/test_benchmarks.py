@@ -33,3 +33,28 @@ def test_rollout_compare_reports_every_candidate_and_the_heldout_pass(tiny_model
     assert rows["hf-generate"]["b1_speedup"] == 1.0
     # The table a reader sees names the same candidates.
     assert "hf-w8a8" in p.stdout and "held-out" in p.stdout
+
+
+def test_learning_tabulates_a_finished_loop(tmp_path: Path) -> None:
+    """`learning.py --runs DIR` (and the tail of `--repro`): per iteration the probe's learnable
+    count, the train stage's wall (SFT and GRPO together) with what GRPO had, and held-out pass@1
+    with its Wilson interval."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("learning", ROOT / "benchmarks" / "perf" / "learning.py")
+    assert spec and spec.loader
+    learning = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(learning)
+
+    it = tmp_path / "runs" / "iter-1"
+    (it / "eval").mkdir(parents=True)
+    (it / "validation.json").write_text(json.dumps({"kept": 240, "probe": {"learnable": 3, "tasks": 32}}))
+    (it / "train.json").write_text(json.dumps({"method": "sft+grpo", "sft_runtime_s": 400.0, "grpo_runtime_s": 300.5,
+                                               "grpo_tasks": 3, "grpo_reward": 0.75}))
+    (it / "metrics.json").write_text(json.dumps({"heldout_pass_rate": 4 / 72, "promoted": True, "wall_s": 180.0}))
+    (it / "eval" / "summary.json").write_text(json.dumps(
+        {"suites": {"shell-core": {"heldout": True, "episodes": 72, "passed": 4}}}))
+    rows = {r["phase"]: r for r in learning.from_runs(tmp_path / "runs")["rows"]}
+    assert rows["validate"]["learnable"] == "3/32"
+    assert rows["train"]["wall_s"] == 700.5 and rows["train"]["grpo_tasks"] == 3 and rows["train"]["grpo_reward"] == 0.75
+    assert rows["evaluate"]["shell-core"] == "4/72 [0.022, 0.134]"

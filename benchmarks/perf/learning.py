@@ -70,8 +70,14 @@ def from_runs(runs: Path) -> dict[str, Any]:
             f = d / name
             if f.exists():
                 m = json.loads(f.read_text())
-                rows.append({"phase": key, "iteration": i,
-                             "wall_s": m.get("wall_s") or m.get("sft_runtime_s") or m.get("wall_time_s")})
+                runtimes = [m[k] for k in ("sft_runtime_s", "grpo_runtime_s") if m.get(k)]
+                row = {"phase": key, "iteration": i,
+                       "wall_s": m.get("wall_s") or (round(sum(runtimes), 1) if runtimes else m.get("wall_time_s"))}
+                if key == "validate" and m.get("probe"):
+                    row["learnable"] = f"{m['probe'].get('learnable', 0)}/{m['probe'].get('tasks', 0)}"
+                if key == "train" and "grpo_tasks" in m:  # sft+grpo / grpo: what GRPO had and did
+                    row.update({k: m[k] for k in ("grpo_tasks", "grpo_reward", "grpo_runtime_s") if k in m})
+                rows.append(row)
         f = d / "metrics.json"
         if f.exists():
             m = json.loads(f.read_text())
