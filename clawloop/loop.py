@@ -91,9 +91,10 @@ def headline(iteration: int, suites: dict[str, SuiteMetrics], *, promoted: bool,
     held = [s for s in suites.values() if s.heldout]
     graded = sum(s.graded for s in held)
     low, high = wilson_interval(sum(s.passed for s in held), graded)
+    # Six places: the report prints three, and rounding twice turned 1/72's 0.00245 into 0.003.
     return IterationMetrics(
-        iteration=iteration, heldout_pass_rate=heldout_rate(suites), heldout_ci_low=round(low, 4),
-        heldout_ci_high=round(high, 4), promoted=promoted, best_heldout_pass_rate=best,
+        iteration=iteration, heldout_pass_rate=heldout_rate(suites), heldout_ci_low=round(low, 6),
+        heldout_ci_high=round(high, 6), promoted=promoted, best_heldout_pass_rate=best,
         policy_from=policy_from, format_error_episodes=sum(s.format_error_episodes for s in held),
         wall_s=wall_s)
 

@@ -60,6 +60,8 @@ def write_report(runs: str | Path, out: str | Path, *, viewer: bool = True, abla
             link = f"{VIEWER_DIR}/index.html"
     repo = Path(ablations_from) if ablations_from else runs.resolve().parent
     rows = ablations.read(repo) if (repo / "dvc.yaml").exists() else []
+    if clone_rows and not rows:  # the variants compare against this run: its own row first
+        rows = ablations.this_run(repo)
     rows += clone_rows
     html, md = render(context(data, images, viewer=link, ablations=rows))
     write_text(out / "report.md", md)

@@ -186,6 +186,15 @@ def test_ablations_run_in_clones_of_their_own(runs: Path, tmp_path: Path) -> Non
     assert res.exit_code == 0, res.output
     md = (tmp_path / "r" / "report.md").read_text()
     assert "## Ablations" in md and "| abl-grpo | grpo | 3 |" in md
+    # Beside the loop's own checkout, the report's run is the first row, the one to compare with.
+    (runs.parent / "params.yaml").write_text("train:\n  method: sft\n")
+    try:
+        res = CliRunner().invoke(app, ["report", str(runs), "--out", str(tmp_path / "r1"), "--ablation", str(grpo)])
+    finally:
+        (runs.parent / "params.yaml").unlink()
+    assert res.exit_code == 0, res.output
+    table = (tmp_path / "r1" / "report.md").read_text().split("## Ablations")[1]
+    assert table.index("| this run | default | 1 |") < table.index("| abl-grpo | grpo | 3 |")
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "params.yaml").write_text("train: {}\n")
     with pytest.raises(ClawloopError, match="empty: no runs/iter-N/metrics.json"):

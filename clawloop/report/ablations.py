@@ -102,6 +102,20 @@ def from_clones(repos: list[str | Path]) -> list[dict[str, Any]]:
     return rows
 
 
+def this_run(repo: Path) -> list[dict[str, Any]]:
+    """The row of the loop the report is about (`repo`: where its params.yaml and runs/ lie), named
+    "this run"; empty when that is not a loop's checkout."""
+    from clawloop.errors import ClawloopError
+
+    if not (repo / "params.yaml").is_file():
+        return []
+    try:
+        (row,) = from_clones([repo])
+    except ClawloopError:
+        return []
+    return [{**row, "name": "this run", "experiment": False}]
+
+
 def read(repo: str | Path, timeout: float = 120) -> list[dict[str, Any]]:
     """Rows of `dvc exp show --json` in `repo` (empty when DVC, Git or experiments are missing)."""
     try:
