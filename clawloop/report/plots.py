@@ -101,7 +101,8 @@ def draw(data: dict[str, Any]) -> dict[str, bytes]:
     if tr:
         names = [k for k in ("first", "final") if k in tr.get("pass_at_1", {})]
         fig, ax = plt.subplots(figsize=(4, 3))
-        ax.bar(names, [tr["pass_at_1"][k] for k in names], color=["#999", "#2a7"][: len(names)])
+        bars = ax.bar(names, [tr["pass_at_1"][k] for k in names], color=["#999", "#2a7"][: len(names)])
+        ax.bar_label(bars, fmt="%.3f")  # a 0.000 bar is invisible: its label says it is there
         ax.set(ylabel="held-out pass@1", title="Transfer: fresh model trained on", ylim=(0, 1))
         out["transfer.png"] = _png(fig)
         plt.close(fig)
