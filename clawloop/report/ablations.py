@@ -107,9 +107,7 @@ def this_run(repo: Path) -> list[dict[str, Any]]:
     "this run"; empty when that is not a loop's checkout."""
     from clawloop.errors import ClawloopError
 
-    if not (repo / "params.yaml").is_file():
-        return []
-    try:
+    try:  # no params.yaml or no metrics.json: from_clones says so, and this run has no row
         (row,) = from_clones([repo])
     except ClawloopError:
         return []
