@@ -211,7 +211,8 @@ def loop_context(params: Any) -> LoopContext:
         harness=HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
                               max_format_errors=r.max_format_errors),
         sampling=SamplingParams(temperature=r.temperature, max_new_tokens=r.max_new_tokens, seed=r.seed),
-        policy=PolicySpec(backend=r.backend, model="", hf=HFPolicyConfig(threads=threads, quantize=r.quantize),
+        policy=PolicySpec(backend=r.backend, model="", hf=HFPolicyConfig(threads=threads, quantize=r.quantize, engine=r.engine,
+                                                                           speculate=r.speculate),
                           llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),
                           openai=r.openai, vllm=r.vllm),
         backend=sb.backend, jobs=sb.jobs, sandbox_config=None, batch=r.batch)

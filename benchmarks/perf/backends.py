@@ -34,8 +34,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
-CANDIDATES = ("hf-generate", "hf-fp32", "hf-bf16", "hf-int8", "hf-w8a8", "llamacpp-q8_0", "llamacpp-q5_0",
-              "llamacpp-q4_0", "llamacpp-f16", "vllm", "vllm-eager")
+CANDIDATES = ("hf-generate", "hf-fp32", "hf-spec", "hf-fast", "hf-fast-spec", "hf-fast-int8-spec", "hf-bf16",
+              "hf-int8", "hf-w8a8", "llamacpp-q8_0", "llamacpp-q5_0", "llamacpp-q4_0", "llamacpp-f16", "vllm",
+              "vllm-eager")
+SPECULATE = 8
+"""Guessed tokens per step of the -spec candidates (rollout.speculate)."""
 
 
 def load_candidate(name: str, model: Path, threads: int | None) -> Any:
@@ -56,8 +59,11 @@ def load_candidate(name: str, model: Path, threads: int | None) -> Any:
                                                           gguf_type=name.split("-", 1)[1]))
     dtype = "bfloat16" if name == "hf-bf16" else "float32"
     decode = "generate" if name == "hf-generate" else "loop"
-    quantize = "int8" if name == "hf-w8a8" else "none"
-    policy = HFPolicy(model, HFPolicyConfig(threads=threads, dtype=dtype, decode=decode, quantize=quantize))
+    quantize = "int8" if name in ("hf-w8a8", "hf-fast-int8-spec") else "none"
+    engine = "fast" if name.startswith("hf-fast") else "hf"
+    speculate = SPECULATE if name.endswith("-spec") else 0
+    policy = HFPolicy(model, HFPolicyConfig(threads=threads, dtype=dtype, decode=decode, quantize=quantize,
+                                            engine=engine, speculate=speculate))
     if name == "hf-int8":
         import torch
 

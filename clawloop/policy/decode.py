@@ -1,10 +1,18 @@
-"""HFPolicy's decode loop: a batch whose finished rows leave it.
+"""HFPolicy's decode loop: a batch whose finished rows leave it, with optional draft tokens.
 
 `model.generate` decodes every row until the longest reply ends, so a batch of 32 replies of
 ~40 tokens with one of 96 computes 32 x 96 rows. Shell-agent replies are short tool calls of
 uneven length; measured on first-turn shell-core prompts, more than half of generate's decode
 rows were finished ones. This loop samples like generate (temperature, then top-p; greedy at
 temperature 0), and drops a row from the batch and its KV cache as soon as it emits a stop token.
+
+With a `drafter` (clawloop.policy.draft), a step feeds each row its last token plus guessed next
+tokens and checks them all in one forward pass: greedy rows keep the longest guessed run that
+equals the model's own argmax, then its token after that; sampled rows accept a guess with the
+model's probability of it and otherwise sample from the rest (speculative sampling with a
+deterministic draft), so replies keep the model's distribution. Rejected guesses stay in the KV
+cache as masked-out columns: each step advances the batch by its widest row, and drafts are only
+made while the cache has room for that (`capacity`).
 """
 
 from __future__ import annotations
@@ -22,21 +30,69 @@ def _cache_kwarg() -> str:
     return "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
 
 
-def sample_next(logits: Any, temperature: float, top_p: float) -> Any:
-    """One token per row: argmax at temperature 0, else temperature then nucleus sampling
-    (the smallest set of tokens whose probability reaches top_p, as transformers does)."""
+def hf_forward(model: Any) -> Callable[..., Any]:
+    """`forward(ids, mask, positions, cache, start, last_only)` -> logits [B, T, vocab] through a
+    transformers model (clawloop.policy.fastlm has the same signature)."""
     import torch
 
-    if temperature <= 0:
-        return logits.argmax(-1)
+    kwarg = _cache_kwarg()
+
+    def forward(ids: Any, mask: Any, positions: Any, cache: Any, start: int, last_only: bool = False) -> Any:
+        out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                    cache_position=torch.arange(start, start + ids.shape[1], device=ids.device),
+                    logits_to_keep=1 if last_only else 0, **{kwarg: cache})
+        return out.logits
+
+    return forward
+
+
+def probabilities(logits: Any, temperature: float, top_p: float) -> Any:
+    """Sampling distribution per row: temperature, then nucleus (the smallest set of tokens whose
+    probability reaches top_p, as transformers does)."""
+    import torch
+
     logits = logits.float() / temperature
     if top_p < 1.0:
         sorted_logits, order = torch.sort(logits, descending=False)
         cum = sorted_logits.softmax(-1).cumsum(-1)
         remove = cum <= (1 - top_p)
         remove[..., -1:] = False  # keep at least the most likely token
-        logits = logits.masked_fill(remove.scatter(1, order, remove), float("-inf"))
-    return torch.multinomial(logits.softmax(-1), 1).squeeze(1)
+        logits = logits.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+    return logits.softmax(-1)
+
+
+def sample_next(logits: Any, temperature: float, top_p: float) -> Any:
+    """One token per row: argmax at temperature 0, else a sample of `probabilities`."""
+    import torch
+
+    if temperature <= 0:
+        return logits.argmax(-1)
+    return torch.multinomial(probabilities(logits, temperature, top_p), 1).squeeze(1)
+
+
+def accept(logits: Any, draft: list[int], temperature: float, top_p: float) -> list[int]:
+    """The tokens a row emits from one checked step: the guesses the model accepts, then one of its
+    own. `logits` [1 + len(draft), vocab]: position i predicts the token after guess i - 1."""
+    import torch
+
+    if temperature <= 0:
+        preds = logits.argmax(-1).tolist()
+        n = 0
+        while n < len(draft) and preds[n] == draft[n]:
+            n += 1
+        return [*draft[:n], preds[n]]
+    probs = probabilities(logits, temperature, top_p)
+    out: list[int] = []
+    for i, guess in enumerate(draft):
+        if torch.rand(()) < probs[i, guess]:
+            out.append(guess)
+            continue
+        rest = probs[i].clone()
+        rest[guess] = 0
+        if float(rest.sum()) <= 0:  # the guess held all the mass (cannot be reached by rand < p)
+            return [*out, guess]
+        return [*out, int(torch.multinomial(rest, 1))]
+    return [*out, int(torch.multinomial(probs[len(draft)], 1))]
 
 
 def select_rows(cache: Any, keep: Any) -> None:
@@ -48,39 +104,49 @@ def select_rows(cache: Any, keep: Any) -> None:
             layer.max_batch_size = int(keep.numel())
 
 
-def decode(model: Any, input_ids: Any, attention: Any, cache: Any, C: int, *, max_new: int,
+def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: Any, C: int, *, max_new: int,
            stop_ids: set[int], temperature: float, top_p: float,
            on_finish: Callable[[int, Any, int], None] | None = None,
-           stopped: Callable[[list[int]], bool] | None = None) -> list[tuple[list[int], bool]]:
+           stopped: Callable[[list[int]], bool] | None = None,
+           drafter: Callable[[list[int], int], list[int]] | None = None, draft_rows: int = 4,
+           capacity: int | None = None) -> list[tuple[list[int], bool]]:
     """Generate up to `max_new` tokens per row after `input_ids` (columns from C on are not in
-    `cache` yet). Returns per row (tokens, stopped), the stop token included. `on_finish(row,
+    `cache` yet) with `forward` (`hf_forward` or a clawloop.policy.fastlm.FastLM). Returns per row (tokens, stopped), the stop token included. `on_finish(row,
     cache, index)` runs before a finished row leaves the cache (`index`: its row there now), so the
-    caller can keep its prompt's keys/values; `stopped(tokens)` ends a row early (stop strings)."""
+    caller can keep its prompt's keys/values; `stopped(tokens)` ends a row early (stop strings).
+    `drafter(context, k)` guesses up to k next tokens while at most `draft_rows` rows are left;
+    `capacity`: the cache's columns (default: prompt + max_new, no room for drafts)."""
     import torch
 
-    _CACHE = _cache_kwarg()  # noqa: N806
     device = input_ids.device
     width = input_ids.shape[1]
+    capacity = capacity or width + max_new
     mask = attention
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    prompts = [input_ids[r][attention[r].bool()].tolist() for r in range(input_ids.shape[0])]
     with torch.inference_mode():
-        out = model(input_ids=input_ids[:, C:], attention_mask=mask, position_ids=positions[:, C:],
-                    cache_position=torch.arange(C, width, device=device), **{_CACHE: cache},
-                    use_cache=True, logits_to_keep=1)
-        logits = out.logits[:, -1]
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        logits = forward(input_ids[:, C:], mask, positions[:, C:], cache, C, last_only=True)[:, -1:]
         alive = list(range(input_ids.shape[0]))
-        last = positions[:, -1]
         tokens: list[list[int]] = [[] for _ in alive]
         done: list[bool] = [False] * len(alive)
-        for step in range(max_new):
-            nxt = sample_next(logits, temperature, top_p)
+        drafts: list[list[int]] = [[] for _ in alive]
+        cur = width  # next free cache column
+        step_width = 0  # columns the last step added
+        while True:
             keep = []
             for j, row in enumerate(alive):
-                t = int(nxt[j])
-                tokens[row].append(t)
-                if t in stop_ids or (stopped is not None and stopped(tokens[row])):
-                    done[row] = True
-                elif step + 1 < max_new:
+                got = accept(logits[j, :1 + len(drafts[j])], drafts[j], temperature, top_p)
+                if step_width and len(got) < 1 + len(drafts[j]):
+                    # Guesses after the accepted ones are not this row's text: mask their columns.
+                    mask[j, cur - step_width + len(got):cur] = 0
+                for t in got:
+                    tokens[row].append(t)
+                    if t in stop_ids or (stopped is not None and stopped(tokens[row])):
+                        done[row] = True
+                        break
+                    if len(tokens[row]) >= max_new:
+                        break
+                else:
                     keep.append(j)
             finished = [j for j in range(len(alive)) if j not in set(keep)]
             if on_finish is not None:
@@ -91,12 +157,21 @@ def decode(model: Any, input_ids: Any, attention: Any, cache: Any, C: int, *, ma
             if len(keep) < len(alive):
                 idx = torch.tensor(keep, device=device)
                 select_rows(cache, idx)
-                mask, last, nxt = mask.index_select(0, idx), last.index_select(0, idx), nxt.index_select(0, idx)
+                mask = mask.index_select(0, idx)
                 alive = [alive[j] for j in keep]
-            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
-            last = last + 1
-            out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=last[:, None],
-                        cache_position=torch.tensor([width + step], device=device),
-                        use_cache=True, **{_CACHE: cache})
-            logits = out.logits[:, -1]
+            # Room for guesses: after this step every row must still fit one token per column.
+            need = max(max_new - len(tokens[r]) for r in alive)
+            k = capacity - cur - need if drafter is not None and len(alive) <= draft_rows else 0
+            drafts = [drafter(prompts[r] + tokens[r], k) if k > 0 else [] for r in alive]
+            step_width = 1 + max(len(d) for d in drafts)
+            ids = torch.zeros((len(alive), step_width), dtype=torch.long)
+            new_mask = torch.zeros((len(alive), step_width), dtype=mask.dtype)
+            for j, r in enumerate(alive):
+                row = [tokens[r][-1], *drafts[j]]
+                ids[j, :len(row)] = torch.tensor(row)
+                new_mask[j, :len(row)] = 1
+            mask = torch.cat([mask, new_mask.to(device)], dim=1)
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_width:]
+            logits = forward(ids.to(device), mask, positions, cache, cur)
+            cur += step_width
     return [(tokens[r], done[r]) for r in range(len(tokens))]

@@ -63,6 +63,15 @@ class HFPolicyConfig(BaseModel):
     decode: Literal["loop", "generate"] = "loop"
     """loop: clawloop.policy.decode, finished rows leave the batch; generate: transformers'
     generate, which decodes every row until the longest reply ends (the reference)."""
+    engine: Literal["hf", "fast"] = "hf"
+    """Forward pass of the decode loop: hf, transformers' own; fast, clawloop.policy.fastlm (CPU,
+    Llama and Qwen3 decoders: fused projections, attention over the filled cache only)."""
+    speculate: int = Field(0, ge=0)
+    """Guessed tokens checked per decode step while at most `speculate_rows` rows are left
+    (clawloop.policy.draft: prompt lookup and the chat template's tool-call text); replies stay the
+    model's own. 0: off."""
+    speculate_rows: int = Field(4, ge=1)
+    """Most rows of a batch that still get guesses (a wide batch has no spare compute for them)."""
     quantize: Literal["none", "int8"] = "none"
     """int8: Linear layers as int8 x int8 products with per-channel weight and per-token
     activation scales (clawloop.policy.int8), CPU only, rollouts only: the checkpoint stays fp32."""
@@ -99,7 +108,18 @@ class HFPolicy:
         except OSError as e:
             raise ClawloopError(f"{model_dir}: cannot load model ({e})") from None
         self.model.to(self.device).eval()
-        if self.config.quantize == "int8":
+        from clawloop.policy.decode import hf_forward
+
+        self.forward = hf_forward(self.model)
+        if self.config.engine == "fast":
+            from clawloop.policy.fastlm import FastLM, supports
+
+            why = supports(self.model) or (None if self.device.type == "cpu" else f"device {self.device.type}")
+            if why is not None or self.config.decode != "loop":
+                raise ClawloopError(f"{model_dir}: hf engine fast cannot run {why or 'decode generate'} "
+                                    "(engine: hf runs any model)")
+            self.forward = FastLM(self.model, int8=self.config.quantize == "int8")
+        elif self.config.quantize == "int8":
             if self.device.type != "cpu" or model is not None:
                 raise ClawloopError("hf quantize int8 converts a CPU policy's own copy of the model: "
                                     f"not on {self.device.type}, not on a model passed in")
@@ -120,6 +140,7 @@ class HFPolicy:
             getattr(self.model.config, "max_position_embeddings", 32768))
         self._calls = itertools.count()
         self._lock = threading.Lock()
+        self._drafters: dict[str, Any] = {}
 
     def _stop_ids(self) -> list[int]:
         ids = []
@@ -163,7 +184,7 @@ class HFPolicy:
             try:
                 for start in range(0, len(todo), self.config.max_batch_size):
                     chunk = todo[start:start + self.config.max_batch_size]
-                    gens = self._generate_batch([prompts[i] for i in chunk], sampling)
+                    gens = self._generate_batch([prompts[i] for i in chunk], sampling, tools)
                     for i, g in zip(chunk, gens, strict=True):
                         out[i] = g
             finally:
@@ -206,18 +227,28 @@ class HFPolicy:
         hits = [store.lookup(p) for p in batch]
         ids, mask, cache, C = layout(batch, hits, self.tokenizer.pad_token_id, self.model.config,
                                      self.device, self.model.dtype, 0)
-        kwargs = {_cache_kwarg(): cache}
         # Only the uncached columns go in; positions follow the mask, as in generate.
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, C:]
         with torch.inference_mode():
-            out = self.model(input_ids=ids[:, C:], attention_mask=mask, position_ids=positions,
-                             cache_position=torch.arange(C, ids.shape[1], device=self.device),
-                             use_cache=True, logits_to_keep=1, **kwargs)
-        new_cache = getattr(out, _cache_kwarg(), None) or getattr(out, "past_key_values", None)
+            self.forward(ids[:, C:], mask, positions, cache, C, last_only=True)
         for row, (p, h) in enumerate(zip(batch, hits, strict=True)):
-            _keep(store, p, h, new_cache, row, C, ids.shape[1])
+            _keep(store, p, h, cache, row, C, ids.shape[1])
 
-    def _generate_batch(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Generation]:
+    def _drafter(self, tools: list[dict[str, Any]] | None) -> Any:
+        """The decode loop's guesser for replies to prompts with these tools (None: off)."""
+        if not self.config.speculate or self.config.decode != "loop":
+            return None
+        import json
+
+        from clawloop.policy.draft import Drafter, tool_call_snippets
+
+        key = json.dumps(tools, sort_keys=True)
+        if key not in self._drafters:
+            self._drafters[key] = Drafter(self.config.speculate, tool_call_snippets(self.tokenizer, tools))
+        return self._drafters[key]
+
+    def _generate_batch(self, prompts: list[list[int]], sampling: SamplingParams,
+                        tools: list[dict[str, Any]] | None = None) -> list[Generation]:
         import torch
 
         from clawloop.policy.kv_reuse import Hit, layout
@@ -230,11 +261,15 @@ class HFPolicy:
                 self._prefill_rows(prompts)
         hits = [store.lookup(p) if store else Hit(0, None, None) for p in prompts]
         max_new = max(1, min(sampling.max_new_tokens, self.max_context - max(len(p) for p in prompts)))
+        drafter = self._drafter(tools)
+        # Columns for rejected guesses: ~3 tokens per step of 1 + speculate columns.
+        room = self.config.speculate * max_new // 3 if drafter and len(prompts) <= self.config.speculate_rows else 0
         input_ids, attention, cache, C = layout(prompts, hits, pad, self.model.config, self.device,
-                                                self.model.dtype, max_new)
+                                                self.model.dtype, max_new + room)
         width = input_ids.shape[1]
         if self.config.decode == "loop":
-            return self._decode_loop(prompts, hits, input_ids, attention, cache, C, max_new, sampling)
+            return self._decode_loop(prompts, hits, input_ids, attention, cache, C, max_new, sampling,
+                                     drafter, width + max_new + room)
         kwargs: dict[str, Any] = {
             "max_new_tokens": max_new, "eos_token_id": self.stop_ids, "pad_token_id": pad,
             "use_cache": True, "do_sample": sampling.temperature > 0, "return_dict_in_generate": True,
@@ -272,7 +307,8 @@ class HFPolicy:
 
 
     def _decode_loop(self, prompts: list[list[int]], hits: list[Any], input_ids: Any, attention: Any,
-                     cache: Any, C: int, max_new: int, sampling: SamplingParams) -> list[Generation]:
+                     cache: Any, C: int, max_new: int, sampling: SamplingParams, drafter: Any = None,
+                     capacity: int | None = None) -> list[Generation]:
         import torch
 
         from clawloop.policy.decode import decode
@@ -288,7 +324,8 @@ class HFPolicy:
 
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed * 1_000_003 + next(self._calls))
-        rows = decode(self.model, input_ids, attention, cache, C, max_new=max_new, stop_ids=set(self.stop_ids),
+        rows = decode(self.forward, input_ids, attention, cache, C, max_new=max_new, stop_ids=set(self.stop_ids),
                       temperature=sampling.temperature, top_p=sampling.top_p, on_finish=keep_prompt,
-                      stopped=stopped if sampling.stop else None)
+                      stopped=stopped if sampling.stop else None, drafter=drafter,
+                      draft_rows=self.config.speculate_rows, capacity=capacity)
         return [self._reply(p, new, sampling) for p, (new, _) in zip(prompts, rows, strict=True)]

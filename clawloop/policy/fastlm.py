@@ -1,0 +1,139 @@
+"""A lean CPU forward pass for HFPolicy's rollouts: Llama and Qwen3 decoders on the model's weights.
+
+transformers' forward is written for every model and device; on a 2-core CPU at batch 1 its
+bookkeeping costs about as much as the arithmetic. Profiled on the 135M default (decode loop,
+int8 Linear layers): attention over the whole static KV cache 19% of the time, dtype copies 12%,
+masks and small ops most of the rest. This forward runs the same layers with:
+- q/k/v and gate/up projections fused into one matrix product each (one activation pass);
+- attention as two batched matrix products over the cache columns filled so far (grouped-query
+  heads share their keys without copies), with one additive mask per step;
+- optional int8 weights (per output channel) and int8 activations (per token) through
+  `torch._int_mm` (clawloop.policy.int8's scheme), for rollouts only.
+It reads and writes the same transformers cache objects (`cache.layers[i].keys/values`, shape
+[batch, kv_heads, columns, head_dim]) that clawloop.policy.kv_reuse lays out and extracts, so
+prompt reuse across turns and the decode loop work unchanged. RMSNorm and rotary embeddings are
+the model's own modules. Training never uses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+SUPPORTED = ("llama", "qwen3")
+
+
+def supports(model: Any) -> str | None:
+    """Why `model` cannot run here (None: it can)."""
+    cfg = model.config
+    if cfg.model_type not in SUPPORTED:
+        return f"model_type {cfg.model_type!r} (fast forward: {', '.join(SUPPORTED)})"
+    if getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
+        return "attention or MLP biases"
+    if getattr(cfg, "hidden_act", "silu") != "silu":
+        return f"hidden_act {cfg.hidden_act!r}"
+    if any(t != "full_attention" for t in (getattr(cfg, "layer_types", None) or [])):
+        return "sliding-window layers"
+    return None
+
+
+class _Linear:
+    """One fused weight matrix: fp32 `F.linear`, or int8 x int8 products with per-channel weight
+    and per-token activation scales."""
+
+    def __init__(self, weights: list[torch.Tensor], int8: bool) -> None:
+        w = torch.cat([x.detach().float() for x in weights], dim=0).contiguous()
+        self.int8 = int8
+        if int8:
+            self.scale = w.abs().amax(dim=1).clamp(min=1e-8) / 127
+            self.weight = torch.round(w / self.scale[:, None]).clamp(-127, 127).to(torch.int8).t()
+        else:
+            self.weight = w
+
+    def __call__(self, x: torch.Tensor, quantized: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        if not self.int8:
+            return torch.nn.functional.linear(x, self.weight)
+        q, s = quantized if quantized is not None else quantize(x)
+        return torch._int_mm(q, self.weight).float().mul_(s).mul_(self.scale)
+
+
+def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of x as int8 with one scale per row."""
+    s = x.abs().amax(dim=-1, keepdim=True).clamp_(min=1e-8).div_(127)
+    return (x / s).round_().to(torch.int8), s
+
+
+class FastLM:
+    """A causal LM's forward over its own weights: `logits = fast(ids, mask, positions, cache, start)`."""
+
+    def __init__(self, model: Any, int8: bool = False) -> None:
+        why = supports(model)
+        if why is not None:
+            raise ValueError(f"fast forward cannot run this model: {why}")
+        cfg = model.config
+        self.model = model
+        self.int8 = int8
+        self.heads = cfg.num_attention_heads
+        self.kv_heads = cfg.num_key_value_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.layers = []
+        for layer in model.model.layers:
+            att, mlp = layer.self_attn, layer.mlp
+            self.layers.append({
+                "norm1": layer.input_layernorm, "norm2": layer.post_attention_layernorm,
+                "qkv": _Linear([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight], int8),
+                "o": _Linear([att.o_proj.weight], int8),
+                "gate_up": _Linear([mlp.gate_proj.weight, mlp.up_proj.weight], int8),
+                "down": _Linear([mlp.down_proj.weight], int8),
+                "q_norm": getattr(att, "q_norm", None), "k_norm": getattr(att, "k_norm", None),
+            })
+        self.head = _Linear([model.get_output_embeddings().weight], int8)
+        self.inter = model.config.intermediate_size
+
+    def __call__(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any,
+                 start: int, last_only: bool = False) -> torch.Tensor:
+        """Logits [B, T, vocab] of tokens `ids` [B, T] written at cache columns start..start+T-1;
+        `mask` [B, start + T]: which columns each row attends to (0 = padding or a rejected guess);
+        `positions` [B, T]: their rotary positions. `last_only`: logits of the last column only."""
+        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+        inner = self.model.model
+        B, T = ids.shape
+        end = start + T
+        h = inner.embed_tokens(ids).float()
+        cos, sin = inner.rotary_emb(h, positions)
+        # Additive mask [B, 1, 1, T, end]: the row's live columns, causal within the step. A padding
+        # token sees itself, so no softmax row is empty (NaN keys would reach every row's sum).
+        cols, own = torch.arange(end)[None, None, :], (start + torch.arange(T))[None, :, None]
+        allowed = (mask[:, None, :end].bool() & (cols <= own)) | (cols == own)
+        bias = torch.zeros(allowed.shape, dtype=h.dtype).masked_fill_(~allowed, float("-inf"))[:, None, None]
+        H, KV, D = self.heads, self.kv_heads, self.head_dim
+        G = H // KV
+        scale = D ** -0.5
+        for i, L in enumerate(self.layers):
+            x = L["norm1"](h).reshape(B * T, -1)
+            q, k, v = L["qkv"](x).split([H * D, KV * D, KV * D], dim=-1)
+            q, k, v = q.view(B, T, H, D), k.view(B, T, KV, D), v.view(B, T, KV, D)
+            if L["q_norm"] is not None:
+                q, k = L["q_norm"](q), L["k_norm"](k)
+            q, k = apply_rotary_pos_emb(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
+            layer = cache.layers[i]
+            if not getattr(layer, "is_initialized", True):
+                layer.lazy_initialization(k, v.transpose(1, 2))
+            layer.keys[:, :, start:end] = k
+            layer.values[:, :, start:end] = v.transpose(1, 2)
+            keys, values = layer.keys[:, :, :end], layer.values[:, :, :end]
+            # Grouped-query heads: the G query heads of one key head attend as G*T rows.
+            qg = q.reshape(B, KV, G * T, D)
+            scores = torch.matmul(qg, keys.transpose(-1, -2)).mul_(scale).view(B, KV, G, T, end).add_(bias)
+            attn = torch.matmul(scores.softmax(-1).view(B, KV, G * T, end), values)
+            attn = attn.view(B, H, T, D).transpose(1, 2).reshape(B * T, H * D)
+            h = h + L["o"](attn).view(B, T, -1)
+            x = L["norm2"](h).reshape(B * T, -1)
+            gate, up = L["gate_up"](x).split(self.inter, dim=-1)
+            h = h + L["down"](torch.nn.functional.silu(gate).mul_(up)).view(B, T, -1)
+        if last_only:
+            h = h[:, -1:]
+        h = inner.norm(h)
+        return self.head(h.reshape(-1, h.shape[-1])).view(h.shape[0], h.shape[1], -1)

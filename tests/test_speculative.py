@@ -1,0 +1,167 @@
+"""Faster CPU rollouts that keep the model's replies: guessed tokens checked in one forward pass
+(clawloop.policy.draft + the decode loop) and the lean forward (clawloop.policy.fastlm), on small
+random Qwen3 and Llama models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
+from clawloop.errors import ClawloopError
+from clawloop.policy.decode import accept, probabilities
+from clawloop.policy.draft import Drafter, tool_call_snippets
+from clawloop.policy.hf import HFPolicy, HFPolicyConfig
+from clawloop.policy.types import SamplingParams
+
+SYSTEM = {"role": "system", "content": "You are an agent."}
+CONVS = [[SYSTEM, {"role": "user", "content": "List the files."}],
+         [SYSTEM, {"role": "user", "content": "Count the lines of notes.txt and notes.txt again."}],
+         [SYSTEM, {"role": "user", "content": "List the files."}, assistant_message("ls -la"),
+          tool_message("a.txt\nb.txt\n[exit code 0]")]]
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    from clawloop.bootstrap.corpus import corpus
+    from clawloop.bootstrap.scratch import build_tokenizer, train_tokenizer
+
+    return build_tokenizer(train_tokenizer("split", 640, texts=corpus(0, n_pairs=500, n_chats=100)))
+
+
+@pytest.fixture(scope="module")
+def qwen3(tokenizer: Any) -> Any:
+    from clawloop.bootstrap.scratch import build_model
+
+    return build_model("tiny", tokenizer, seed=0, max_positions=4096)
+
+
+@pytest.fixture(scope="module")
+def llama(tokenizer: Any) -> Any:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                      tie_word_embeddings=True)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def policy(model: Any, tokenizer: Any, **config: Any) -> HFPolicy:
+    return HFPolicy("unused", HFPolicyConfig(threads=1, **config), model=model, tokenizer=tokenizer)
+
+
+def test_drafter_proposes_what_followed_the_longest_earlier_match() -> None:
+    d = Drafter(3, snippets=[7, 8, 9, 10, 11])
+    assert d([1, 2, 3, 4, 5, 1, 2, 3]) == [4, 5, 1]  # 3-token match, wins over shorter ones
+    assert d([1, 2, 3, 4, 5, 1, 2, 3], k=1) == [4]
+    assert d([5, 6, 9]) == [10, 11]  # nothing in the context: the snippets
+    assert d([5, 6, 42]) == []  # the row's own last token is no match for itself
+    assert d([]) == [] and Drafter(0)([1, 1]) == []
+
+
+def test_tool_call_snippets_are_the_chat_templates_own_wrapper(tokenizer: Any) -> None:
+    text = tokenizer.decode(tool_call_snippets(tokenizer, TOOLS))
+    assert '<tool_call>\n{"name": "bash", "arguments": {"command": "' in text
+    assert '{"name": "submit", "arguments": {}}' in text and "</tool_call>" in text
+    assert tool_call_snippets(tokenizer, None) == []
+
+
+def test_accepting_guesses_keeps_the_greedy_token_and_the_sampling_distribution() -> None:
+    logits = torch.tensor([[0.0, 3.0, 1.0], [2.0, 0.0, 0.0], [0.0, 0.0, 5.0]])
+    assert accept(logits, [1, 0], 0.0, 1.0) == [1, 0, 2]  # both guesses right, then the model's
+    assert accept(logits, [2, 0], 0.0, 1.0) == [1]  # first guess wrong: the model's token only
+    # Sampled: the first token follows the model's distribution whatever was guessed.
+    torch.manual_seed(0)
+    want = probabilities(logits[:1], 1.0, 1.0)[0]
+    for guess in (0, 1, 2):
+        firsts = torch.tensor([accept(logits, [guess, 0], 1.0, 1.0)[0] for _ in range(4000)])
+        got = torch.bincount(firsts, minlength=3).float() / len(firsts)
+        assert torch.allclose(got, want, atol=0.03), (guess, got, want)
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "llama"])
+def test_fast_forward_matches_transformers(arch: str, request: pytest.FixtureRequest, tokenizer: Any) -> None:
+    """Logits of a prefill and of a step with a masked-out (rejected) column equal transformers'."""
+    from transformers import StaticCache
+
+    from clawloop.policy.decode import hf_forward
+    from clawloop.policy.fastlm import FastLM
+
+    model = request.getfixturevalue(arch)
+    ids = torch.tensor([[5, 9, 13, 17, 21, 25], [0, 0, 7, 11, 15, 19]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
+    step = torch.tensor([[30, 31, 32], [40, 41, 0]])
+    # Row 1's third column is padding; row 0's middle column a rejected guess in the next step.
+    mask2 = torch.cat([mask, torch.tensor([[1, 1, 1], [1, 1, 0]])], dim=1)
+    mask3 = mask2.clone()
+    mask3[0, 7] = 0
+    outs = []
+    for forward in (hf_forward(model), FastLM(model)):
+        cache = StaticCache(config=model.config, max_cache_len=16)
+        with torch.inference_mode():
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            a = forward(ids, mask, pos, cache, 0)
+            b = forward(step, mask2, (mask2.cumsum(-1) - 1).clamp(min=0)[:, -3:], cache, 6)
+            mask4 = torch.cat([mask3, torch.ones(2, 1, dtype=torch.long)], 1)
+            c = forward(torch.tensor([[50], [51]]), mask4, (mask4.cumsum(-1) - 1)[:, -1:], cache, 9)
+        outs.append((a[mask.bool()], b[mask2[:, -3:].bool()], c))
+    for x, y in zip(*outs, strict=True):
+        assert torch.allclose(x, y, atol=1e-4), (x - y).abs().max()
+
+
+def test_fast_engine_refuses_what_it_cannot_run(tokenizer: Any) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=2))
+    with pytest.raises(ClawloopError, match="model_type 'gpt2'.*engine: hf runs any model"):
+        policy(gpt2, tokenizer, engine="fast")
+    with pytest.raises(ClawloopError, match="decode generate"):
+        from clawloop.bootstrap.scratch import build_model
+
+        policy(build_model("tiny", tokenizer, seed=1, max_positions=512), tokenizer, engine="fast", decode="generate")
+
+
+@pytest.mark.parametrize("engine", ["hf", "fast"])
+def test_guessing_keeps_greedy_replies_and_saves_forward_passes(engine: str, qwen3: Any, tokenizer: Any) -> None:
+    """Batches of 1 and 3 rows, across turns (KV reuse), with guesses from the rows' own replies
+    (an oracle drafter: every guess right) and from prompt lookup (mostly wrong on a random model):
+    every reply equals the plain decode loop's, and right guesses cost fewer forward passes."""
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=24)
+    plain = policy(qwen3, tokenizer)
+    want = [g.text for g in plain.generate(CONVS, greedy, tools=TOOLS)]
+    want1 = plain.generate(CONVS[:1], greedy, tools=TOOLS)[0]
+    for rows in (CONVS, CONVS[:1]):
+        p = policy(qwen3, tokenizer, engine=engine, speculate=6)
+        assert [g.text for g in p.generate(rows, greedy, tools=TOOLS)] == want[:len(rows)]
+    # An oracle drafter guesses the plain reply: 24 tokens in ~4 passes instead of 24.
+    p = policy(qwen3, tokenizer, engine=engine, speculate=6)
+    reply = list(want1.completion_ids)
+    prompt = list(want1.prompt_ids)
+    p._drafters = {}
+    p._drafter = lambda tools: (lambda ctx, k: reply[len(ctx) - len(prompt):][:k])  # type: ignore[method-assign]
+    calls = []
+    forward = p.forward
+    p.forward = lambda ids, *a, **kw: calls.append(ids.shape) or forward(ids, *a, **kw)  # type: ignore[method-assign]
+    got = p.generate(CONVS[:1], greedy, tools=TOOLS)[0]
+    assert got.text == want1.text
+    assert len(calls) <= 2 + -(-len(reply) // 7), calls  # the prefill, then 7 tokens a pass
+
+
+def test_guessing_samples_reproducibly(qwen3: Any, tokenizer: Any) -> None:
+    sampled = SamplingParams(temperature=0.8, max_new_tokens=16, seed=3)
+    a = policy(qwen3, tokenizer, speculate=4).generate(CONVS, sampled, tools=TOOLS)
+    b = policy(qwen3, tokenizer, speculate=4).generate(CONVS, sampled, tools=TOOLS)
+    assert [g.text for g in a] == [g.text for g in b]
+    assert all(0 < g.completion_tokens <= 16 for g in a)
+
+
+def test_fast_int8_policy_runs_and_keeps_the_model_fp32(qwen3: Any, tokenizer: Any) -> None:
+    before = qwen3.model.layers[0].mlp.up_proj.weight.clone()
+    p = policy(qwen3, tokenizer, engine="fast", quantize="int8", speculate=4)
+    out = p.generate(CONVS, SamplingParams(temperature=0.0, max_new_tokens=12), tools=TOOLS)
+    assert len(out) == 3 and all(0 < g.completion_tokens <= 12 for g in out)
+    assert type(qwen3.model.layers[0].mlp.up_proj) is torch.nn.Linear
+    assert torch.equal(qwen3.model.layers[0].mlp.up_proj.weight, before)
