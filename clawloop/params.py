@@ -130,9 +130,10 @@ class RolloutParams(_Section):
     quantize: Literal["none", "int8"] = "none"
     """hf backend on a CPU: int8 Linear layers for rollouts (clawloop.policy.int8; per-token
     activation scales), the checkpoint and training stay fp32."""
-    engine: Literal["hf", "fast"] = "hf"
-    """hf backend's forward pass: transformers' (any model), or fast (clawloop.policy.fastlm: CPU,
-    Llama/Qwen3 decoders, fused projections and attention over the filled cache only)."""
+    engine: Literal["auto", "hf", "fast"] = "auto"
+    """hf backend's forward pass: transformers' (any model), fast (clawloop.policy.fastlm: CPU,
+    Llama/Qwen3 decoders, fused projections and attention over the filled cache only), or auto:
+    fast where it can run (a CPU and one of those models), else hf."""
     speculate: int = Field(0, ge=0)
     """hf backend: guessed tokens checked per decode step while few rows are left (prompt lookup
     and the tool-call wrapper, clawloop.policy.draft); replies stay the model's own. 0: off."""

@@ -200,7 +200,7 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
     one PolicySpec (rollout.backend and its options), the checkpoint path and the id filled in."""
     from clawloop.loop import loop_context
 
-    params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai", threads=2),
+    params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai", threads=2, engine="fast", speculate=5),
                                           r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
     seen = _record_policy_loads(monkeypatch)
     monkeypatch.setattr("clawloop.suite_manifest.eval_suites", lambda params, manifest: [])
@@ -219,6 +219,7 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
         assert spec.model == str(policy)
         assert spec.model_copy(update={"model": "", "policy_id": None}) == expected
     assert expected.backend == "openai" and expected.hf.threads == 2 and expected.llamacpp.parallel == params.rollout.batch
+    assert expected.hf.engine == "fast" and expected.hf.speculate == 5
 
 
 def test_the_stages_run_episodes_on_the_contexts_sandboxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -118,10 +118,17 @@ def test_fast_engine_refuses_what_it_cannot_run(tokenizer: Any) -> None:
     gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=2))
     with pytest.raises(ClawloopError, match="model_type 'gpt2'.*engine: hf runs any model"):
         policy(gpt2, tokenizer, engine="fast")
-    with pytest.raises(ClawloopError, match="decode generate"):
-        from clawloop.bootstrap.scratch import build_model
+    from clawloop.bootstrap.scratch import build_model
 
-        policy(build_model("tiny", tokenizer, seed=1, max_positions=512), tokenizer, engine="fast", decode="generate")
+    qwen3 = build_model("tiny", tokenizer, seed=1, max_positions=512)
+    with pytest.raises(ClawloopError, match="decode generate"):
+        policy(qwen3, tokenizer, engine="fast", decode="generate")
+    # auto: the fast forward where it can run, transformers' elsewhere.
+    from clawloop.policy.fastlm import FastLM
+
+    assert not isinstance(policy(gpt2, tokenizer, engine="auto").forward, FastLM)
+    assert not isinstance(policy(qwen3, tokenizer, engine="auto", decode="generate").forward, FastLM)
+    assert isinstance(policy(qwen3, tokenizer, engine="auto").forward, FastLM)
 
 
 @pytest.mark.parametrize("engine", ["hf", "fast"])
@@ -134,7 +141,7 @@ def test_guessing_keeps_greedy_replies_and_saves_forward_passes(engine: str, qwe
     want = [g.text for g in plain.generate(CONVS, greedy, tools=TOOLS)]
     want1 = plain.generate(CONVS[:1], greedy, tools=TOOLS)[0]
     for rows in (CONVS, CONVS[:1]):
-        p = policy(qwen3, tokenizer, engine=engine, speculate=6)
+        p = policy(qwen3, tokenizer, engine=engine, speculate=6, speculate_rows=4)
         assert [g.text for g in p.generate(rows, greedy, tools=TOOLS)] == want[:len(rows)]
     # An oracle drafter guesses the plain reply: 24 tokens in ~4 passes instead of 24.
     p = policy(qwen3, tokenizer, engine=engine, speculate=6)
@@ -165,3 +172,40 @@ def test_fast_int8_policy_runs_and_keeps_the_model_fp32(qwen3: Any, tokenizer: A
     assert len(out) == 3 and all(0 < g.completion_tokens <= 12 for g in out)
     assert type(qwen3.model.layers[0].mlp.up_proj) is torch.nn.Linear
     assert torch.equal(qwen3.model.layers[0].mlp.up_proj.weight, before)
+
+
+def test_decode_loop_masks_rejected_guesses_and_grows_the_cache_for_a_runaway_row() -> None:
+    """A counting "model" (next token = last + 1, 0 ends a row) and a drafter whose third guess is
+    always wrong: every row gets the model's own tokens; each step's rejected columns are masked
+    out; once one row is left (draft_rows=1) the cache grows so it gets guesses too."""
+    from types import SimpleNamespace
+
+    from clawloop.policy.decode import decode
+
+    vocab, rows = 40, 3
+    layers = [SimpleNamespace(keys=torch.zeros(rows, 1, 32, 2), values=torch.zeros(rows, 1, 32, 2), max_cache_len=32)]
+    cache = SimpleNamespace(layers=layers)
+    steps: list[tuple[int, int, int]] = []
+
+    def forward(ids: Any, mask: Any, positions: Any, cache_: Any, start: int, last_only: bool = False) -> Any:
+        assert mask.shape == (ids.shape[0], start + ids.shape[1])
+        live = mask[:, :start].sum(-1)  # columns each row sees: its prompt and the tokens it kept
+        assert torch.equal(positions[:, 0], live)
+        steps.append((ids.shape[0], ids.shape[1], cache_.layers[0].keys.shape[2]))
+        nxt = (ids + 1) % vocab
+        nxt[nxt == 34] = 0  # the rows end at 33
+        return torch.nn.functional.one_hot(nxt, vocab).float()
+
+    def drafter(ctx: list[int], k: int) -> list[int]:
+        return [(ctx[-1] + 1) % vocab, (ctx[-1] + 2) % vocab, 1][:k]
+
+    ids = torch.tensor([[9, 30], [9, 20], [9, 10]])
+    out = decode(forward, ids, torch.ones(3, 2, dtype=torch.long), cache, 0, max_new=30, stop_ids={0},
+                 temperature=0.0, top_p=1.0, drafter=drafter, draft_rows=1, capacity=32)
+    assert [t for t, _ in out] == [[31, 32, 33, 0], [*range(21, 34), 0], [*range(11, 34), 0]]
+    assert all(done for _, done in out)
+    # Three rows step one token at a time; the last one, alone, 3 tokens a step in a grown cache.
+    assert [s[:2] for s in steps[:4]] == [(3, 2), (3, 1), (3, 1), (3, 1)]
+    alone = [s for s in steps if s[0] == 1]
+    assert alone and all(width == 4 for _, width, _ in alone) and alone[-1][2] > 32
+    assert len(alone) <= -(-13 // 3) + 1

@@ -104,6 +104,18 @@ def select_rows(cache: Any, keep: Any) -> None:
             layer.max_batch_size = int(keep.numel())
 
 
+def grow(cache: Any, extra: int) -> None:
+    """Give every layer of a StaticCache `extra` more columns, in place."""
+    import torch
+
+    for layer in cache.layers:
+        for name in ("keys", "values"):
+            t = getattr(layer, name)
+            setattr(layer, name, torch.cat([t, t.new_zeros((*t.shape[:2], extra, t.shape[3]))], dim=2))
+        if hasattr(layer, "max_cache_len"):
+            layer.max_cache_len += extra
+
+
 def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: Any, C: int, *, max_new: int,
            stop_ids: set[int], temperature: float, top_p: float,
            on_finish: Callable[[int, Any, int], None] | None = None,
@@ -115,7 +127,8 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
     cache, index)` runs before a finished row leaves the cache (`index`: its row there now), so the
     caller can keep its prompt's keys/values; `stopped(tokens)` ends a row early (stop strings).
     `drafter(context, k)` guesses up to k next tokens while at most `draft_rows` rows are left;
-    `capacity`: the cache's columns (default: prompt + max_new, no room for drafts)."""
+    `capacity`: the cache's columns (default: prompt + max_new); a batch that started wider than
+    `draft_rows` gets room for guesses when it shrinks to them (a runaway reply left alone)."""
     import torch
 
     device = input_ids.device
@@ -132,6 +145,7 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
         drafts: list[list[int]] = [[] for _ in alive]
         cur = width  # next free cache column
         step_width = 0  # columns the last step added
+        grown = False
         while True:
             keep = []
             for j, row in enumerate(alive):
@@ -162,6 +176,12 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
             # Room for guesses: after this step every row must still fit one token per column.
             need = max(max_new - len(tokens[r]) for r in alive)
             k = capacity - cur - need if drafter is not None and len(alive) <= draft_rows else 0
+            want = getattr(drafter, "k", 8)
+            if drafter is not None and len(alive) <= draft_rows and k < want and need > 1 and not grown:
+                extra = need * want // 3 + want  # ~3 tokens per step of 1 + k columns
+                grow(cache, extra)
+                capacity, grown = capacity + extra, True
+                k = capacity - cur - need
             drafts = [drafter(prompts[r] + tokens[r], k) if k > 0 else [] for r in alive]
             step_width = 1 + max(len(d) for d in drafts)
             ids = torch.zeros((len(alive), step_width), dtype=torch.long)

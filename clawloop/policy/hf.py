@@ -63,15 +63,18 @@ class HFPolicyConfig(BaseModel):
     decode: Literal["loop", "generate"] = "loop"
     """loop: clawloop.policy.decode, finished rows leave the batch; generate: transformers'
     generate, which decodes every row until the longest reply ends (the reference)."""
-    engine: Literal["hf", "fast"] = "hf"
-    """Forward pass of the decode loop: hf, transformers' own; fast, clawloop.policy.fastlm (CPU,
-    Llama and Qwen3 decoders: fused projections, attention over the filled cache only)."""
+    engine: Literal["hf", "fast", "auto"] = "hf"
+    """Forward pass of the decode loop: hf, transformers' own (the reference); fast,
+    clawloop.policy.fastlm (CPU, Llama and Qwen3 decoders: fused projections, attention over the
+    filled cache only); auto, fast where it can run, else hf."""
     speculate: int = Field(0, ge=0)
     """Guessed tokens checked per decode step while at most `speculate_rows` rows are left
     (clawloop.policy.draft: prompt lookup and the chat template's tool-call text); replies stay the
     model's own. 0: off."""
-    speculate_rows: int = Field(4, ge=1)
-    """Most rows of a batch that still get guesses (a wide batch has no spare compute for them)."""
+    speculate_rows: int | None = Field(None, ge=1)
+    """Most rows of a batch that still get guesses: a wide step has no spare compute for them.
+    None: 2 with fp32 weights, 8 with int8 (an int8 product costs about the same from 1 to ~17
+    rows; measured at batch 8 on 2 cores, benchmarks/perf/rollout.py)."""
     quantize: Literal["none", "int8"] = "none"
     """int8: Linear layers as int8 x int8 products with per-channel weight and per-token
     activation scales (clawloop.policy.int8), CPU only, rollouts only: the checkpoint stays fp32."""
@@ -111,13 +114,15 @@ class HFPolicy:
         from clawloop.policy.decode import hf_forward
 
         self.forward = hf_forward(self.model)
-        if self.config.engine == "fast":
+        fast_why = None
+        if self.config.engine != "hf":
             from clawloop.policy.fastlm import FastLM, supports
 
-            why = supports(self.model) or (None if self.device.type == "cpu" else f"device {self.device.type}")
-            if why is not None or self.config.decode != "loop":
-                raise ClawloopError(f"{model_dir}: hf engine fast cannot run {why or 'decode generate'} "
-                                    "(engine: hf runs any model)")
+            fast_why = (supports(self.model) or (None if self.device.type == "cpu" else f"device {self.device.type}")
+                        or (None if self.config.decode == "loop" else "decode generate"))
+            if fast_why is not None and self.config.engine == "fast":
+                raise ClawloopError(f"{model_dir}: hf engine fast cannot run {fast_why} (engine: hf runs any model)")
+        if self.config.engine != "hf" and fast_why is None:
             self.forward = FastLM(self.model, int8=self.config.quantize == "int8")
         elif self.config.quantize == "int8":
             if self.device.type != "cpu" or model is not None:
@@ -261,15 +266,12 @@ class HFPolicy:
                 self._prefill_rows(prompts)
         hits = [store.lookup(p) if store else Hit(0, None, None) for p in prompts]
         max_new = max(1, min(sampling.max_new_tokens, self.max_context - max(len(p) for p in prompts)))
-        drafter = self._drafter(tools)
-        # Columns for rejected guesses: ~3 tokens per step of 1 + speculate columns.
-        room = self.config.speculate * max_new // 3 if drafter and len(prompts) <= self.config.speculate_rows else 0
         input_ids, attention, cache, C = layout(prompts, hits, pad, self.model.config, self.device,
-                                                self.model.dtype, max_new + room)
+                                                self.model.dtype, max_new)
         width = input_ids.shape[1]
-        if self.config.decode == "loop":
+        if self.config.decode == "loop":  # (it grows the cache when guesses need room)
             return self._decode_loop(prompts, hits, input_ids, attention, cache, C, max_new, sampling,
-                                     drafter, width + max_new + room)
+                                     self._drafter(tools))
         kwargs: dict[str, Any] = {
             "max_new_tokens": max_new, "eos_token_id": self.stop_ids, "pad_token_id": pad,
             "use_cache": True, "do_sample": sampling.temperature > 0, "return_dict_in_generate": True,
@@ -307,8 +309,8 @@ class HFPolicy:
 
 
     def _decode_loop(self, prompts: list[list[int]], hits: list[Any], input_ids: Any, attention: Any,
-                     cache: Any, C: int, max_new: int, sampling: SamplingParams, drafter: Any = None,
-                     capacity: int | None = None) -> list[Generation]:
+                     cache: Any, C: int, max_new: int, sampling: SamplingParams,
+                     drafter: Any = None) -> list[Generation]:
         import torch
 
         from clawloop.policy.decode import decode
@@ -327,5 +329,5 @@ class HFPolicy:
         rows = decode(self.forward, input_ids, attention, cache, C, max_new=max_new, stop_ids=set(self.stop_ids),
                       temperature=sampling.temperature, top_p=sampling.top_p, on_finish=keep_prompt,
                       stopped=stopped if sampling.stop else None, drafter=drafter,
-                      draft_rows=self.config.speculate_rows, capacity=capacity)
+                      draft_rows=self.config.speculate_rows or (8 if self.config.quantize == "int8" else 2))
         return [self._reply(p, new, sampling) for p, (new, _) in zip(prompts, rows, strict=True)]
