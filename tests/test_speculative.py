@@ -108,6 +108,10 @@ def test_fast_forward_matches_transformers(arch: str, request: pytest.FixtureReq
             mask4 = torch.cat([mask3, torch.ones(2, 1, dtype=torch.long)], 1)
             c = forward(torch.tensor([[50], [51]]), mask4, (mask4.cumsum(-1) - 1)[:, -1:], cache, 9)
         outs.append((a[mask.bool()], b[mask2[:, -3:].bool()], c))
+    # The fused matrices are the model's own memory (no second copy of the weights).
+    fused = forward.layers[0]["qkv"].weight
+    assert model.model.layers[0].self_attn.q_proj.weight.data_ptr() == fused.data_ptr()
+    assert forward.head.weight.data_ptr() == model.get_output_embeddings().weight.data_ptr()
     for x, y in zip(*outs, strict=True):
         assert torch.allclose(x, y, atol=1e-4), (x - y).abs().max()
 

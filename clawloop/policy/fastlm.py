@@ -43,13 +43,20 @@ class _Linear:
     and per-token activation scales."""
 
     def __init__(self, weights: list[torch.Tensor], int8: bool) -> None:
-        w = torch.cat([x.detach().float() for x in weights], dim=0).contiguous()
         self.int8 = int8
         if int8:
+            w = torch.cat([x.detach().float() for x in weights], dim=0)
             self.scale = w.abs().amax(dim=1).clamp(min=1e-8) / 127
             self.weight = torch.round(w / self.scale[:, None]).clamp(-127, 127).to(torch.int8).t()
+        elif len(weights) == 1:
+            self.weight = weights[0].detach()
         else:
-            self.weight = w
+            # The model's own matrices become row blocks of the fused one: no second copy in memory.
+            self.weight = torch.cat([x.detach() for x in weights], dim=0)
+            row = 0
+            for x in weights:
+                x.data = self.weight[row:row + x.shape[0]]
+                row += x.shape[0]
 
     def __call__(self, x: torch.Tensor, quantized: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         if not self.int8:
