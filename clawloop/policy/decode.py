@@ -123,9 +123,10 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
            drafter: Callable[[list[int], int], list[int]] | None = None, draft_rows: int = 4,
            capacity: int | None = None) -> list[tuple[list[int], bool]]:
     """Generate up to `max_new` tokens per row after `input_ids` (columns from C on are not in
-    `cache` yet) with `forward` (`hf_forward` or a clawloop.policy.fastlm.FastLM). Returns per row (tokens, stopped), the stop token included. `on_finish(row,
-    cache, index)` runs before a finished row leaves the cache (`index`: its row there now), so the
-    caller can keep its prompt's keys/values; `stopped(tokens)` ends a row early (stop strings).
+    `cache` yet) with `forward` (`hf_forward` or a clawloop.policy.fastlm.FastLM). Returns per row
+    (tokens, stopped), the stop token included. `on_finish(row, cache, index)` runs before a
+    finished row leaves the cache (`index`: its row there now), so the caller can keep its prompt's
+    keys/values; `stopped(tokens)` ends a row early (stop strings).
     `drafter(context, k)` guesses up to k next tokens while at most `draft_rows` rows are left;
     `capacity`: the cache's columns (default: prompt + max_new); a batch that started wider than
     `draft_rows` gets room for guesses when it shrinks to them (a runaway reply left alone)."""
@@ -135,7 +136,8 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
     width = input_ids.shape[1]
     capacity = capacity or width + max_new
     mask = attention
-    prompts = [input_ids[r][attention[r].bool()].tolist() for r in range(input_ids.shape[0])]
+    prompts = ([input_ids[r][attention[r].bool()].tolist() for r in range(input_ids.shape[0])]
+               if drafter is not None else [])
     with torch.inference_mode():
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         logits = forward(input_ids[:, C:], mask, positions[:, C:], cache, C, last_only=True)[:, -1:]
