@@ -169,6 +169,22 @@ def test_guessing_samples_reproducibly(qwen3: Any, tokenizer: Any) -> None:
     assert all(0 < g.completion_tokens <= 16 for g in a)
 
 
+def test_fast_int8_packed_weights_give_the_same_sums_as_int_mm(qwen3: Any) -> None:
+    from transformers import StaticCache
+
+    from clawloop.policy.fastlm import FastLM
+
+    ids = torch.tensor([[5, 9, 13, 17, 21, 25], [0, 0, 7, 11, 15, 19]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
+    outs = []
+    for prepack in (True, False):
+        cache = StaticCache(config=qwen3.config, max_cache_len=8)
+        with torch.inference_mode():
+            outs.append(FastLM(qwen3, int8=True, prepack=prepack)(ids, mask, (mask.cumsum(-1) - 1).clamp(min=0),
+                                                                  cache, 0)[mask.bool()])
+    assert torch.allclose(outs[0], outs[1], atol=1e-4), (outs[0] - outs[1]).abs().max()
+
+
 def test_fast_int8_policy_runs_and_keeps_the_model_fp32(qwen3: Any, tokenizer: Any) -> None:
     before = qwen3.model.layers[0].mlp.up_proj.weight.clone()
     p = policy(qwen3, tokenizer, engine="fast", quantize="int8", speculate=4)

@@ -7,8 +7,10 @@ masks and small ops most of the rest. This forward runs the same layers with:
 - q/k/v and gate/up projections fused into one matrix product each (one activation pass);
 - attention as two batched matrix products over the cache columns filled so far (grouped-query
   heads share their keys without copies), with one additive mask per step;
-- optional int8 weights (per output channel) and int8 activations (per token) through
-  `torch._int_mm` (clawloop.policy.int8's scheme), for rollouts only.
+- optional int8 weights (per output channel) and int8 activations (per token), clawloop.policy.int8's
+  scheme, through oneDNN's int8 product with the weights packed once (`torch._int_mm` where
+  torch lacks it: the same integer sums, but it re-lays the weight out at every call), for
+  rollouts only.
 It reads and writes the same transformers cache objects (`cache.layers[i].keys/values`, shape
 [batch, kv_heads, columns, head_dim]) that clawloop.policy.kv_reuse lays out and extracts, so
 prompt reuse across turns and the decode loop work unchanged. RMSNorm and rotary embeddings are
@@ -42,12 +44,19 @@ class _Linear:
     """One fused weight matrix: fp32 `F.linear`, or int8 x int8 products with per-channel weight
     and per-token activation scales."""
 
-    def __init__(self, weights: list[torch.Tensor], int8: bool) -> None:
+    def __init__(self, weights: list[torch.Tensor], int8: bool, prepack: bool = True) -> None:
         self.int8 = int8
+        self.packed = None
         if int8:
             w = torch.cat([x.detach().float() for x in weights], dim=0)
             self.scale = w.abs().amax(dim=1).clamp(min=1e-8) / 127
-            self.weight = torch.round(w / self.scale[:, None]).clamp(-127, 127).to(torch.int8).t()
+            q = torch.round(w / self.scale[:, None]).clamp(-127, 127).to(torch.int8)
+            self.weight = q.t()
+            if prepack and hasattr(torch.ops.onednn, "qlinear_prepack"):
+                # oneDNN's int8 product with the weight packed once; `_int_mm` re-lays it out at
+                # every call. Same integer sums (tested); 1.2x at 9-32 rows on this box.
+                self.packed = torch.ops.onednn.qlinear_prepack(q, None)
+                self.zero_points = torch.zeros(q.shape[0], dtype=torch.long)
         elif len(weights) == 1:
             self.weight = weights[0].detach()
         else:
@@ -58,23 +67,24 @@ class _Linear:
                 x.data = self.weight[row:row + x.shape[0]]
                 row += x.shape[0]
 
-    def __call__(self, x: torch.Tensor, quantized: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if not self.int8:
             return torch.nn.functional.linear(x, self.weight)
-        q, s = quantized if quantized is not None else quantize(x)
-        return torch._int_mm(q, self.weight).float().mul_(s).mul_(self.scale)
-
-
-def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows of x as int8 with one scale per row."""
-    s = x.abs().amax(dim=-1, keepdim=True).clamp_(min=1e-8).div_(127)
-    return (x / s).round_().to(torch.int8), s
+        s = x.abs().amax(dim=-1, keepdim=True).clamp_(min=1e-8).div_(127)
+        q = (x / s).round_()
+        if self.packed is None:
+            return torch._int_mm(q.to(torch.int8), self.weight).float().mul_(s).mul_(self.scale)
+        # Activations as uint8 around zero point 128 with scale 1: the op returns the integer sums
+        # times the weight scales; the per-token scale is applied here.
+        y = torch.ops.onednn.qlinear_pointwise(q.add_(128).to(torch.uint8), 1.0, 128, self.packed, self.scale,
+                                               self.zero_points, None, 1.0, 0, torch.float32, "none", [], "")
+        return y.mul_(s)
 
 
 class FastLM:
     """A causal LM's forward over its own weights: `logits = fast(ids, mask, positions, cache, start)`."""
 
-    def __init__(self, model: Any, int8: bool = False) -> None:
+    def __init__(self, model: Any, int8: bool = False, prepack: bool = True) -> None:
         why = supports(model)
         if why is not None:
             raise ValueError(f"fast forward cannot run this model: {why}")
@@ -89,13 +99,13 @@ class FastLM:
             att, mlp = layer.self_attn, layer.mlp
             self.layers.append({
                 "norm1": layer.input_layernorm, "norm2": layer.post_attention_layernorm,
-                "qkv": _Linear([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight], int8),
-                "o": _Linear([att.o_proj.weight], int8),
-                "gate_up": _Linear([mlp.gate_proj.weight, mlp.up_proj.weight], int8),
-                "down": _Linear([mlp.down_proj.weight], int8),
+                "qkv": _Linear([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight], int8, prepack),
+                "o": _Linear([att.o_proj.weight], int8, prepack),
+                "gate_up": _Linear([mlp.gate_proj.weight, mlp.up_proj.weight], int8, prepack),
+                "down": _Linear([mlp.down_proj.weight], int8, prepack),
                 "q_norm": getattr(att, "q_norm", None), "k_norm": getattr(att, "k_norm", None),
             })
-        self.head = _Linear([model.get_output_embeddings().weight], int8)
+        self.head = _Linear([model.get_output_embeddings().weight], int8, prepack)
         self.inter = model.config.intermediate_size
 
     def __call__(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any,
