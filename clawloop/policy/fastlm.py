@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from clawloop.policy.int8 import quantize_rows, quantize_weight
+
 SUPPORTED = ("llama", "qwen3")
 
 
@@ -48,9 +50,7 @@ class _Linear:
         self.int8 = int8
         self.packed = None
         if int8:
-            w = torch.cat([x.detach().float() for x in weights], dim=0)
-            self.scale = w.abs().amax(dim=1).clamp(min=1e-8) / 127
-            q = torch.round(w / self.scale[:, None]).clamp(-127, 127).to(torch.int8)
+            q, self.scale = quantize_weight(torch.cat([x.detach() for x in weights], dim=0))
             self.weight = q.t()
             if prepack and hasattr(torch.ops.onednn, "qlinear_prepack"):
                 # oneDNN's int8 product with the weight packed once; `_int_mm` re-lays it out at
@@ -70,8 +70,7 @@ class _Linear:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if not self.int8:
             return torch.nn.functional.linear(x, self.weight)
-        s = x.abs().amax(dim=-1, keepdim=True).clamp_(min=1e-8).div_(127)
-        q = (x / s).round_()
+        q, s = quantize_rows(x)
         if self.packed is None:
             return torch._int_mm(q.to(torch.int8), self.weight).float().mul_(s).mul_(self.scale)
         # Activations as uint8 around zero point 128 with scale 1: the op returns the integer sums

@@ -18,14 +18,25 @@ from typing import Any
 import torch
 
 
+def quantize_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """[out, in] weights as int8 with one scale per output channel (max |w| / 127)."""
+    w = w.detach().float()
+    scale = w.abs().amax(dim=1).clamp(min=1e-8) / 127
+    return torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
+
+
+def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of x as rounded float values in [-127, 127] with one scale per row (max |x| / 127)."""
+    scale = x.abs().amax(dim=-1, keepdim=True).clamp_(min=1e-8).div_(127)
+    return (x / scale).round_(), scale
+
+
 class Int8Linear(torch.nn.Module):
     """A frozen Linear with int8 weights (per output channel) and int8 activations (per token)."""
 
     def __init__(self, linear: torch.nn.Linear) -> None:
         super().__init__()
-        w = linear.weight.detach().float()
-        scale = w.abs().amax(dim=1).clamp(min=1e-8) / 127
-        q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8)
+        q, scale = quantize_weight(linear.weight)
         # [in, out] as a transposed view of the row-major [out, in]: _int_mm's fastest layout
         # here, at batch 1 as well as batch 32.
         self.register_buffer("weight_t", q.t(), persistent=False)
@@ -37,9 +48,8 @@ class Int8Linear(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         rows = x.reshape(-1, shape[-1]).float()
-        scale = rows.abs().amax(dim=-1, keepdim=True).clamp_(min=1e-8).div_(127)
-        q = (rows / scale).round_().to(torch.int8)
-        y = torch._int_mm(q, self.weight_t).float().mul_(scale).mul_(self.weight_scale)
+        q, scale = quantize_rows(rows)
+        y = torch._int_mm(q.to(torch.int8), self.weight_t).float().mul_(scale).mul_(self.weight_scale)
         if self.bias is not None:
             y.add_(self.bias)
         return y.reshape(*shape[:-1], self.out_features).to(x.dtype)
