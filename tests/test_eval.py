@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clawloop.cli import app
+from clawloop.errors import ClawloopError
 from clawloop.evaluation import evaluate, load_suite, summarize
 from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.pool import write_pool
@@ -141,6 +142,29 @@ def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.Monkey
     assert s["completion_tokens"] == 2 * (len(submit.split()) + 1) and s["prompt_tokens"] > 0
     assert s["tokens_per_s"] > 0 and s["episodes_per_s"] > 0
     assert "tokens generated" in res.output and "[eval model] 2/2 episodes (100%) · failed 2 · " in res.output
+
+
+def test_policy_set_reaches_the_backend_options_and_bad_keys_are_named(backend: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawloop.policy import load as policy_mod
+    from clawloop.policy.scripted import ScriptedPolicy
+
+    specs = []
+    submit = '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'
+    monkeypatch.setattr(policy_mod, "load_policy", lambda spec: specs.append(spec) or ScriptedPolicy([submit]))
+    base = ["eval", str(FIXTURES / "word-count"), "--agent", "model", "--model", "hf:some/dir", "--backend", backend]
+    res = runner.invoke(app, [*base, "--policy-set", "hf.engine=fast", "--policy-set", "hf.speculate=8",
+                              "--policy-set", "hf.quantize=int8"])
+    assert res.exit_code == 0, res.output
+    (spec,) = specs
+    assert (spec.backend, spec.model, spec.hf.engine, spec.hf.speculate, spec.hf.quantize) == (
+        "hf", "some/dir", "fast", 8, "int8")
+    for bad, message in [("hf.engin=fast", "--policy-set: hf.engin: unknown key"),
+                         ("hf.speculate=-1", "--policy-set: hf.speculate: Input should be greater than or equal to 0"),
+                         ("gpu.x=1", "--policy-set: gpu: unknown section"), ("hf", "--policy-set: expected KEY=VALUE")]:
+        res = runner.invoke(app, [*base, "--policy-set", bad])  # main() prints it as `error: ...`, exit 2
+        assert isinstance(res.exception, ClawloopError) and message in str(res.exception), (bad, res.exception)
+    assert len(specs) == 1  # nothing was loaded for the bad ones
 
 
 def test_nothing_scored_is_null_not_zero() -> None:

@@ -84,36 +84,39 @@ def test_accepting_guesses_keeps_the_greedy_token_and_the_sampling_distribution(
 
 @pytest.mark.parametrize("arch", ["qwen3", "llama"])
 def test_fast_forward_matches_transformers(arch: str, request: pytest.FixtureRequest, tokenizer: Any) -> None:
-    """Logits of a prefill and of a step with a masked-out (rejected) column equal transformers'."""
+    """Logits of a prefill (short, and long enough for fused attention) and of a step with a
+    masked-out (rejected) column equal transformers'."""
     from transformers import StaticCache
 
     from clawloop.policy.decode import hf_forward
-    from clawloop.policy.fastlm import FastLM
+    from clawloop.policy.fastlm import SDPA_TOKENS, FastLM
 
     model = request.getfixturevalue(arch)
-    ids = torch.tensor([[5, 9, 13, 17, 21, 25], [0, 0, 7, 11, 15, 19]])
-    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
-    step = torch.tensor([[30, 31, 32], [40, 41, 0]])
-    # Row 1's third column is padding; row 0's middle column a rejected guess in the next step.
-    mask2 = torch.cat([mask, torch.tensor([[1, 1, 1], [1, 1, 0]])], dim=1)
-    mask3 = mask2.clone()
-    mask3[0, 7] = 0
-    outs = []
-    for forward in (hf_forward(model), FastLM(model)):
-        cache = StaticCache(config=model.config, max_cache_len=16)
-        with torch.inference_mode():
-            pos = (mask.cumsum(-1) - 1).clamp(min=0)
-            a = forward(ids, mask, pos, cache, 0)
-            b = forward(step, mask2, (mask2.cumsum(-1) - 1).clamp(min=0)[:, -3:], cache, 6)
-            mask4 = torch.cat([mask3, torch.ones(2, 1, dtype=torch.long)], 1)
-            c = forward(torch.tensor([[50], [51]]), mask4, (mask4.cumsum(-1) - 1)[:, -1:], cache, 9)
-        outs.append((a[mask.bool()], b[mask2[:, -3:].bool()], c))
+    for P in (6, SDPA_TOKENS + 4):
+        ids = torch.tensor([[5 + 4 * i for i in range(P)], [0, 0, *[7 + 4 * i for i in range(P - 2)]]])
+        mask = torch.ones(2, P, dtype=torch.long)
+        mask[1, :2] = 0
+        step = torch.tensor([[30, 31, 32], [40, 41, 0]])
+        # Row 1's third column is padding; row 0's middle column a rejected guess in the next step.
+        mask2 = torch.cat([mask, torch.tensor([[1, 1, 1], [1, 1, 0]])], dim=1)
+        mask3 = mask2.clone()
+        mask3[0, P + 1] = 0
+        outs = []
+        for forward in (hf_forward(model), FastLM(model)):
+            cache = StaticCache(config=model.config, max_cache_len=P + 10)
+            with torch.inference_mode():
+                pos = (mask.cumsum(-1) - 1).clamp(min=0)
+                a = forward(ids, mask, pos, cache, 0)
+                b = forward(step, mask2, (mask2.cumsum(-1) - 1).clamp(min=0)[:, -3:], cache, P)
+                mask4 = torch.cat([mask3, torch.ones(2, 1, dtype=torch.long)], 1)
+                c = forward(torch.tensor([[50], [51]]), mask4, (mask4.cumsum(-1) - 1)[:, -1:], cache, P + 3)
+            outs.append((a[mask.bool()], b[mask2[:, -3:].bool()], c))
+        for x, y in zip(*outs, strict=True):
+            assert torch.allclose(x, y, atol=1e-4), (P, (x - y).abs().max())
     # The fused matrices are the model's own memory (no second copy of the weights).
     fused = forward.layers[0]["qkv"].weight
     assert model.model.layers[0].self_attn.q_proj.weight.data_ptr() == fused.data_ptr()
     assert forward.head.weight.data_ptr() == model.get_output_embeddings().weight.data_ptr()
-    for x, y in zip(*outs, strict=True):
-        assert torch.allclose(x, y, atol=1e-4), (x - y).abs().max()
 
 
 def test_fast_engine_refuses_what_it_cannot_run(tokenizer: Any) -> None:

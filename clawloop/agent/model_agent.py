@@ -21,7 +21,7 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
                     options: dict[str, Any] | None = None, progress: Progress | None = None) -> list[Any]:
     """`clawloop eval --agent model`: rollouts of a policy over suite items, as EpisodeRecords.
 
-    options: model (policy spec, required), samples (k, default 1), batch (default 32),
+    options: model (policy spec string or PolicySpec, required), samples (k, default 1), batch (default 32),
     temperature (default 0), max_new_tokens, max_turns, out_dir (trajectory directory), playbook
     (a playbook.json; default: the one a model directory carries, clawloop.agent.playbook).
     `progress` (the eval's) is advanced per episode and by the tokens generated.
@@ -58,10 +58,10 @@ def _playbook(options: dict[str, Any]) -> Any:
     if options.get("playbook"):
         return read_playbook(options["playbook"])
     model = options.get("model")
-    if isinstance(model, str | Path):
-        from clawloop.policy.load import parse_spec
+    from clawloop.policy.load import PolicySpec, parse_spec
 
-        spec = parse_spec(str(model))
+    if isinstance(model, str | Path | PolicySpec):
+        spec = model if isinstance(model, PolicySpec) else parse_spec(str(model))
         return policy_playbook(spec.model) if spec.backend != "openai" and Path(spec.model).is_dir() else None
     return None
 
@@ -72,8 +72,8 @@ def agent_policy(options: dict[str, Any]) -> Any:
     model = options.get("model")
     if not model:
         raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
-    if isinstance(model, str | Path):
-        from clawloop.policy.load import load_policy
+    from clawloop.policy.load import PolicySpec, load_policy, parse_spec
 
-        return load_policy(model)
+    if isinstance(model, str | Path | PolicySpec):
+        return load_policy(model if isinstance(model, PolicySpec) else parse_spec(str(model)))
     return model

@@ -18,3 +18,31 @@ model_app = typer.Typer(no_args_is_help=True, help="Build and inspect policy mod
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(model_app, name="model")
+
+POLICY_SET_HELP = ("Override a backend option of the policy, e.g. --policy-set hf.engine=fast --policy-set "
+                   "hf.speculate=8 (sections hf, llamacpp, vllm, openai: clawloop.policy.load.PolicySpec). Repeatable.")
+
+
+def parse_sets(sets: list[str], flag: str = "--set") -> dict:
+    """`sft.max_steps=10` style overrides into a nested dict (values parsed as YAML scalars)."""
+    import yaml
+
+    from clawloop.errors import ClawloopError
+
+    out: dict = {}
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ClawloopError(f"{flag}: expected KEY=VALUE, got {item!r}")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            value = raw
+        node = out
+        parts = key.strip().split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ClawloopError(f"{flag}: {key}: conflicts with another {flag}")
+        node[parts[-1]] = value
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from clawloop.commands import app
+from clawloop.commands import POLICY_SET_HELP, app, parse_sets
 
 
 @app.command()
@@ -17,18 +17,20 @@ def serve(
     max_batch: int = typer.Option(64, help="Most conversations per generate call."),
     threads: int = typer.Option(None, help="CPU threads for generation (default: half the cores)."),
     name: str = typer.Option(None, help="Model id to report (default: the model directory's name)."),
+    policy_sets: list[str] = typer.Option([], "--policy-set", help=POLICY_SET_HELP),
 ) -> None:
     """Serve MODEL at /v1/chat/completions (OpenAI wire format, tools in, tool_calls out), batching
     concurrent requests into one generate call; Ctrl-C or SIGTERM stops it."""
     import signal
 
     from clawloop.errors import ClawloopError
-    from clawloop.policy.load import load_policy, parse_spec
+    from clawloop.policy.load import load_policy, parse_spec, with_options
     from clawloop.policy.serve import ServeConfig, make_server, url
 
     spec = parse_spec(model)
     if spec.backend == "openai":
         raise ClawloopError(f"{model}: serve a local policy (DIR, hf:, llamacpp:, auto:, vllm:), not an endpoint")
+    spec = with_options(spec, parse_sets(policy_sets, "--policy-set"))
     if threads is not None:
         spec.hf.threads = spec.llamacpp.threads = threads
     config = ServeConfig(host=host, port=port, window_ms=window_ms, max_wait_ms=max_wait_ms,

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from clawloop.commands import app, tasks_app
+from clawloop.commands import POLICY_SET_HELP, app, parse_sets, tasks_app
 
 _BACKEND_HELP = "Sandbox backend: bwrap (isolated, default), docker, or local (NOT isolated)."
 
@@ -150,6 +150,7 @@ def eval_(
     # --- end formats hook
     skip_bad_lines: bool = typer.Option(False, "--skip-bad-lines", help=_SKIP_BAD_LINES_HELP
                                         + " Left-out lines are listed as unloadable tasks."),
+    policy_sets: list[str] = typer.Option([], "--policy-set", help=POLICY_SET_HELP),
 ) -> None:
     """Run an agent on task suites and report pass rates per suite and skill (errors are not failures).
 
@@ -161,6 +162,13 @@ def eval_(
     from clawloop.io import write_jsonl
 
     options: dict[str, Any] = {"model": model} if model else {}
+    if policy_sets:  # checked before any episode starts
+        from clawloop.errors import ClawloopError
+        from clawloop.policy.load import parse_spec, with_options
+
+        if not model:
+            raise ClawloopError("--policy-set needs --agent model --model")
+        options["model"] = with_options(parse_spec(model), parse_sets(policy_sets, "--policy-set"))
     if agent == "model":  # the model agent's knobs (clawloop.agent.model_agent.run_model_agent)
         options.update(samples=samples, batch=batch, temperature=temperature, out_dir=out, playbook=playbook)
         out = out / "episodes.jsonl" if out is not None else None

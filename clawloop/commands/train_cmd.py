@@ -7,32 +7,7 @@ from typing import Any
 
 import typer
 
-from clawloop.commands import app
-
-
-def _parse_sets(sets: list[str]) -> dict:
-    """`sft.max_steps=10` style overrides into a nested dict (values parsed as YAML scalars)."""
-    import yaml
-
-    from clawloop.errors import ClawloopError
-
-    out: dict = {}
-    for item in sets:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ClawloopError(f"--set: expected KEY=VALUE, got {item!r}")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError:
-            value = raw
-        node = out
-        parts = key.strip().split(".")
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-            if not isinstance(node, dict):
-                raise ClawloopError(f"--set: {key}: conflicts with another --set")
-        node[parts[-1]] = value
-    return out
+from clawloop.commands import app, parse_sets
 
 
 def _sandbox_section(params: Path | None) -> dict:
@@ -86,7 +61,7 @@ def train(
     from clawloop.errors import ClawloopError
     from clawloop.training.config import TrainParams, field_help, load_section, merge
 
-    overrides = _parse_sets(sets)
+    overrides = parse_sets(sets)
     if profile is not None:
         overrides["profile"] = profile
     if params is not None:

@@ -88,6 +88,26 @@ def parse_spec(text: str) -> PolicySpec:
     return PolicySpec(backend="hf", model=text)
 
 
+OPTION_SECTIONS = ("hf", "llamacpp", "vllm", "openai")
+"""PolicySpec fields that `with_options` may set: the backends' options."""
+
+
+def with_options(spec: PolicySpec, options: dict[str, Any], where: str = "--policy-set") -> PolicySpec:
+    """`spec` with backend options overridden, e.g. {"hf": {"engine": "fast", "speculate": 8}};
+    an unknown section or key, or a bad value, is a ClawloopError naming it."""
+    from clawloop.errors import validated
+
+    for section in options:
+        if section not in OPTION_SECTIONS:
+            raise ClawloopError(f"{where}: {section}: unknown section (one of {', '.join(OPTION_SECTIONS)})")
+    merged = spec.model_dump()
+    for section, values in options.items():
+        if not isinstance(values, dict):
+            raise ClawloopError(f"{where}: {section}: expected {section}.KEY=VALUE")
+        merged[section].update(values)
+    return validated(PolicySpec, merged, where)
+
+
 def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
     """Build a policy from a spec: a string (`parse_spec`), a PolicySpec or its dict form."""
     if isinstance(spec, dict):
