@@ -92,6 +92,35 @@ def test_hf_kv_reuse_matches_full_prefill(small_hf: HFPolicy) -> None:
     assert fresh.prefix_store is None
 
 
+@pytest.mark.parametrize("engine", [{}, {"engine": "fast", "speculate": 8}])
+def test_hf_kv_reuse_keeps_each_replys_keys_for_the_next_turn(small_hf: HFPolicy, engine: dict) -> None:
+    """The next turn re-sends the model's reply: only the tool output is new. With guesses, the
+    reply's keys come from the live columns between rejected ones."""
+    from clawloop.policy.hf import HFPolicyConfig
+
+    reuse, fresh = (HFPolicy("unused", HFPolicyConfig(kv_reuse_entries=n, **engine), model=small_hf.model,
+                             tokenizer=small_hf.tokenizer) for n in (8, 0))
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=10)
+    convs = [CONV, [*CONV, {"role": "user", "content": "and the hidden ones"}]]
+    store = reuse.prefix_store
+    assert store is not None
+    before: list[int] = []
+    replied: list[int] = []
+    for turn in range(3):
+        computed = store.computed_tokens
+        a = reuse.generate(convs, greedy, tools=TOOLS)
+        assert [g.text for g in a] == [g.text for g in fresh.generate(convs, greedy, tools=TOOLS)]
+        if turn:  # this turn computed the tool outputs and the template's text around them, not the replies
+            grown = sum(g.prompt_tokens - p for g, p in zip(a, before, strict=True))
+            assert store.computed_tokens - computed <= grown - sum(replied) + len(a)
+        before, replied = [g.prompt_tokens for g in a], [g.completion_tokens for g in a]
+        convs = [[*c, {"role": "assistant", "content": g.text}, tool_message(f"f{turn}\n[exit code 0]")]
+                 for c, g in zip(convs, a, strict=True)]
+        for c, g in zip(convs, a, strict=True):
+            ids = reuse.tokenizer(reuse.render(c, TOOLS), add_special_tokens=False)["input_ids"]
+            assert store.lookup(ids).length >= g.prompt_tokens + g.completion_tokens - 1, (turn, g.text)
+
+
 def test_prefix_store_keeps_an_entry_the_new_prompt_only_shares_a_prefix_with() -> None:
     from clawloop.policy.kv_reuse import PrefixStore
 

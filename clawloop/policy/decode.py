@@ -118,14 +118,15 @@ def grow(cache: Any, extra: int) -> None:
 
 def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: Any, C: int, *, max_new: int,
            stop_ids: set[int], temperature: float, top_p: float,
-           on_finish: Callable[[int, Any, int], None] | None = None,
+           on_finish: Callable[[int, Any, int, list[int], Any], None] | None = None,
            stopped: Callable[[list[int]], bool] | None = None,
            drafter: Callable[[list[int], int], list[int]] | None = None, draft_rows: int = 4,
            capacity: int | None = None) -> list[tuple[list[int], bool]]:
     """Generate up to `max_new` tokens per row after `input_ids` (columns from C on are not in
     `cache` yet) with `forward` (`hf_forward` or a clawloop.policy.fastlm.FastLM). Returns per row
-    (tokens, stopped), the stop token included. `on_finish(row, cache, index)` runs before a
-    finished row leaves the cache (`index`: its row there now), so the caller can keep its prompt's
+    (tokens, stopped), the stop token included. `on_finish(row, cache, index, fed, columns)` runs
+    before a finished row leaves the cache (`index`: its row there now; `fed`: its reply tokens whose
+    keys/values the cache holds, at `columns`), so the caller can keep the prompt's and the reply's
     keys/values; `stopped(tokens)` ends a row early (stop strings).
     `drafter(context, k)` guesses up to k next tokens while at most `draft_rows` rows are left;
     `capacity`: the cache's columns (default: prompt + max_new); a batch that started wider than
@@ -167,7 +168,9 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
             finished = [j for j in range(len(alive)) if j not in set(keep)]
             if on_finish is not None:
                 for j in finished:
-                    on_finish(alive[j], cache, j)
+                    # The reply tokens fed so far sit at the row's live columns after the prompt, in order.
+                    fed = (torch.nonzero(mask[j, width:]).squeeze(1) + width)[:len(tokens[alive[j]])]
+                    on_finish(alive[j], cache, j, tokens[alive[j]][:len(fed)], fed)
             if not keep:
                 break
             if len(keep) < len(alive):

@@ -28,13 +28,16 @@ def _cache_kwarg() -> str:
     return "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
 
 
-def _keep(store: Any, prompt: list[int], hit: Any, cache: Any, row: int, C: int, width: int) -> None:
+def _keep(store: Any, prompt: list[int], hit: Any, cache: Any, row: int, C: int, width: int,
+          reply: list[int] | None = None, columns: Any = None) -> None:
     """Put `prompt`'s KV (row `row` of `cache`, laid out from column C to `width`) into the store,
-    in place of the entry it was extended from, and count reused vs computed tokens."""
+    followed by the `reply` tokens' KV at cache `columns`, in place of the entry it was extended
+    from, and count reused vs computed tokens."""
     from clawloop.policy.kv_reuse import extract
 
     new = len(prompt) - hit.length
-    store.put(prompt, extract(cache, row, hit.length, new, C, width - C), replaces=hit.key)
+    kv = extract(cache, row, hit.length, new, C, width - C, columns)
+    store.put([*prompt, *(reply or [])], kv, replaces=hit.key)
     store.reused_tokens += hit.length
     store.computed_tokens += new
 
@@ -317,9 +320,12 @@ class HFPolicy:
 
         store, width = self.prefix_store, input_ids.shape[1]
 
-        def keep_prompt(row: int, cache_now: Any, index: int) -> None:
+        def keep_prompt(row: int, cache_now: Any, index: int, fed: list[int], columns: Any) -> None:
+            # The reply's keys/values too: the next turn's prompt re-renders the reply, so a
+            # multi-turn episode prefills only what the environment added (where the template's
+            # rendering of the reply tokenizes as the model wrote it).
             if store is not None:
-                _keep(store, prompts[row], hits[row], cache_now, index, C, width)
+                _keep(store, prompts[row], hits[row], cache_now, index, C, width, fed, columns)
 
         def stopped(tokens: list[int]) -> bool:
             return _cut_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=False), sampling.stop)[1]

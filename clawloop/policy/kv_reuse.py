@@ -167,11 +167,13 @@ def layout(prompts: list[list[int]], hits: list[Hit], pad: int, model_config: An
     return ids.to(device), mask.to(device), cache, C
 
 
-def extract(cache: Any, row: int, cached: int, new: int, C: int, U: int) -> list[tuple[Any, Any]]:
-    """Row `row`'s prompt keys/values from the cache generate returned, pads dropped."""
+def extract(cache: Any, row: int, cached: int, new: int, C: int, U: int, more: Any = None) -> list[tuple[Any, Any]]:
+    """Row `row`'s prompt keys/values from the cache generate returned, pads dropped, then those
+    of cache columns `more` (a reply's tokens) when given."""
     import torch
 
-    idx = torch.cat([torch.arange(C - cached, C), torch.arange(C + U - new, C + U)])
+    idx = torch.cat([torch.arange(C - cached, C), torch.arange(C + U - new, C + U),
+                     *([more.cpu()] if more is not None else [])])
     out = []
     for layer in cache.layers:
         idx_d = idx.to(layer.keys.device)
