@@ -27,6 +27,9 @@ from clawloop.policy.int8 import quantize_rows, quantize_weight
 
 SUPPORTED = ("llama", "qwen3")
 SDPA_TOKENS = 16
+PACKED_ROWS = (4, 256)
+"""fp32 products of this many rows (inclusive) go through oneDNN on packed weights: decode steps,
+guesses included. 1-3 rows (10% faster) and prefills (2-4%) through torch.nn.functional.linear."""
 """Steps of at least this many tokens (prefills) attend through torch's fused attention kernel:
 2.5x faster than the two matrix products at 120 tokens x 300 columns; at 1-9 tokens (decode
 steps) the products are faster."""
@@ -54,8 +57,8 @@ def _norm(module: Any) -> tuple[tuple[int], torch.Tensor, float]:
 
 
 class _Linear:
-    """One fused weight matrix: fp32 `F.linear`, or int8 x int8 products with per-channel weight
-    and per-token activation scales."""
+    """One fused weight matrix: fp32 products (oneDNN on packed weights, or `F.linear`), or int8 x
+    int8 products with per-channel weight and per-token activation scales."""
 
     def __init__(self, weights: list[torch.Tensor], int8: bool, prepack: bool = True) -> None:
         self.int8 = int8
@@ -68,15 +71,24 @@ class _Linear:
                 # every call. Same integer sums (tested); 1.2x at 9-32 rows on this box.
                 self.packed = torch.ops.onednn.qlinear_prepack(q, None)
                 self.zero_points = torch.zeros(q.shape[0], dtype=torch.long)
-        elif len(weights) == 1:
-            self.weight = weights[0].detach()
         else:
-            # The model's own matrices become row blocks of the fused one: no second copy in memory.
-            self.weight = torch.cat([x.detach() for x in weights], dim=0)
-            row = 0
-            for x in weights:
-                x.data = self.weight[row:row + x.shape[0]]
-                row += x.shape[0]
+            if len(weights) == 1:
+                self.weight = weights[0].detach()
+            else:
+                # The model's own matrices become row blocks of the fused one: no second copy in memory.
+                self.weight = torch.cat([x.detach() for x in weights], dim=0)
+                row = 0
+                for x in weights:
+                    x.data = self.weight[row:row + x.shape[0]]
+                    row += x.shape[0]
+            if prepack and torch.backends.mkldnn.is_available():
+                # oneDNN's fp32 product on a copy of the weight in its blocked layout: 1.8x torch's
+                # (MKL's) at 4-16 rows on this box, where MKL is slowest per row (14 rows cost it
+                # 1.5x what 16 do). One more copy of the weights in memory.
+                try:
+                    self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, 16)
+                except (RuntimeError, AttributeError):
+                    self.packed = None
 
     def _int8_sums(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(integer products times the weight scales, per-row activation scales)."""
@@ -90,6 +102,8 @@ class _Linear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if not self.int8:
+            if self.packed is not None and PACKED_ROWS[0] <= x.shape[0] <= PACKED_ROWS[1]:
+                return torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")
             return torch.nn.functional.linear(x, self.weight)
         y, s = self._int8_sums(x)
         return y.mul_(s)
@@ -97,7 +111,10 @@ class _Linear:
     def add_into(self, h: torch.Tensor, x: torch.Tensor) -> None:
         """h += x @ W^T in place, in one op after the product (residual connections)."""
         if not self.int8:
-            h.addmm_(x, self.weight.t())
+            if self.packed is not None and PACKED_ROWS[0] <= x.shape[0] <= PACKED_ROWS[1]:
+                h.add_(self(x))
+            else:
+                h.addmm_(x, self.weight.t())
             return
         y, s = self._int8_sums(x)
         h.addcmul_(y, s)
