@@ -148,7 +148,7 @@ def test_guessing_keeps_greedy_replies_and_saves_forward_passes(engine: str, qwe
     want = [g.text for g in plain.generate(CONVS, greedy, tools=TOOLS)]
     want1 = plain.generate(CONVS[:1], greedy, tools=TOOLS)[0]
     for rows in (CONVS, CONVS[:1]):
-        p = policy(qwen3, tokenizer, engine=engine, speculate=6, speculate_rows=4)
+        p = policy(qwen3, tokenizer, engine=engine, speculate=6, speculate_tokens=28)
         assert [g.text for g in p.generate(rows, greedy, tools=TOOLS)] == want[:len(rows)]
     # An oracle drafter guesses the plain reply: 24 tokens in ~4 passes instead of 24.
     p = policy(qwen3, tokenizer, engine=engine, speculate=6)
@@ -200,7 +200,8 @@ def test_fast_int8_policy_runs_and_keeps_the_model_fp32(qwen3: Any, tokenizer: A
 def test_decode_loop_masks_rejected_guesses_and_grows_the_cache_for_a_runaway_row() -> None:
     """A counting "model" (next token = last + 1, 0 ends a row) and a drafter whose third guess is
     always wrong: every row gets the model's own tokens; each step's rejected columns are masked
-    out; once one row is left (draft_rows=1) the cache grows so it gets guesses too."""
+    out; the batch guesses once it is small enough (draft_tokens=4: one guess each for two rows,
+    three for one row alone), the cache growing for them."""
     from types import SimpleNamespace
 
     from clawloop.policy.decode import decode
@@ -224,7 +225,7 @@ def test_decode_loop_masks_rejected_guesses_and_grows_the_cache_for_a_runaway_ro
 
     ids = torch.tensor([[9, 30], [9, 20], [9, 10]])
     out = decode(forward, ids, torch.ones(3, 2, dtype=torch.long), cache, 0, max_new=30, stop_ids={0},
-                 temperature=0.0, top_p=1.0, drafter=drafter, draft_rows=1, capacity=32)
+                 temperature=0.0, top_p=1.0, drafter=drafter, draft_tokens=4, capacity=32)
     assert [t for t, _ in out] == [[31, 32, 33, 0], [*range(21, 34), 0], [*range(11, 34), 0]]
     assert all(done for _, done in out)
     # Three rows step one token at a time; the last one, alone, 3 tokens a step in a grown cache.

@@ -12,7 +12,8 @@ equals the model's own argmax, then its token after that; sampled rows accept a 
 model's probability of it and otherwise sample from the rest (speculative sampling with a
 deterministic draft), so replies keep the model's distribution. Rejected guesses stay in the KV
 cache as masked-out columns: each step advances the batch by its widest row, and drafts are only
-made while the cache has room for that (`capacity`).
+made while the cache has room for that (`capacity`). A step feeds at most `draft_tokens` tokens
+(rows x (1 + guesses)): a forward pass costs about the same from 1 to ~16-24 rows on a CPU.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ def accept(logits: Any, draft: list[int], temperature: float, top_p: float) -> l
     return [*out, int(torch.multinomial(probs[len(draft)], 1))]
 
 
+MAX_GROWS = 3
+"""Times one decode grows its cache for guesses (each grow copies the cache)."""
+
+
 def select_rows(cache: Any, keep: Any) -> None:
     """Keep only batch rows `keep` of a StaticCache/DynamicCache, in place."""
     for layer in cache.layers:
@@ -120,7 +125,7 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
            stop_ids: set[int], temperature: float, top_p: float,
            on_finish: Callable[[int, Any, int, list[int], Any], None] | None = None,
            stopped: Callable[[list[int]], bool] | None = None,
-           drafter: Callable[[list[int], int], list[int]] | None = None, draft_rows: int = 4,
+           drafter: Callable[[list[int], int], list[int]] | None = None, draft_tokens: int = 24,
            capacity: int | None = None) -> list[tuple[list[int], bool]]:
     """Generate up to `max_new` tokens per row after `input_ids` (columns from C on are not in
     `cache` yet) with `forward` (`hf_forward` or a clawloop.policy.fastlm.FastLM). Returns per row
@@ -128,9 +133,9 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
     before a finished row leaves the cache (`index`: its row there now; `fed`: its reply tokens whose
     keys/values the cache holds, at `columns`), so the caller can keep the prompt's and the reply's
     keys/values; `stopped(tokens)` ends a row early (stop strings).
-    `drafter(context, k)` guesses up to k next tokens while at most `draft_rows` rows are left;
-    `capacity`: the cache's columns (default: prompt + max_new); a batch that started wider than
-    `draft_rows` gets room for guesses when it shrinks to them (a runaway reply left alone)."""
+    `drafter(context, k)` guesses up to k next tokens for each row, k = draft_tokens // rows - 1
+    (a step feeds at most `draft_tokens` tokens: none are guessed while rows > draft_tokens / 2);
+    `capacity`: the cache's columns (default: prompt + max_new), grown when guesses need room."""
     import torch
 
     device = input_ids.device
@@ -148,7 +153,7 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
         drafts: list[list[int]] = [[] for _ in alive]
         cur = width  # next free cache column
         step_width = 0  # columns the last step added
-        grown = False
+        grows = 0
         while True:
             keep = []
             for j, row in enumerate(alive):
@@ -178,15 +183,15 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
                 select_rows(cache, idx)
                 mask = mask.index_select(0, idx)
                 alive = [alive[j] for j in keep]
-            # Room for guesses: after this step every row must still fit one token per column.
+            # Guesses per row within the step's token budget, and room for them: after this step
+            # every row must still fit one token per column.
             need = max(max_new - len(tokens[r]) for r in alive)
-            k = capacity - cur - need if drafter is not None and len(alive) <= draft_rows else 0
-            want = getattr(drafter, "k", 8)
-            if drafter is not None and len(alive) <= draft_rows and k < want and need > 1 and not grown:
-                extra = need * want // 3 + want  # ~3 tokens per step of 1 + k columns
+            k = min(getattr(drafter, "k", 8), draft_tokens // len(alive) - 1) if drafter is not None else 0
+            if k > 0 and need > 1 and capacity - cur - need < k and grows < MAX_GROWS:
+                extra = need * k // 3 + k  # ~3 tokens kept per step of 1 + k columns
                 grow(cache, extra)
-                capacity, grown = capacity + extra, True
-                k = capacity - cur - need
+                capacity, grows = capacity + extra, grows + 1
+            k = min(k, capacity - cur - need)
             drafts = [drafter(prompts[r] + tokens[r], k) if k > 0 else [] for r in alive]
             step_width = 1 + max(len(d) for d in drafts)
             ids = torch.zeros((len(alive), step_width), dtype=torch.long)

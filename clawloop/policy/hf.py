@@ -71,13 +71,13 @@ class HFPolicyConfig(BaseModel):
     clawloop.policy.fastlm (CPU, Llama and Qwen3 decoders: fused projections, attention over the
     filled cache only); auto, fast where it can run, else hf."""
     speculate: int = Field(0, ge=0)
-    """Guessed tokens checked per decode step while at most `speculate_rows` rows are left
-    (clawloop.policy.draft: prompt lookup and the chat template's tool-call text); replies stay the
-    model's own. 0: off."""
-    speculate_rows: int | None = Field(None, ge=1)
-    """Most rows of a batch that still get guesses: a wide step has no spare compute for them.
-    None: 2 with fp32 weights, 8 with int8 (an int8 product costs about the same from 1 to ~17
-    rows; measured at batch 8 on 2 cores, benchmarks/perf/rollout.py)."""
+    """Most guessed tokens checked per row and decode step (clawloop.policy.draft: prompt lookup
+    and the chat template's tool-call text); replies stay the model's own. 0: off."""
+    speculate_tokens: int | None = Field(None, ge=2)
+    """Most tokens one decode step feeds, guesses included: each of R rows gets
+    min(speculate, speculate_tokens // R - 1) guesses, none while R > speculate_tokens / 2 (a wide
+    step has no spare compute). None: 24 with fp32 weights, 72 with int8 (measured at batch 8 and
+    32 on this project's 2-core box: fp32 8 rows x 3 tokens beat 2 x 9 and 16 x 2)."""
     quantize: Literal["none", "int8"] = "none"
     """int8: Linear layers as int8 x int8 products with per-channel weight and per-token
     activation scales (clawloop.policy.int8), CPU only, rollouts only: the checkpoint stays fp32."""
@@ -335,5 +335,5 @@ class HFPolicy:
         rows = decode(self.forward, input_ids, attention, cache, C, max_new=max_new, stop_ids=set(self.stop_ids),
                       temperature=sampling.temperature, top_p=sampling.top_p, on_finish=keep_prompt,
                       stopped=stopped if sampling.stop else None, drafter=drafter,
-                      draft_rows=self.config.speculate_rows or (8 if self.config.quantize == "int8" else 2))
+                      draft_tokens=self.config.speculate_tokens or (72 if self.config.quantize == "int8" else 24))
         return [self._reply(p, new, sampling) for p, (new, _) in zip(prompts, rows, strict=True)]
