@@ -100,13 +100,24 @@ MAX_GROWS = 3
 """Times one decode grows its cache for guesses (each grow copies the cache)."""
 
 
-def select_rows(cache: Any, keep: Any) -> None:
-    """Keep only batch rows `keep` of a StaticCache/DynamicCache, in place."""
+def drop_rows(cache: Any, gone: list[int]) -> list[int]:
+    """Remove batch rows `gone` of a StaticCache/DynamicCache in place, moving the last rows into
+    their slots (one row's copy each, where selecting the rest copied the whole cache); returns the
+    new order: the old index of the row now at each position."""
+    order = list(range(cache.layers[0].keys.shape[0]))
+    for j in sorted(gone, reverse=True):  # every row after j is a kept one
+        last = len(order) - 1
+        if j != last:
+            for layer in cache.layers:
+                layer.keys[j] = layer.keys[last]
+                layer.values[j] = layer.values[last]
+            order[j] = order[last]
+        order.pop()
     for layer in cache.layers:
-        layer.keys = layer.keys.index_select(0, keep.to(layer.keys.device))
-        layer.values = layer.values.index_select(0, keep.to(layer.values.device))
+        layer.keys, layer.values = layer.keys[:len(order)], layer.values[:len(order)]
         if hasattr(layer, "max_batch_size"):
-            layer.max_batch_size = int(keep.numel())
+            layer.max_batch_size = len(order)
+    return order
 
 
 def grow(cache: Any, extra: int) -> None:
@@ -179,10 +190,9 @@ def decode(forward: Callable[..., Any], input_ids: Any, attention: Any, cache: A
             if not keep:
                 break
             if len(keep) < len(alive):
-                idx = torch.tensor(keep, device=device)
-                select_rows(cache, idx)
-                mask = mask.index_select(0, idx)
-                alive = [alive[j] for j in keep]
+                order = drop_rows(cache, finished)
+                mask = mask.index_select(0, torch.tensor(order, device=device))
+                alive = [alive[j] for j in order]
             # Guesses per row within the step's token budget, and room for them: after this step
             # every row must still fit one token per column.
             need = max(max_new - len(tokens[r]) for r in alive)

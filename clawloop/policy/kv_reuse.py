@@ -156,14 +156,16 @@ def layout(prompts: list[list[int]], hits: list[Hit], pad: int, model_config: An
         ref = next(h.kv for h in hits if h.kv is not None)
         for layer, cache_layer in enumerate(cache.layers):
             k0 = ref[layer][0]
-            shape = (len(prompts), k0.shape[0], C, k0.shape[2])
-            keys = torch.zeros(shape, dtype=dtype, device=device)
-            values = torch.zeros(shape, dtype=dtype, device=device)
+            # Allocate the layer's (zeroed) tensors, then copy each hit straight into its columns.
+            cache_layer.lazy_initialization(k0.new_empty((len(prompts), k0.shape[0], 0, k0.shape[2]), dtype=dtype,
+                                                         device=device),
+                                            k0.new_empty((len(prompts), k0.shape[0], 0, ref[layer][1].shape[2]),
+                                                         dtype=dtype, device=device))
             for i, h in enumerate(hits):
                 if h.kv is not None and h.length:
-                    keys[i, :, C - h.length:] = h.kv[layer][0][:, :h.length]
-                    values[i, :, C - h.length:] = h.kv[layer][1][:, :h.length]
-            cache_layer.update(keys, values)
+                    cache_layer.keys[i, :, C - h.length:C] = h.kv[layer][0][:, :h.length]
+                    cache_layer.values[i, :, C - h.length:C] = h.kv[layer][1][:, :h.length]
+            cache_layer.cumulative_length.fill_(C)  # transformers' forward writes from there on
     return ids.to(device), mask.to(device), cache, C
 
 
