@@ -134,8 +134,10 @@ class RolloutParams(_Section):
     Llama/Qwen3 decoders, fused projections and attention over the filled cache only), or auto:
     fast where it can run (a CPU and one of those models), else hf."""
     speculate: int = Field(0, ge=0)
-    """hf backend: guessed tokens checked per decode step while few rows are left (prompt lookup
-    and the tool-call wrapper, clawloop.policy.draft); replies stay the model's own. 0: off."""
+    """hf backend: most guessed tokens checked per row and decode step, within a step's token
+    budget (HFPolicyConfig.speculate_tokens: 24 fp32, 72 int8, so wide batches guess less or not
+    at all); guesses come from prompt lookup and the tool-call wrapper (clawloop.policy.draft);
+    replies stay the model's own. 0: off."""
     seed: int = 0
     """Seed of rollout sampling (evaluation, probe, transfer); part of the episode ids. Apart from
     synthesis.seed, so a synthesis ablation leaves evaluation sampling as it was."""
