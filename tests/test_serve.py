@@ -152,6 +152,9 @@ def test_serve_refuses_an_endpoint_as_the_model() -> None:
 
     res = CliRunner().invoke(app, ["serve", "openai:m@http://127.0.0.1:9/v1"])
     assert res.exit_code != 0 and "serve a local policy" in str(res.exception)
+    # A bad backend option is named before any model is loaded (the directory does not exist).
+    res = CliRunner().invoke(app, ["serve", "hf:/no/such/model", "--policy-set", "hf.engin=fast"])
+    assert res.exit_code != 0 and "--policy-set: hf.engin: unknown key" in str(res.exception)
 
 
 # --- end to end: OpenAIPolicy → `clawloop serve` (a subprocess) → the tiny scratch model ---------
