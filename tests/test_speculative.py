@@ -96,6 +96,7 @@ def test_fast_forward_matches_transformers(arch: str, request: pytest.FixtureReq
         ids = torch.tensor([[5 + 4 * i for i in range(P)], [0, 0, *[7 + 4 * i for i in range(P - 2)]]])
         mask = torch.ones(2, P, dtype=torch.long)
         mask[1, :2] = 0
+        mask[0, :1] = 0  # column 0 is padding for both rows: attention may start after it
         step = torch.tensor([[30, 31, 32], [40, 41, 0]])
         # Row 1's third column is padding; row 0's middle column a rejected guess in the next step.
         mask2 = torch.cat([mask, torch.tensor([[1, 1, 1], [1, 1, 0]])], dim=1)

@@ -173,10 +173,14 @@ class FastLM:
         # (transformers' rotate_half(x) = [-x2, x1] = roll(x) * [-1, 1]); [B, T, 1, D].
         cos = cos[:, :, None, :]
         sin = torch.cat([-sin[..., :D // 2], sin[..., D // 2:]], dim=-1)[:, :, None, :]
-        # Additive mask [B, 1, 1, T, end]: the row's live columns, causal within the step. A padding
+        # Additive mask [B, 1, 1, T, W]: the row's live columns, causal within the step. A padding
         # token sees itself, so no softmax row is empty (NaN keys would reach every row's sum).
-        cols, own = torch.arange(end)[None, None, :], (start + torch.arange(T))[None, :, None]
-        allowed = (mask[:, None, :end].bool() & (cols <= own)) | (cols == own)
+        # Columns before every row's first live one (rows with longer contexts have left the
+        # batch) are padding for all: attention starts after them. A row with none: from 0.
+        lo = int(mask[:, :start].int().argmax(-1).min()) if start else 0
+        W = end - lo
+        cols, own = torch.arange(lo, end)[None, None, :], (start + torch.arange(T))[None, :, None]
+        allowed = (mask[:, None, lo:end].bool() & (cols <= own)) | (cols == own)
         bias = torch.zeros(allowed.shape, dtype=h.dtype).masked_fill_(~allowed, float("-inf"))[:, None, None]
         scale = D ** -0.5
         for i, L in enumerate(self.layers):
@@ -194,15 +198,15 @@ class FastLM:
                 layer.lazy_initialization(k, v)
             layer.keys[:, :, start:end] = k
             layer.values[:, :, start:end] = v
-            keys, values = layer.keys[:, :, :end], layer.values[:, :, :end]
+            keys, values = layer.keys[:, :, lo:end], layer.values[:, :, lo:end]
             if T >= SDPA_TOKENS:
                 attn = torch.nn.functional.scaled_dot_product_attention(
-                    q, keys, values, attn_mask=bias.view(B, 1, T, end), enable_gqa=True)
+                    q, keys, values, attn_mask=bias.view(B, 1, T, W), enable_gqa=True)
             else:
                 # Grouped-query heads: the G query heads of one key head attend as G*T rows.
                 qg = q.reshape(B, KV, G * T, D)
-                scores = torch.matmul(qg, keys.transpose(-1, -2)).mul_(scale).view(B, KV, G, T, end).add_(bias)
-                attn = torch.matmul(scores.softmax(-1).view(B, KV, G * T, end), values)
+                scores = torch.matmul(qg, keys.transpose(-1, -2)).mul_(scale).view(B, KV, G, T, W).add_(bias)
+                attn = torch.matmul(scores.softmax(-1).view(B, KV, G * T, W), values)
             L["o"].add_into(h, attn.view(B, H, T, D).transpose(1, 2).reshape(B * T, H * D))
             gate, up = L["gate_up"](rms_norm(h, *L["norm2"])).split(self.inter, dim=-1)
             L["down"].add_into(h, torch.nn.functional.silu(gate).mul_(up))
