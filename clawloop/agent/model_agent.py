@@ -72,8 +72,8 @@ def agent_policy(options: dict[str, Any]) -> Any:
     model = options.get("model")
     if not model:
         raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
-    from clawloop.policy.load import PolicySpec, load_policy, parse_spec
+    from clawloop.policy.load import PolicySpec, load_policy
 
     if isinstance(model, str | Path | PolicySpec):
-        return load_policy(model if isinstance(model, PolicySpec) else parse_spec(str(model)))
+        return load_policy(model)
     return model

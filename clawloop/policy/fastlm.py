@@ -106,9 +106,13 @@ class _Linear:
         return torch.ops.onednn.qlinear_pointwise(q.add_(128).to(torch.uint8), 1.0, 128, self.packed, self.scale,
                                                   self.zero_points, None, 1.0, 0, torch.float32, "none", [], ""), s
 
+    def _fp32_packed(self, x: torch.Tensor) -> bool:
+        """Whether the fp32 product of x goes through the packed weights (PACKED_ROWS)."""
+        return self.packed is not None and PACKED_ROWS[0] <= x.shape[0] <= PACKED_ROWS[1]
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if not self.int8:
-            if self.packed is not None and PACKED_ROWS[0] <= x.shape[0] <= PACKED_ROWS[1]:
+            if self._fp32_packed(x):
                 return torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")
             return torch.nn.functional.linear(x, self.weight)
         y, s = self._int8_sums(x)
@@ -116,14 +120,13 @@ class _Linear:
 
     def add_into(self, h: torch.Tensor, x: torch.Tensor) -> None:
         """h += x @ W^T in place, in one op after the product (residual connections)."""
-        if not self.int8:
-            if self.packed is not None and PACKED_ROWS[0] <= x.shape[0] <= PACKED_ROWS[1]:
-                h.add_(self(x))
-            else:
-                h.addmm_(x, self.weight.t())
-            return
-        y, s = self._int8_sums(x)
-        h.addcmul_(y, s)
+        if self.int8:
+            y, s = self._int8_sums(x)
+            h.addcmul_(y, s)
+        elif self._fp32_packed(x):
+            h.add_(self(x))
+        else:
+            h.addmm_(x, self.weight.t())
 
 
 class FastLM:
