@@ -92,6 +92,40 @@ def test_hf_kv_reuse_matches_full_prefill(small_hf: HFPolicy) -> None:
     assert fresh.prefix_store is None
 
 
+def test_fast_engine_cache_skips_zeroing_yet_reads_no_garbage(small_hf: HFPolicy,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast engine's cache (kv_reuse.ColumnCache) is allocated without zeroing: every column it
+    reads must have been written or zeroed. Fresh memory here is all NaN, which would reach every
+    reply through the masked padding before a shorter reused prefix (0 x NaN = NaN)."""
+    import torch
+
+    from clawloop.policy import kv_reuse
+    from clawloop.policy.hf import HFPolicyConfig
+
+    empty = torch.empty
+
+    def nan_empty(*args: object, **kwargs: object) -> torch.Tensor:
+        t = empty(*args, **kwargs)  # type: ignore[arg-type]
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    layouts: list[object] = []
+    real_layout = kv_reuse.layout
+    monkeypatch.setattr(torch, "empty", nan_empty)
+    monkeypatch.setattr(kv_reuse, "layout", lambda *a, **k: layouts.append(r := real_layout(*a, **k)) or r)
+    fast = HFPolicy("unused", HFPolicyConfig(kv_reuse_entries=8, engine="fast", speculate=4), model=small_hf.model,
+                    tokenizer=small_hf.tokenizer)
+    ref = HFPolicy("unused", HFPolicyConfig(kv_reuse_entries=0), model=small_hf.model, tokenizer=small_hf.tokenizer)
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=10)
+    other = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Count lines."}]
+    convs = [CONV, [*CONV, {"role": "user", "content": "and the hidden ones"}], other, CONV]
+    for turn in range(2):
+        a = fast.generate(convs, greedy, tools=TOOLS)
+        assert [g.text for g in a] == [g.text for g in ref.generate(convs, greedy, tools=TOOLS)], turn
+        convs = [[*c, assistant_message(f"ls {turn}"), tool_message(f"f{turn}\n[exit code 0]")] for c in convs]
+    caches = [lay[2] for lay in layouts if isinstance(lay[2], kv_reuse.ColumnCache)]
+    assert caches and any(lay[3] for lay in layouts)  # the fast engine's caches, some with reused prefixes
+
+
 @pytest.mark.parametrize("engine", [{}, {"engine": "fast", "speculate": 8}])
 def test_hf_kv_reuse_keeps_each_replys_keys_for_the_next_turn(small_hf: HFPolicy, engine: dict) -> None:
     """The next turn re-sends the model's reply: only the tool output is new. With guesses, the

@@ -121,13 +121,14 @@ def drop_rows(cache: Any, gone: list[int]) -> list[int]:
 
 
 def grow(cache: Any, extra: int) -> None:
-    """Give every layer of a StaticCache `extra` more columns, in place."""
+    """Give every layer of a StaticCache (or kv_reuse.ColumnCache) `extra` more columns, in place."""
     import torch
 
+    new = torch.Tensor.new_zeros if getattr(cache, "zeroed", True) else torch.Tensor.new_empty
     for layer in cache.layers:
         for name in ("keys", "values"):
             t = getattr(layer, name)
-            setattr(layer, name, torch.cat([t, t.new_zeros((*t.shape[:2], extra, t.shape[3]))], dim=2))
+            setattr(layer, name, torch.cat([t, new(t, (*t.shape[:2], extra, t.shape[3]))], dim=2))
         if hasattr(layer, "max_cache_len"):
             layer.max_cache_len += extra
 

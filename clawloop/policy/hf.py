@@ -125,7 +125,8 @@ class HFPolicy:
                         or (None if self.config.decode == "loop" else "decode generate"))
             if fast_why is not None and self.config.engine == "fast":
                 raise ClawloopError(f"{model_dir}: hf engine fast cannot run {fast_why} (engine: hf runs any model)")
-        if self.config.engine != "hf" and fast_why is None:
+        self._fast = self.config.engine != "hf" and fast_why is None  # (only with the decode loop)
+        if self._fast:
             self.forward = FastLM(self.model, int8=self.config.quantize == "int8")
         elif self.config.quantize == "int8":
             if self.device.type != "cpu" or model is not None:
@@ -234,7 +235,7 @@ class HFPolicy:
             return
         hits = [store.lookup(p) for p in batch]
         ids, mask, cache, C = layout(batch, hits, self.tokenizer.pad_token_id, self.model.config,
-                                     self.device, self.model.dtype, 0)
+                                     self.device, self.model.dtype, 0, zeroed=not self._fast)
         # Only the uncached columns go in; positions follow the mask, as in generate.
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, C:]
         with torch.inference_mode():
@@ -270,7 +271,7 @@ class HFPolicy:
         hits = [store.lookup(p) if store else Hit(0, None, None) for p in prompts]
         max_new = max(1, min(sampling.max_new_tokens, self.max_context - max(len(p) for p in prompts)))
         input_ids, attention, cache, C = layout(prompts, hits, pad, self.model.config, self.device,
-                                                self.model.dtype, max_new)
+                                                self.model.dtype, max_new, zeroed=not self._fast)
         width = input_ids.shape[1]
         if self.config.decode == "loop":  # (it grows the cache when guesses need room)
             return self._decode_loop(prompts, hits, input_ids, attention, cache, C, max_new, sampling,
