@@ -184,9 +184,9 @@ def layout(prompts: list[list[int]], hits: list[Hit], pad: int, model_config: An
         for n, layer in enumerate(cache.layers):
             for i, h in enumerate(hits):
                 reused = h.length if h.kv is not None else 0
-                # Padding before a shorter prefix is masked out but read: no NaN may hide there.
-                layer.keys[i, :, :C - reused] = 0
-                layer.values[i, :, :C - reused] = 0
+                if reused < C:  # padding before a shorter prefix is masked out but read: no NaN may hide there
+                    layer.keys[i, :, :C - reused] = 0
+                    layer.values[i, :, :C - reused] = 0
                 if reused:
                     layer.keys[i, :, C - h.length:C] = h.kv[n][0][:, :h.length]
                     layer.values[i, :, C - h.length:C] = h.kv[n][1][:, :h.length]
