@@ -58,3 +58,53 @@ def test_learning_tabulates_a_finished_loop(tmp_path: Path) -> None:
     assert rows["validate"]["learnable"] == "3/32"
     assert rows["train"]["wall_s"] == 700.5 and rows["train"]["grpo_tasks"] == 3 and rows["train"]["grpo_reward"] == 0.75
     assert rows["evaluate"]["shell-core"] == "4/72 [0.022, 0.134]"
+
+
+def _drafting() -> object:
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "benchmarks" / "perf"))
+    spec = importlib.util.spec_from_file_location("drafting", ROOT / "benchmarks" / "perf" / "drafting.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_drafting_replay_counts_passes_as_the_decode_loop_does() -> None:
+    """Offline replay: a fully guessed reply takes one pass per k + 1 tokens, an unguessable one a
+    pass per token; with one candidate and no history the replay is the loop's own Drafter, and
+    more candidates or a history never cost passes."""
+    import numpy as np
+
+    from clawloop.policy.draft import Drafter
+
+    drafting = _drafting()
+    rng = np.random.default_rng(0)
+    assert drafting.passes([1, 9], list(range(10, 19)), lambda c, k: [list(range(c[-1] + 1, c[-1] + 1 + k))], 2) == 3
+    assert drafting.passes([1, 2], [7, 5, 9], lambda c, k: [], 8) == 3
+    snippets = [50, 51, 52, 53, 54, 55]
+    prompts = [[int(t) for t in rng.integers(0, 30, 60)] + [50, 51] for _ in range(6)]
+    replies = [[*p[10:20], 52, 53, 54, *map(int, rng.integers(0, 30, 8)), *p[30:36]] for p in prompts]
+    drafter = Drafter(4, snippets)
+    loop = sum(drafting.passes(p, r, lambda c, k: [drafter(c, k)], 4) for p, r in zip(prompts, replies, strict=True))
+    tokens = sum(map(len, replies))
+    assert drafting.replay(prompts, replies, snippets, 4, False, 1) == round(tokens / loop, 3)
+    assert 1 < tokens / loop < 5  # the lookup guessed some tokens, not all
+    one = drafting.replay(prompts, replies, snippets, 4, False, 1)
+    assert drafting.replay(prompts, replies, snippets, 4, False, 3) >= one
+    # Replies repeating an earlier one are guessed from the history.
+    again = [replies[0]] * 3
+    assert drafting.replay(prompts[:3], again, snippets, 4, True, 1) > drafting.replay(prompts[:3], again, snippets, 4, False, 1)
+
+
+@pytest.mark.slow
+def test_drafting_benchmark_runs_on_a_model(tiny_model: Path) -> None:
+    p = subprocess.run([sys.executable, "benchmarks/perf/drafting.py", "--model", str(tiny_model), "--prompts", "4",
+                        "--max-new-tokens", "8", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    rows = {r["drafter"]: r for r in out["rows"]}
+    assert out["replies"] == 4 and rows["drafter (the loop's)"]["vs_drafter"] == 1.0
+    assert all(r["tokens_per_pass"] >= 1.0 for r in rows.values()) and "best of 6 +history" in rows
+    assert "tokens/pass" in p.stdout
