@@ -73,11 +73,10 @@ def _drafting() -> object:
 
 def test_drafting_replay_counts_passes_as_the_decode_loop_does() -> None:
     """Offline replay: a fully guessed reply takes one pass per k + 1 tokens, an unguessable one a
-    pass per token; with one candidate and no history the replay is the loop's own Drafter, and
-    more candidates or a history never cost passes."""
+    pass per token; with one candidate the replay's lookup is the loop's own Drafter (with and
+    without earlier replies), more candidates never cost passes, and a reply seen before is
+    guessed from the history."""
     import numpy as np
-
-    from clawloop.policy.draft import Drafter
 
     drafting = _drafting()
     rng = np.random.default_rng(0)
@@ -85,17 +84,13 @@ def test_drafting_replay_counts_passes_as_the_decode_loop_does() -> None:
     assert drafting.passes([1, 2], [7, 5, 9], lambda c, k: [], 8) == 3
     snippets = [50, 51, 52, 53, 54, 55]
     prompts = [[int(t) for t in rng.integers(0, 30, 60)] + [50, 51] for _ in range(6)]
-    replies = [[*p[10:20], 52, 53, 54, *map(int, rng.integers(0, 30, 8)), *p[30:36]] for p in prompts]
-    drafter = Drafter(4, snippets)
-    loop = sum(drafting.passes(p, r, lambda c, k: [drafter(c, k)], 4) for p, r in zip(prompts, replies, strict=True))
-    tokens = sum(map(len, replies))
-    assert drafting.replay(prompts, replies, snippets, 4, False, 1) == round(tokens / loop, 3)
-    assert 1 < tokens / loop < 5  # the lookup guessed some tokens, not all
-    one = drafting.replay(prompts, replies, snippets, 4, False, 1)
-    assert drafting.replay(prompts, replies, snippets, 4, False, 3) >= one
-    # Replies repeating an earlier one are guessed from the history.
-    again = [replies[0]] * 3
-    assert drafting.replay(prompts[:3], again, snippets, 4, True, 1) > drafting.replay(prompts[:3], again, snippets, 4, False, 1)
+    replies = [[*p[10:20], 52, 53, 54, *map(int, rng.integers(0, 30, 8)), *p[30:36], 40, 41, 42] for p in prompts]
+    for history in (False, True):
+        one = drafting.replay(prompts, replies, snippets, 4, history, 1)
+        assert one == drafting.drafter_rate(prompts, replies, snippets, 4, history)
+        assert drafting.replay(prompts, replies, snippets, 4, history, 3) >= one
+    assert 1 < drafting.drafter_rate(prompts, replies, snippets, 4, False) < 5  # some tokens guessed, not all
+    assert drafting.drafter_rate(prompts, replies, snippets, 4, True) > drafting.drafter_rate(prompts, replies, snippets, 4, False)
 
 
 @pytest.mark.slow
@@ -105,6 +100,6 @@ def test_drafting_benchmark_runs_on_a_model(tiny_model: Path) -> None:
     assert p.returncode == 0, p.stderr[-2000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     rows = {r["drafter"]: r for r in out["rows"]}
-    assert out["replies"] == 4 and rows["drafter (the loop's)"]["vs_drafter"] == 1.0
-    assert all(r["tokens_per_pass"] >= 1.0 for r in rows.values()) and "best of 6 +history" in rows
+    assert out["replies"] == 4 and rows["context + snippets"]["vs_first_row"] == 1.0
+    assert all(r["tokens_per_pass"] >= 1.0 for r in rows.values()) and "best of 6 + earlier" in rows
     assert "tokens/pass" in p.stdout

@@ -62,6 +62,25 @@ def test_drafter_proposes_what_followed_the_longest_earlier_match() -> None:
     assert d([]) == [] and Drafter(0)([1, 1]) == []
 
 
+def test_drafter_guesses_from_earlier_replies() -> None:
+    d = Drafter(3, snippets=[7, 8, 9, 10, 11], history_tokens=6)
+    d.remember([20, 21, 22, 23, 9, 12])
+    assert d([5, 20, 21]) == [22, 23, 9]  # an earlier reply's continuation
+    assert d([5, 9]) == [12]  # the history comes before the snippets (same match length)
+    assert d([9, 3, 5, 9]) == [3, 5, 9]  # and after the row's own context
+    assert d([7, 8, 9]) == [10, 11]  # a longer match wins wherever it is
+    d.remember([30, 31])
+    assert d.history.tolist() == [22, 23, 9, 12, 30, 31]  # the newest tokens are kept
+    assert d([5, 20, 21]) == [] and d([1, 30]) == [31]
+
+
+def test_drafter_continues_a_loop_with_its_period() -> None:
+    """A match running into the row's own tail (a model repeating itself) repeats what followed it."""
+    assert Drafter(3)([5, 6, 6, 6]) == [6, 6, 6]
+    assert Drafter(5)([7, 1, 2, 1, 2]) == [1, 2, 1, 2, 1]
+    assert Drafter(5)([1, 2, 3, 9, 1, 2]) == [3, 9, 1, 2, 3]
+
+
 def test_tool_call_snippets_are_the_chat_templates_own_wrapper(tokenizer: Any) -> None:
     text = tokenizer.decode(tool_call_snippets(tokenizer, TOOLS))
     assert '<tool_call>\n{"name": "bash", "arguments": {"command": "' in text
@@ -163,6 +182,17 @@ def test_guessing_keeps_greedy_replies_and_saves_forward_passes(engine: str, qwe
     got = p.generate(CONVS[:1], greedy, tools=TOOLS)[0]
     assert got.text == want1.text
     assert len(calls) <= 2 + -(-len(reply) // 7), calls  # the prefill, then 7 tokens a pass
+
+
+def test_the_policys_drafter_remembers_its_replies(qwen3: Any, tokenizer: Any) -> None:
+    """After a reply the drafter holds its tokens (another episode of the task, a retried turn or
+    the next command guesses from them); asked the same again, the greedy reply is the same."""
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=24)
+    p = policy(qwen3, tokenizer, engine="fast", speculate=6)
+    first = p.generate(CONVS[:2], greedy, tools=TOOLS)
+    history = p._drafter(TOOLS).history.tolist()
+    assert sorted([history[:24], history[24:]]) == sorted(list(g.completion_ids) for g in first)
+    assert [g.text for g in p.generate(CONVS[:2], greedy, tools=TOOLS)] == [g.text for g in first]
 
 
 def test_guessing_samples_reproducibly(qwen3: Any, tokenizer: Any) -> None:

@@ -7,12 +7,13 @@ forward pass yields depend only on the reply and the drafter. This script genera
 checkpoint's greedy replies to first-turn shell-core prompts once (the prompts of rollout.py
 --compare, default: the SmolLM2-135M base), then replays each reply through drafters and counts
 the passes: no timing, no noise, the same figures on any machine. Rows:
-- `drafter`: clawloop.policy.draft.Drafter as the loop runs it (the baseline of this run);
-- `+history`: the earlier replies of the run as one more lookup source, after the row's own
-  context and before the tool-call snippets (`batch-1 prompts`: only the replies before them);
+- `context + snippets`: clawloop.policy.draft.Drafter without history (the loop's drafter until
+  2026-12-01: the row's own context, then the tool-call wrapper); the baseline of the run;
+- `+ earlier replies`: the same Drafter having `remember`ed every earlier reply of the run, as
+  HFPolicy's drafter does now (`first 4 prompts`: the replies before them only);
 - `best of M`: the best of up to M candidate drafts a pass (distinct first tokens, from the last
-  matches in the context, the history and the snippets): what a token tree checking M branches
-  in one pass would yield, at up to M times the guessed tokens.
+  matches in the context, the earlier replies and the snippets): what a token tree checking M
+  branches in one pass would yield, at up to M times the guessed tokens.
 The guesses per pass are `--guesses` (the loop's `rollout.speculate`, 8; a batch-1 row gets them
 all within the token budget). --json prints one JSON object as the last line.
 """
@@ -56,7 +57,7 @@ def lookup_guesser(sources: Callable[[np.ndarray], list[tuple[np.ndarray, bool]]
     """Prompt-lookup candidates: for the context's last 4..1 tokens, what followed their last
     occurrences in each source (`own`: the context itself, its own tail excluded), up to `most`
     candidates with distinct first tokens; longer matches first, then later occurrences. With
-    `most` 1 and no history, the lookup of clawloop.policy.draft.Drafter (tested)."""
+    `most` 1, the lookup of clawloop.policy.draft.Drafter (tested)."""
     from clawloop.policy.draft import LONGEST_MATCH
 
     def guess(context: list[int], k: int) -> list[list[int]]:
@@ -69,7 +70,8 @@ def lookup_guesser(sources: Callable[[np.ndarray], list[tuple[np.ndarray, bool]]
                 for start in np.flatnonzero(source[:max(end + 1, 0)] == tail[0])[::-1]:
                     if not np.array_equal(source[start:start + n], tail):
                         continue
-                    follow = source[start + n:start + n + k].tolist()
+                    follow = source[start + n:start + n + k]
+                    follow = (np.resize(follow, k) if own and 0 < len(follow) < k else follow).tolist()
                     if follow and all(follow[0] != c[0] for c in out):
                         out.append(follow)
                         if len(out) >= most:
@@ -77,6 +79,22 @@ def lookup_guesser(sources: Callable[[np.ndarray], list[tuple[np.ndarray, bool]]
         return out
 
     return guess
+
+
+def drafter_rate(prompts: list[list[int]], replies: list[list[int]], snippets: Sequence[int], k: int,
+                 history: bool, rows: range | None = None) -> float:
+    """Tokens per pass over `rows` (default: all) with clawloop.policy.draft.Drafter, which
+    `remember`s every earlier reply when `history` (as HFPolicy's does)."""
+    from clawloop.policy.draft import Drafter
+
+    tokens = total = 0
+    for i in rows if rows is not None else range(len(prompts)):
+        drafter = Drafter(k, snippets)
+        for earlier in replies[:i] if history else []:
+            drafter.remember(earlier)
+        tokens += len(replies[i])
+        total += passes(prompts[i], replies[i], lambda c, n, d=drafter: [d(c, n)], k)
+    return round(tokens / total, 3)
 
 
 def replay(prompts: list[list[int]], replies: list[list[int]], snippets: Sequence[int], k: int,
@@ -104,7 +122,7 @@ def main() -> int:
 
     from backends import first_turn_prompts
 
-    from clawloop.policy.draft import Drafter, tool_call_snippets
+    from clawloop.policy.draft import tool_call_snippets
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.types import SamplingParams
 
@@ -123,28 +141,23 @@ def main() -> int:
     snippets = tool_call_snippets(policy.tokenizer, tools)
     k = args.guesses
 
-    # The loop's own drafter must match the replay's single-candidate lookup (same figures).
-    drafter = Drafter(k, snippets)
-    loop = round(sum(map(len, replies)) / sum(passes(p, r, lambda c, n: [drafter(c, n)], k)
-                                               for p, r in zip(prompts, replies, strict=True)), 3)
     first4 = range(min(4, len(prompts)))
-    rows = [{"drafter": "drafter (the loop's)", "tokens_per_pass": loop,
-             "batch1_prompts": replay(prompts, replies, snippets, k, False, 1, first4)},
-            {"drafter": "+history", "tokens_per_pass": replay(prompts, replies, snippets, k, True, 1),
-             "batch1_prompts": replay(prompts, replies, snippets, k, True, 1, first4)}]
+    rows = [{"drafter": name, "tokens_per_pass": drafter_rate(prompts, replies, snippets, k, history),
+             "first4": drafter_rate(prompts, replies, snippets, k, history, first4)}
+            for name, history in (("context + snippets", False), ("+ earlier replies", True))]
     for m in (2, 4, 6):
-        rows.append({"drafter": f"best of {m}", "tokens_per_pass": replay(prompts, replies, snippets, k, False, m),
-                     "batch1_prompts": replay(prompts, replies, snippets, k, False, m, first4)})
-        rows.append({"drafter": f"best of {m} +history",
-                     "tokens_per_pass": replay(prompts, replies, snippets, k, True, m),
-                     "batch1_prompts": replay(prompts, replies, snippets, k, True, m, first4)})
+        for history in (False, True):
+            rows.append({"drafter": f"best of {m}{' + earlier' if history else ''}",
+                         "tokens_per_pass": replay(prompts, replies, snippets, k, history, m),
+                         "first4": replay(prompts, replies, snippets, k, history, m, first4)})
+    base = rows[0]["tokens_per_pass"]
     for r in rows:
-        r["vs_drafter"] = round(r["tokens_per_pass"] / loop, 2)
+        r["vs_first_row"] = round(r["tokens_per_pass"] / base, 2)
     print(f"drafting replay: {model}, {len(replies)} greedy replies, {sum(map(len, replies))} tokens, "
           f"{k} guesses a pass")
-    print(f"{'drafter':<22} {'tokens/pass':>11} {'x drafter':>9} {'first 4 prompts':>15}")
+    print(f"{'drafter':<22} {'tokens/pass':>11} {'x first row':>11} {'first 4 prompts':>15}")
     for r in rows:
-        print(f"{r['drafter']:<22} {r['tokens_per_pass']:>11} {r['vs_drafter']:>9} {r['batch1_prompts']:>15}")
+        print(f"{r['drafter']:<22} {r['tokens_per_pass']:>11} {r['vs_first_row']:>11} {r['first4']:>15}")
     if args.json:
         print(json.dumps({"model": str(model), "replies": len(replies), "guesses": k, "rows": rows}))
     return 0

@@ -10,7 +10,7 @@ ones keep its distribution, and each pass yields one token or more.
 
 Measured on the iteration-3 checkpoint's first-turn shell-core replies (greedy, 44 prompts):
 prompt lookup alone, 1.7 tokens per pass; with the tool-call snippets, 2.6 (8 drafts) to 3.0
-(16 drafts).
+(16 drafts); with earlier replies as well, 3.1 (8 drafts; benchmarks/perf/drafting.py).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import numpy as np
 
 LONGEST_MATCH = 4
 """Longest context suffix looked up; the longest one found wins."""
+HISTORY_TOKENS = 16384
+"""Most tokens of earlier replies kept as a lookup source (the newest)."""
 
 
 def tool_call_snippets(tokenizer: object, tools: list[dict] | None) -> list[int]:
@@ -47,11 +49,22 @@ def tool_call_snippets(tokenizer: object, tools: list[dict] | None) -> list[int]
 
 
 class Drafter:
-    """Guesses up to `k` next tokens of a row from its context and fixed snippets."""
+    """Guesses up to `k` next tokens of a row from its context, earlier replies and fixed snippets.
 
-    def __init__(self, k: int, snippets: Sequence[int] = ()) -> None:
+    For each suffix length (longest first) the sources are tried in that order: the row's own
+    context, the replies `remember`ed before (an agent repeats its commands and their shapes
+    across episodes and turns: 2.65 -> 3.08 tokens a pass on 44 first-turn shell-core replies,
+    benchmarks/perf/drafting.py), the tool-call snippets."""
+
+    def __init__(self, k: int, snippets: Sequence[int] = (), history_tokens: int = HISTORY_TOKENS) -> None:
         self.k = k
         self.snippets = np.asarray(snippets, dtype=np.int64)
+        self.history = np.zeros(0, dtype=np.int64)
+        self.history_tokens = history_tokens
+
+    def remember(self, reply: Sequence[int]) -> None:
+        """Keep a finished reply's tokens as a lookup source (the newest `history_tokens`)."""
+        self.history = np.concatenate([self.history, np.asarray(reply, dtype=np.int64)])[-self.history_tokens:]
 
     def __call__(self, context: Sequence[int], k: int | None = None) -> list[int]:
         k = self.k if k is None else min(k, self.k)
@@ -60,13 +73,17 @@ class Drafter:
         ctx = np.asarray(context, dtype=np.int64)
         for n in range(min(LONGEST_MATCH, len(ctx)), 0, -1):
             tail = ctx[-n:]
-            for source, own in ((ctx, True), (self.snippets, False)):
+            for source, own in ((ctx, True), (self.history, False), (self.snippets, False)):
                 end = len(source) - n - (1 if own else 0)  # the context's own tail is no match
                 if end < 0:
                     continue
                 hit = _last_match(source[:end + n], tail)
                 if hit >= 0:
                     follow = source[hit + n:hit + n + k]
+                    if own and 0 < len(follow) < k:
+                        # The match runs into the row's own tail: a loop (a model repeating
+                        # itself) goes on with the same period.
+                        follow = np.resize(follow, k)
                     if len(follow):
                         return follow.tolist()
         return []
