@@ -72,6 +72,9 @@ def test_drafter_guesses_from_earlier_replies() -> None:
     d.remember([30, 31])
     assert d.history.tolist() == [22, 23, 9, 12, 30, 31]  # the newest tokens are kept
     assert d([5, 20, 21]) == [] and d([1, 30]) == [31]
+    off = Drafter(3, history_tokens=0)
+    off.remember([1, 2, 3])
+    assert off.history.size == 0
 
 
 def test_drafter_continues_a_loop_with_its_period() -> None:

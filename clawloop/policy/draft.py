@@ -64,7 +64,8 @@ class Drafter:
 
     def remember(self, reply: Sequence[int]) -> None:
         """Keep a finished reply's tokens as a lookup source (the newest `history_tokens`)."""
-        self.history = np.concatenate([self.history, np.asarray(reply, dtype=np.int64)])[-self.history_tokens:]
+        history = np.concatenate([self.history, np.asarray(reply, dtype=np.int64)])
+        self.history = history[max(0, len(history) - self.history_tokens):]
 
     def __call__(self, context: Sequence[int], k: int | None = None) -> list[int]:
         k = self.k if k is None else min(k, self.k)
