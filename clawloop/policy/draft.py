@@ -53,7 +53,7 @@ class Drafter:
 
     For each suffix length (longest first) the sources are tried in that order: the row's own
     context, the replies `remember`ed before (an agent repeats its commands and their shapes
-    across episodes and turns: 2.65 -> 3.08 tokens a pass on 44 first-turn shell-core replies,
+    across episodes and turns: 2.68 -> 3.11 tokens a pass on 44 first-turn shell-core replies,
     benchmarks/perf/drafting.py), the tool-call snippets."""
 
     def __init__(self, k: int, snippets: Sequence[int] = (), history_tokens: int = HISTORY_TOKENS) -> None:
