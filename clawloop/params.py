@@ -136,8 +136,8 @@ class RolloutParams(_Section):
     speculate: int = Field(0, ge=0)
     """hf backend: most guessed tokens checked per row and decode step, within a step's token
     budget (HFPolicyConfig.speculate_tokens: 24 fp32, 72 int8, so wide batches guess less or not
-    at all); guesses come from prompt lookup and the tool-call wrapper (clawloop.policy.draft);
-    replies stay the model's own. 0: off."""
+    at all); guesses come from prompt lookup, the policy's earlier replies and the tool-call
+    wrapper (clawloop.policy.draft); replies stay the model's own. 0: off."""
     seed: int = 0
     """Seed of rollout sampling (evaluation, probe, transfer); part of the episode ids. Apart from
     synthesis.seed, so a synthesis ablation leaves evaluation sampling as it was."""

@@ -337,7 +337,7 @@ class HFPolicy:
                       temperature=sampling.temperature, top_p=sampling.top_p, on_finish=keep_prompt,
                       stopped=stopped if sampling.stop else None, drafter=drafter,
                       draft_tokens=self.config.speculate_tokens or (72 if self.config.quantize == "int8" else 24))
-        remember = getattr(drafter, "remember", None)
-        for new, _ in rows if remember is not None else ():
-            remember(new)  # the next replies are guessed from this one's tokens too
+        if hasattr(drafter, "remember"):  # the next replies are guessed from these ones' tokens too
+            for new, _ in rows:
+                drafter.remember(new)
         return [self._reply(p, new, sampling) for p, (new, _) in zip(prompts, rows, strict=True)]

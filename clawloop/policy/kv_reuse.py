@@ -181,31 +181,26 @@ def layout(prompts: list[list[int]], hits: list[Hit], pad: int, model_config: An
         mask[i, C + U - ui:] = 1
     if not zeroed:
         cache = ColumnCache(model_config, len(prompts), C + U + max_new, dtype, device)
-        for n, layer in enumerate(cache.layers):
-            for i, h in enumerate(hits):
-                reused = h.length if h.kv is not None else 0
-                if reused < C:  # padding before a shorter prefix is masked out but read: no NaN may hide there
-                    layer.keys[i, :, :C - reused] = 0
-                    layer.values[i, :, :C - reused] = 0
-                if reused:
-                    layer.keys[i, :, C - h.length:C] = h.kv[n][0][:, :h.length]
-                    layer.values[i, :, C - h.length:C] = h.kv[n][1][:, :h.length]
-        return ids.to(device), mask.to(device), cache, C
-    cache = StaticCache(config=model_config, max_cache_len=C + U + max_new)
-    if C:
-        ref = next(h.kv for h in hits if h.kv is not None)
-        for layer, cache_layer in enumerate(cache.layers):
+    else:
+        cache = StaticCache(config=model_config, max_cache_len=C + U + max_new)
+        ref = next((h.kv for h in hits if h.kv is not None), None)
+        for layer, cache_layer in enumerate(cache.layers if C else []):
             k0 = ref[layer][0]
-            # Allocate the layer's (zeroed) tensors, then copy each hit straight into its columns.
+            # Allocate the layer's zeroed tensors now, so each hit is copied straight into its columns.
             cache_layer.lazy_initialization(k0.new_empty((len(prompts), k0.shape[0], 0, k0.shape[2]), dtype=dtype,
                                                          device=device),
                                             k0.new_empty((len(prompts), k0.shape[0], 0, ref[layer][1].shape[2]),
                                                          dtype=dtype, device=device))
-            for i, h in enumerate(hits):
-                if h.kv is not None and h.length:
-                    cache_layer.keys[i, :, C - h.length:C] = h.kv[layer][0][:, :h.length]
-                    cache_layer.values[i, :, C - h.length:C] = h.kv[layer][1][:, :h.length]
             cache_layer.cumulative_length.fill_(C)  # transformers' forward writes from there on
+    for n, layer in enumerate(cache.layers if C else []):
+        for i, h in enumerate(hits):
+            reused = h.length if h.kv is not None else 0
+            if not zeroed and reused < C:  # padding before a shorter prefix is masked out but read: no NaN there
+                layer.keys[i, :, :C - reused] = 0
+                layer.values[i, :, :C - reused] = 0
+            if reused:
+                layer.keys[i, :, C - reused:C] = h.kv[n][0][:, :reused]
+                layer.values[i, :, C - reused:C] = h.kv[n][1][:, :reused]
     return ids.to(device), mask.to(device), cache, C
 
 
