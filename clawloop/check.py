@@ -48,6 +48,7 @@ def check_trajectories(path: Path) -> None:
     from clawloop.trajectory import (
         EPISODE_SCHEMA,
         OPTIONAL_EPISODE_COLUMNS,
+        OPTIONAL_STEP_COLUMNS,
         OUTCOMES,
         STEP_SCHEMA,
         TERMINATIONS,
@@ -58,12 +59,13 @@ def check_trajectories(path: Path) -> None:
         raise ClawloopError(f"{path}: no Parquet parts")
     for part in parts:
         expected = EPISODE_SCHEMA if part.name.startswith("episodes") else STEP_SCHEMA
+        optional = OPTIONAL_EPISODE_COLUMNS if expected is EPISODE_SCHEMA else OPTIONAL_STEP_COLUMNS
         try:
             schema = pq.read_schema(part)
         except (pa.ArrowException, OSError) as e:
             raise ClawloopError(f"{part}: not a readable Parquet file ({e})") from None
         for field in expected:
-            if field.name not in schema.names and field.name in OPTIONAL_EPISODE_COLUMNS:
+            if field.name not in schema.names and field.name in optional:
                 continue
             if field.name not in schema.names:
                 raise ClawloopError(f"{part}: {field.name}: missing column")

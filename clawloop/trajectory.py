@@ -61,6 +61,15 @@ def clip(text: str | None, limit: int = VERIFIER_OUTPUT_CHARS) -> str | None:
     half = limit // 2
     return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
 
+CALL_FORMATS = ("tool_call", "json_fence", "bare_json")
+"""How a step's valid call was written (the `format` column): inside `<tool_call>` tags, as a
+```json fenced block, or as the whole reply in bare JSON (clawloop.agent.tool_calls parses them)."""
+LENIENT_FORMATS = ("json_fence", "bare_json")
+"""The formats accepted only by lenient parsing (no `<tool_call>` tag in the reply)."""
+
+OPTIONAL_STEP_COLUMNS = frozenset({"format"})
+"""Step columns added after the first trajectories were written: readers accept parts without them."""
+
 STEP_SCHEMA = pa.schema([
     ("episode_id", pa.string()),
     ("step", pa.int32()),               # 0-based assistant turn index
@@ -69,6 +78,8 @@ STEP_SCHEMA = pa.schema([
     ("tool", pa.string()),              # "bash" | "submit" | other name | null when no valid call
     ("command", pa.string()),           # parsed bash command, else null
     ("format_error", pa.bool_()),       # the reply had no valid tool call
+    ("format", pa.string()),            # one of CALL_FORMATS (LENIENT_FORMATS: accepted without
+                                        # <tool_call> tags); null without a call and for scripted agents
     ("exit_code", pa.int32()),          # null when no command ran
     ("output", pa.string()),            # truncated observation
     ("timed_out", pa.bool_()),
@@ -96,6 +107,9 @@ class Step:
     timed_out: bool = False
     duration_s: float = 0.0
     tokens: int = 0
+    format: str | None = None
+    """How a model's valid call was written (CALL_FORMATS: "tool_call", or the lenient
+    "json_fence" / "bare_json"); None without a call or for a scripted agent."""
     error_kind: str | None = None
     """Format error kind (not stored in Parquet; for callers)."""
 
@@ -103,7 +117,7 @@ class Step:
         """A row of STEP_SCHEMA."""
         return {"episode_id": episode_id, "step": self.step, "role": "assistant", "content": self.content,
                 "tool": self.tool, "command": self.command, "format_error": self.format_error,
-                "exit_code": self.exit_code, "output": self.output, "timed_out": self.timed_out,
+                "format": self.format, "exit_code": self.exit_code, "output": self.output, "timed_out": self.timed_out,
                 "duration_s": self.duration_s, "tokens": self.tokens}
 
 

@@ -301,3 +301,28 @@ def test_no_graded_episodes(tmp_path: Path) -> None:
     assert (r.pass_rate, r.cells, r.mode_count("infra_error")) == (0.0, [], 1)
     assert [(x.skill, x.action) for x in r.recommendations] == [("files", "hold")]
     assert sorted(p.name for p in out.iterdir()) == ["diagnosis.json", "report.md"]
+
+
+def test_lenient_calls_are_counted_apart_from_format_errors(tmp_path: Path) -> None:
+    """A call accepted without <tool_call> tags is a valid call (no format_error mode) that the report
+    counts, so a policy's reliance on lenient parsing shows."""
+    eps = [_ep("a-0", "files", 1, "passed", 2, 10), _ep("b-0", "files", 1, "failed", 2, 10),
+           _ep("c-0", "files", 1, "passed", 1, 10)]
+    steps = [step_row("a-0", 0, "ls", 0, format="json_fence"), submit_row("a-0", 1) | {"format": "bare_json"},
+             step_row("b-0", 0, "ls", 0, format="tool_call"), submit_row("b-0", 1) | {"format": "tool_call"},
+             submit_row("c-0", 0)]  # a row without the field (a scripted agent's): null
+    r = diagnose([write_trajectories(tmp_path / "r", eps, steps)], out_dir=tmp_path / "out")
+    assert (r.lenient_calls, r.lenient_episodes) == (2, 1)
+    assert r.mode_count("format_error") == 0
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "Lenient tool calls: 2 replies in 1 episodes" in md
+
+
+def test_step_parts_written_before_the_format_column_still_read(rollout: Path, tmp_path: Path) -> None:
+    from clawloop.check import check_trajectories
+
+    part = rollout / "steps-00000.parquet"
+    pq.write_table(pq.read_table(part).drop(["format"]), part)
+    r = diagnose([rollout], out_dir=tmp_path / "out")
+    assert r.episodes == 9 and (r.lenient_calls, r.lenient_episodes) == (0, 0)
+    check_trajectories(rollout)

@@ -187,3 +187,109 @@ def test_timeout_and_context_exhaustion() -> None:
     assert st.termination == "max_turns"
     st = EpisodeState(_task(), HarnessConfig(command_timeout_s=5))
     assert 4.9 < st.command_timeout() <= 5
+
+
+# --- lenient parsing: one call without <tool_call> tags ----------------------------------------
+
+FENCED = 'I will copy the files.\n```json\n{"name": "bash", "arguments": {"command": "cp in/*.csv out/"}}\n```'
+BARE = '{"name": "bash", "arguments": {"command": "chmod +x deploy.sh"}}'
+
+
+def test_lenient_fenced_and_bare_json_calls() -> None:
+    r = parse_reply(FENCED)
+    assert r == ParsedCall("bash", {"command": "cp in/*.csv out/"}, "I will copy the files.", "json_fence")
+    assert r.lenient
+    r = parse_reply(BARE)
+    assert r == ParsedCall("bash", {"command": "chmod +x deploy.sh"}, "", "bare_json") and r.lenient
+    assert parse_reply("\n  " + BARE + "\n").format == "bare_json"
+    # an unlabelled fence, a submit, arguments as a JSON string, a reply cut inside its fence
+    assert parse_reply(f"```\n{BARE}\n```").format == "json_fence"
+    assert parse_reply('```json\n{"name": "submit", "arguments": {}}\n```') == ParsedCall(
+        "submit", {}, "", "json_fence")
+    r = parse_reply('```json\n{"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}\n```')
+    assert isinstance(r, ParsedCall) and r.command == "ls"
+    assert parse_reply(f"```json\n{BARE}\n").command == "chmod +x deploy.sh"
+    # a tagged call is canonical, whatever else the reply holds
+    r = parse_reply(FENCED + "\n" + bash("ls"))
+    assert r.format == "tool_call" and r.command == "ls" and not r.lenient
+    # strict parsing when asked
+    r = parse_reply(BARE, lenient=False)
+    assert isinstance(r, FormatError) and r.kind == "no_tool_call"
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    (FENCED + "\n" + FENCED, "multiple_calls"),                       # two fenced calls
+    (f"[{BARE}, {BARE}]", "multiple_calls"),                           # two bare calls
+    (f"```json\n[{BARE}, {BARE}]\n```", "multiple_calls"),
+    ("I would run chmod +x deploy.sh to make it executable.", "no_tool_call"),  # prose
+    (f"Run this: {BARE} and then check.", "no_tool_call"),             # JSON inside prose, no fence
+    (f"```bash\n{BARE}\n```", "no_tool_call"),                         # not a JSON fence
+    ("```bash\nchmod +x deploy.sh\n```", "no_tool_call"),
+    ('```json\n{"files": ["a.csv"], "count": 1}\n```', "no_tool_call"),  # JSON data, not a call
+    (BARE + " then more", "no_tool_call"),                            # not the whole reply
+    ('```json\n{"name": "python", "arguments": {"code": "1"}}\n```', "unknown_tool"),
+    ('{"name": "bash", "arguments": {"cmd": "ls"}}', "bad_arguments"),
+])
+def test_lenient_parsing_refuses_what_is_not_exactly_one_call(text: str, kind: str) -> None:
+    r = parse_reply(text)
+    assert isinstance(r, FormatError) and r.kind == kind, r
+
+
+def test_lenient_call_is_recorded_and_stored_in_canonical_form() -> None:
+    st = EpisodeState(_task())
+    assert st.on_generation(gen(FENCED)) == "cp in/*.csv out/"
+    st.on_result(OK)
+    assert st.on_generation(gen(bash("cat out/a.csv"))) == "cat out/a.csv"
+    st.on_result(OK)
+    st.on_generation(gen(call("submit", {})))
+    assert st.termination == "submit" and st.n_format_errors == 0
+    assert [s.format for s in st.steps] == ["json_fence", "tool_call", "tool_call"]
+    assert not any(s.format_error for s in st.steps)
+    # the conversation keeps the call as a structured call: templates render it as <tool_call>
+    assert st.messages[2] == {"role": "assistant", "content": "I will copy the files.", "tool_calls": [
+        {"type": "function", "function": {"name": "bash", "arguments": {"command": "cp in/*.csv out/"}}}]}
+    row = st.steps[0].to_row("e")
+    assert row["format"] == "json_fence" and row["content"] == FENCED  # the raw reply stays as written
+    st = EpisodeState(_task(), HarnessConfig(lenient_calls=False))
+    assert st.on_generation(gen(BARE)) is None and st.steps[0].format_error and st.steps[0].format is None
+
+
+@pytest.mark.parametrize("template", ["clawloop", "qwen2.5"])
+def test_lenient_form_trains_as_the_canonical_tool_call(template: str) -> None:
+    """SFT data and the next turn's prompt render a lenient call as <tool_call>, with the project's
+    template and with the Qwen2.5 one (clawloop/bootstrap/templates)."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    from clawloop.bootstrap.scratch import TEMPLATE
+
+    path = TEMPLATE if template == "clawloop" else TEMPLATE.parent / "qwen2.5_chat_template.jinja"
+    st = EpisodeState(_task())
+    st.on_generation(gen(FENCED))
+    rendered = render_jinja_template([st.messages], tools=TOOLS, chat_template=path.read_text())
+    text = rendered[0][0] if isinstance(rendered, tuple) else rendered[0]
+    assert ('<|im_start|>assistant\nI will copy the files.\n<tool_call>\n'
+            '{"name": "bash", "arguments": {"command": "cp in/*.csv out/"}}\n</tool_call><|im_end|>') in text
+    assert "```" not in text
+
+
+def test_format_hint_shows_the_form_but_no_command_to_copy() -> None:
+    from clawloop.agent.harness import hint_message
+
+    st = EpisodeState(_task())
+    st.on_generation(gen("I would list the files first."))
+    hint = st.messages[-1]["content"]
+    assert "<tool_call>" in hint and '"name": "bash"' in hint
+    cmd = json.loads(hint.split("<tool_call>\n", 1)[1].split("\n</tool_call>", 1)[0])["arguments"]["command"]
+    assert cmd.startswith("<") and cmd.endswith(">")  # a placeholder, not a runnable command
+    for concrete in ("ls", "cat ", "pwd", "echo"):
+        assert f'"command": "{concrete}' not in hint
+    no_submit = hint_message(FormatError("no_tool_call", "no tool call found"), HarnessConfig(submit_tool=False))
+    assert "submit" not in no_submit["content"]
+
+
+def test_call_formats_are_the_trajectory_contract() -> None:
+    from clawloop import trajectory
+    from clawloop.agent import tool_calls
+
+    assert tool_calls.CALL_FORMATS == trajectory.CALL_FORMATS
+    assert tool_calls.LENIENT_FORMATS == trajectory.LENIENT_FORMATS

@@ -11,9 +11,11 @@ The conversation uses the HF chat format, so any chat template with tool support
     {"role": "assistant", "content": "", "tool_calls": [... "submit" ...]}
 
 The model writes calls in the Qwen3 style, `<tool_call>\\n{"name": "bash", "arguments":
-{"command": "..."}}\\n</tool_call>` (parsed by clawloop.agent.tool_calls). A reply without a valid
-call gets a short hint (a user turn) and counts as a format error; `max_format_errors` in a row end
-the episode. `EpisodeState` holds the turn logic without any I/O, so the lockstep rollout and the
+{"command": "..."}}\\n</tool_call>` (parsed by clawloop.agent.tool_calls); without any tag, one call
+as a ```json fence or the bare reply is accepted too (`lenient_calls`; the step records its
+`format`). A reply without a valid call gets a short hint (a user turn, with a placeholder where a
+command goes, never one the model could copy) and counts as a format error; `max_format_errors`
+in a row end the episode. `EpisodeState` holds the turn logic without any I/O, so the lockstep rollout and the
 training code drive it the same way; `run_episode` is the sequential one-episode loop.
 """
 
@@ -68,6 +70,9 @@ class HarnessConfig(BaseModel):
     """Most characters of command output shown to the model (head + tail kept)."""
     max_reply_chars: int = Field(16_384, gt=0)
     """Longer replies are a format error and are stored cut to this length."""
+    lenient_calls: bool = True
+    """Accept one call written without `<tool_call>` tags (a ```json fence or the bare reply), as
+    real agent harnesses do; the step's `format` says so. False: only tagged calls count."""
     system_template: str = "system.j2"
     """Jinja template of the system prompt, in clawloop/agent/templates or an absolute path."""
     playbook: Playbook | None = None
@@ -215,7 +220,7 @@ class EpisodeState:
         rec = Step(step=len(self.steps), content=stored, tokens=gen.completion_tokens)
         self.steps.append(rec)
         names = tuple(t["function"]["name"] for t in self.tools)
-        parsed = parse_reply(text, max_chars=limit, tools=names)
+        parsed = parse_reply(text, max_chars=limit, tools=names, lenient=self.config.lenient_calls)
         if isinstance(parsed, FormatError) and parsed.kind == "no_tool_call" and not self.config.submit_tool:
             self.messages.append({"role": "assistant", "content": stored})
             self.end("no_tool_call")
@@ -233,7 +238,7 @@ class EpisodeState:
                 self.messages.append(hint_message(parsed, self.config))
             return None
         self._streak = 0
-        rec.tool = parsed.name
+        rec.tool, rec.format = parsed.name, parsed.format
         self.messages.append(assistant_message(parsed.command, parsed.content))
         if parsed.name == "submit":
             self.end("submit")

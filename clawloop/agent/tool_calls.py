@@ -2,6 +2,13 @@
 reply's `<tool_call>` (Qwen3 style, what TRL's multi-turn GRPO parses) into a call or a format
 error, and the assistant/tool turns of the HF chat format.
 
+Like a real agent harness, parsing is lenient where a reply has no `<tool_call>` tag: exactly one
+call written as a ```json fenced block, or as the whole (bare) reply, is accepted (instruction
+models such as Qwen2.5-Coder write their calls that way zero-shot). Such a call is marked by its
+`format` ("json_fence" or "bare_json", see LENIENT_FORMATS), which the step record keeps for the
+diagnosis to count; the conversation stores it as a structured call, so the chat template (and
+so SFT data and the next turn's prompt) renders it in the canonical `<tool_call>` form.
+
 Apart from the harness because the policies' tests, SFT data and pretraining build and parse the
 same turns without running an episode; it renders no template and holds no turn logic.
 """
@@ -37,6 +44,14 @@ TOOLS: list[dict[str, Any]] = [BASH_TOOL, SUBMIT_TOOL]
 """JSON schemas of the tools, for `apply_chat_template(tools=TOOLS)`."""
 
 
+CALL_FORMATS = ("tool_call", "json_fence", "bare_json")
+"""How a reply wrote its call: inside `<tool_call>` tags (canonical), as a ```json fenced block,
+or as the whole reply in bare JSON. The same as clawloop.trajectory.CALL_FORMATS, the step
+column's contract (tested; not imported from there, which would import pyarrow)."""
+LENIENT_FORMATS = ("json_fence", "bare_json")
+"""The formats accepted only without any `<tool_call>` tag in the reply (lenient parsing)."""
+
+
 @dataclass(frozen=True)
 class ParsedCall:
     """A valid tool call found in a reply."""
@@ -46,10 +61,16 @@ class ParsedCall:
     arguments: dict[str, Any]
     content: str = ""
     """Text of the reply before the call (thoughts), stripped."""
+    format: str = "tool_call"
+    """One of CALL_FORMATS."""
 
     @property
     def command(self) -> str | None:
         return self.arguments.get("command") if self.name == "bash" else None
+
+    @property
+    def lenient(self) -> bool:
+        return self.format in LENIENT_FORMATS
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,8 @@ class FormatError:
     """A reply without a valid tool call."""
 
     kind: str
-    """no_tool_call | bad_json | unknown_tool | bad_arguments | too_long."""
+    """no_tool_call | bad_json | unknown_tool | bad_arguments | too_long | multiple_calls (more than
+    one call written without `<tool_call>` tags)."""
     reason: str
     """One line for the model's hint."""
     tool: str | None = None
@@ -80,14 +102,16 @@ def clean_text(text: str | bytes) -> str:
 
 
 def parse_reply(text: str | bytes, *, max_chars: int = 16_384,
-                tools: tuple[str, ...] = ("bash", "submit")) -> ParsedCall | FormatError:
-    """Find the first `<tool_call>` JSON in a reply and check it against the tools."""
+                tools: tuple[str, ...] = ("bash", "submit"), lenient: bool = True) -> ParsedCall | FormatError:
+    """Find the first `<tool_call>` JSON in a reply and check it against the tools; without any
+    `<tool_call>` tag (and `lenient`), one call in a ```json fence or as the bare reply."""
     text = clean_text(text)
     if len(text) > max_chars:
         return FormatError("too_long", f"the reply is longer than {max_chars} characters")
     start = text.find("<tool_call>")
     if start == -1:
-        return FormatError("no_tool_call", "no tool call found", content=text.strip())
+        found = lenient_call(text, tools) if lenient else None
+        return found or FormatError("no_tool_call", "no tool call found", content=text.strip())
     content = text[:start].strip()
     body = text[start + len("<tool_call>"):]
     end = body.find("</tool_call>")
@@ -96,6 +120,59 @@ def parse_reply(text: str | bytes, *, max_chars: int = 16_384,
         obj, _ = json.JSONDecoder(strict=False).raw_decode(body)
     except (ValueError, RecursionError):
         return FormatError("bad_json", "the tool call is not valid JSON", content=content)
+    return check_call(obj, content, tools)
+
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_NOT_JSON = object()
+
+
+def _json_value(text: str) -> Any:
+    """`text` as one JSON object or array and nothing else, or _NOT_JSON."""
+    text = text.strip()
+    if not text or text[0] not in "{[":
+        return _NOT_JSON
+    try:
+        obj, end = json.JSONDecoder(strict=False).raw_decode(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+    return obj if not text[end:].strip() else _NOT_JSON
+
+
+def _calls_in(obj: Any, tools: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The objects of a JSON value that are shaped like a call: a string "name" and "arguments"
+    (or "parameters"), or the name of an offered tool; a list is searched one level deep."""
+    items = obj if isinstance(obj, list) else [obj]
+    return [o for o in items if isinstance(o, dict) and isinstance(o.get("name"), str)
+            and ("arguments" in o or "parameters" in o or o["name"] in tools)]
+
+
+def lenient_call(text: str, tools: tuple[str, ...] = ("bash", "submit")) -> ParsedCall | FormatError | None:
+    """The one call of a reply without `<tool_call>` tags: in ```json (or unlabelled) fenced
+    blocks, else the whole reply as bare JSON. None when there is no call-shaped JSON (prose, a
+    ```bash block, JSON data); a format error for two calls or more, or a call that is invalid."""
+    found: list[tuple[dict[str, Any], str, str]] = []
+    for m in _FENCE.finditer(text):
+        if m.group(1).lower() not in ("", "json"):
+            continue
+        obj = _json_value(m.group(2))
+        if obj is not _NOT_JSON:
+            found += [(c, text[:m.start()].strip(), "json_fence") for c in _calls_in(obj, tools)]
+    if not found:
+        obj = _json_value(text)
+        if obj is not _NOT_JSON:
+            found = [(c, "", "bare_json") for c in _calls_in(obj, tools)]
+    if not found:
+        return None
+    if len(found) > 1:
+        return FormatError("multiple_calls", f"{len(found)} tool calls found; reply with exactly one",
+                           content=found[0][1])
+    obj, content, fmt = found[0]
+    return check_call(obj, content, tools, fmt)
+
+
+def check_call(obj: Any, content: str, tools: tuple[str, ...], fmt: str = "tool_call") -> ParsedCall | FormatError:
+    """A decoded call object checked against the tools and their arguments."""
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
         return FormatError("bad_json", 'the tool call needs "name" and "arguments"', content=content)
     name = clean_text(obj["name"])
@@ -122,7 +199,7 @@ def parse_reply(text: str | bytes, *, max_chars: int = 16_384,
         args = {"command": clean_text(cmd)}  # JSON escapes can smuggle in lone surrogates
     else:
         args = {}
-    return ParsedCall(name, args, content)
+    return ParsedCall(name, args, content, fmt)
 
 
 def assistant_message(command: str | None, content: str = "") -> dict[str, Any]:

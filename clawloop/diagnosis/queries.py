@@ -18,7 +18,7 @@ from typing import Any
 from clawloop.diagnosis.schema import FAILURE_MODES
 from clawloop.diagnosis.taxonomy import TAXONOMY_PARAMS, TAXONOMY_SQL
 from clawloop.errors import ClawloopError
-from clawloop.trajectory import EPISODE_SCHEMA, OUTCOMES, STEP_SCHEMA
+from clawloop.trajectory import EPISODE_SCHEMA, LENIENT_FORMATS, OUTCOMES, STEP_SCHEMA
 
 EPISODE_COLUMNS = (
     "episode_id", "task_id", "suite", "skill", "level", "policy_id", "iteration", "passed",
@@ -28,6 +28,9 @@ EPISODE_COLUMNS = (
 
 STEP_COLUMNS = ("episode_id", "step", "tool", "command", "format_error", "exit_code", "timed_out")
 """Columns of STEP_SCHEMA that diagnosis reads."""
+
+OPTIONAL_STEP_VIEW_COLUMNS = {"format": "VARCHAR"}
+"""Step columns diagnosis reads where the parts have them (NULL in the view where none does)."""
 
 COMMAND_PATTERN = r"^\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*([^\s;|&()<>]+)"
 """The first word of a command, after leading `VAR=value` assignments (group 1)."""
@@ -54,6 +57,14 @@ SELECT filename, episode_id, outcome
 FROM episodes
 WHERE episode_id IS NULL OR outcome IS NULL OR NOT list_contains(?, outcome)
 LIMIT 1
+"""
+
+# Calls accepted by lenient parsing (written without <tool_call> tags) and the episodes with one.
+# Bound: the list of LENIENT_FORMATS.
+LENIENT_SQL = """
+SELECT count(*), count(DISTINCT episode_id)
+FROM steps
+WHERE list_contains(?, format)
 """
 
 # Headline figures. Pass rates count passed / (passed + failed): errors and skips are excluded.
@@ -178,6 +189,9 @@ class Figures:
     flagged: int
     """Denominator of failure-mode shares."""
     modes: dict[str, ModeFigures] = field(default_factory=dict)
+    lenient_calls: int = 0
+    """Replies whose one call was accepted without `<tool_call>` tags (a ```json fence, bare JSON)."""
+    lenient_episodes: int = 0
 
 
 def _parts(directory: Path, prefix: str) -> list[Path]:
@@ -300,7 +314,9 @@ def trajectory_db(files: TrajectoryFiles, threads: int | None = None) -> Iterato
         with _read_errors(files):
             con.execute(LOAD_EPISODES_SQL, [[str(p) for p in files.episodes]])
             steps = con.read_parquet([str(p) for p in files.steps], union_by_name=True)
-            steps.select(STEPS_VIEW_COLUMNS).create_view("steps", replace=True)
+            have = set(steps.columns)
+            extra = [c if c in have else f"NULL::{t} AS {c}" for c, t in OPTIONAL_STEP_VIEW_COLUMNS.items()]
+            steps.select(", ".join([STEPS_VIEW_COLUMNS, *extra])).create_view("steps", replace=True)
         bad = con.execute(BAD_EPISODE_SQL, [list(OUTCOMES)]).fetchone()
         if bad is not None:
             fname, eid, outcome = bad
@@ -343,6 +359,7 @@ def compute_figures(
             modes[mode].by_skill[skill] = n
         for mode, eid in con.execute(MODE_EXAMPLES_SQL, [examples]).fetchall():
             modes[mode].examples.append(eid)
+        lenient_calls, lenient_episodes = con.execute(LENIENT_SQL, [list(LENIENT_FORMATS)]).fetchone()
         return Figures(
             episodes=t[0], passes=t[1], graded=t[2],
             mean_turns=float(t[3]), mean_tokens=float(t[4]), mean_prompt_tokens=float(t[5]),
@@ -355,5 +372,5 @@ def compute_figures(
             commands_total=total_cmds, command_vocabulary=vocab,
             top_commands=[tuple(r) for r in con.execute(TOP_COMMANDS_SQL, [top_commands]).fetchall()],  # type: ignore[misc]
             flagged=con.execute(FLAGGED_SQL).fetchone()[0],
-            modes=modes,
+            modes=modes, lenient_calls=lenient_calls, lenient_episodes=lenient_episodes,
         )

@@ -46,6 +46,9 @@ def render_markdown(report: CapabilityReport, heatmap: str | None = HEATMAP_NAME
     out += ["## Outcomes", ""]
     out += _table(["outcome", "episodes"], [[k, v] for k, v in sorted(r.outcomes.items())])
     out += _table(["termination", "episodes"], [[k, v] for k, v in sorted(r.terminations.items())])
+    if r.lenient_calls:
+        out += [f"Lenient tool calls: {r.lenient_calls} replies in {r.lenient_episodes} episodes wrote their call "
+                "without `<tool_call>` tags (a ```json fence or bare JSON) and were accepted.", ""]
     if r.suites:
         out += ["## Suites", ""]
         out += _table(["suite", "episodes", "passed", "pass rate", "95% CI"],

@@ -194,6 +194,8 @@ def build_report(
         suites=suites,
         commands=commands,
         command_vocabulary=figures.command_vocabulary,
+        lenient_calls=figures.lenient_calls,
+        lenient_episodes=figures.lenient_episodes,
         previous=None if previous is None else PreviousSummary(
             iteration=previous.iteration, episodes=previous.episodes, pass_rate=previous.pass_rate,
             mean_turns=previous.mean_turns, mean_tokens=previous.mean_tokens),

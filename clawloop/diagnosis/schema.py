@@ -141,6 +141,12 @@ class CapabilityReport(_Model):
     """The most used commands, most frequent first."""
     command_vocabulary: int = 0
     """Number of distinct commands (first words) used."""
+    lenient_calls: int = 0
+    """Replies whose one tool call was accepted without `<tool_call>` tags (a ```json fence or bare
+    JSON; clawloop.agent.tool_calls): valid calls, not format errors, counted apart so the report
+    shows how much of the policy's acting rests on lenient parsing."""
+    lenient_episodes: int = 0
+    """Episodes with at least one such reply."""
     previous: PreviousSummary | None = None
     diversity: Diversity = Field(default_factory=Diversity)
     regressions: list[Regression] = Field(default_factory=list)

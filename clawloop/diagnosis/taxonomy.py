@@ -12,7 +12,9 @@ others; one episode can show several modes.
 The rules (mode: an episode shows it when ...):
 
 - format_error: a step had `format_error`, or the episode's `n_format_errors` > 0, or it ended
-  with termination "format_errors".
+  with termination "format_errors". A call accepted by lenient parsing (a step whose `format` is
+  json_fence or bare_json: no `<tool_call>` tags) is a valid call, not a format error; the report
+  counts such replies apart (`lenient_calls`, `lenient_episodes`).
 - unknown_command: a command exited 127 (command not found).
 - error_ignored: it ended with termination "submit" and its last failed command came after its
   last successful one (no successful command followed the failure before the submit).
