@@ -193,6 +193,7 @@ def test_timeout_and_context_exhaustion() -> None:
 
 FENCED = 'I will copy the files.\n```json\n{"name": "bash", "arguments": {"command": "cp in/*.csv out/"}}\n```'
 BARE = '{"name": "bash", "arguments": {"command": "chmod +x deploy.sh"}}'
+SUBMIT_BARE = '{"name": "submit", "arguments": {}}'
 
 
 def test_lenient_fenced_and_bare_json_calls() -> None:
@@ -212,6 +213,12 @@ def test_lenient_fenced_and_bare_json_calls() -> None:
     # a tagged call is canonical, whatever else the reply holds
     r = parse_reply(FENCED + "\n" + bash("ls"))
     assert r.format == "tool_call" and r.command == "ls" and not r.lenient
+    # a stray closing fence after a bare call; an invalid JSON escape (find's \;) means the backslash
+    assert parse_reply(BARE + "\n```").format == "bare_json"
+    find = r'{"name": "bash", "arguments": {"command": "find . -name \"*.tmp\" -exec rm {} \;"}}'
+    assert parse_reply(find).command == 'find . -name "*.tmp" -exec rm {} \\;'
+    assert parse_reply(f"<tool_call>\n{find}\n</tool_call>").command == 'find . -name "*.tmp" -exec rm {} \\;'
+    assert parse_reply(r'{"name": "bash", "arguments": {"command": "printf \"a\\tb\\n\""}}').command == 'printf "a\\tb\\n"'
     # strict parsing when asked
     r = parse_reply(BARE, lenient=False)
     assert isinstance(r, FormatError) and r.kind == "no_tool_call"
@@ -220,6 +227,7 @@ def test_lenient_fenced_and_bare_json_calls() -> None:
 @pytest.mark.parametrize(("text", "kind"), [
     (FENCED + "\n" + FENCED, "multiple_calls"),                       # two fenced calls
     (f"[{BARE}, {BARE}]", "multiple_calls"),                           # two bare calls
+    (f"{BARE}\n{SUBMIT_BARE}", "multiple_calls"),                       # one after another
     (f"```json\n[{BARE}, {BARE}]\n```", "multiple_calls"),
     ("I would run chmod +x deploy.sh to make it executable.", "no_tool_call"),  # prose
     (f"Run this: {BARE} and then check.", "no_tool_call"),             # JSON inside prose, no fence

@@ -117,26 +117,59 @@ def parse_reply(text: str | bytes, *, max_chars: int = 16_384,
     end = body.find("</tool_call>")
     body = (body if end == -1 else body[:end]).strip()
     try:
-        obj, _ = json.JSONDecoder(strict=False).raw_decode(body)
+        obj = _first_value(body)
     except (ValueError, RecursionError):
         return FormatError("bad_json", "the tool call is not valid JSON", content=content)
     return check_call(obj, content, tools)
 
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
-_NOT_JSON = object()
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
-def _json_value(text: str) -> Any:
-    """`text` as one JSON object or array and nothing else, or _NOT_JSON."""
+def _repair_escapes(text: str) -> str:
+    """Invalid JSON escapes made literal: a model writing `find . -exec rm {} \\;` inside a JSON
+    string means the backslash (`\\;` has no other meaning); valid escapes stay as they are."""
+    return _ESCAPE.sub(lambda m: m.group(0) if m.group(1) in '"\\/bfnrtu' else "\\\\" + m.group(1), text)
+
+
+def _first_value(text: str) -> Any:
+    """The JSON value `text` starts with (what follows it is ignored), invalid escapes repaired."""
+    decoder = json.JSONDecoder(strict=False)
+    try:
+        return decoder.raw_decode(text)[0]
+    except ValueError as e:
+        if "Invalid \\escape" not in str(e):
+            raise
+    return decoder.raw_decode(_repair_escapes(text))[0]
+
+
+def _values(text: str) -> list[Any]:
+    decoder = json.JSONDecoder(strict=False)
+    out, i = [], 0
+    while i < len(text):
+        obj, i = decoder.raw_decode(text, i)
+        out.append(obj)
+        while i < len(text) and text[i].isspace():
+            i += 1
+    return out
+
+
+def _json_values(text: str) -> list[Any] | None:
+    """`text` as JSON objects or arrays and nothing else between them but whitespace (invalid
+    escapes repaired), or None."""
     text = text.strip()
     if not text or text[0] not in "{[":
-        return _NOT_JSON
+        return None
     try:
-        obj, end = json.JSONDecoder(strict=False).raw_decode(text)
+        try:
+            return _values(text)
+        except ValueError as e:
+            if "Invalid \\escape" not in str(e):
+                return None
+        return _values(_repair_escapes(text))
     except (ValueError, RecursionError):
-        return _NOT_JSON
-    return obj if not text[end:].strip() else _NOT_JSON
+        return None
 
 
 def _calls_in(obj: Any, tools: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -149,19 +182,21 @@ def _calls_in(obj: Any, tools: tuple[str, ...]) -> list[dict[str, Any]]:
 
 def lenient_call(text: str, tools: tuple[str, ...] = ("bash", "submit")) -> ParsedCall | FormatError | None:
     """The one call of a reply without `<tool_call>` tags: in ```json (or unlabelled) fenced
-    blocks, else the whole reply as bare JSON. None when there is no call-shaped JSON (prose, a
-    ```bash block, JSON data); a format error for two calls or more, or a call that is invalid."""
+    blocks, else the whole reply as bare JSON (a stray closing fence after it tolerated). None when
+    there is no call-shaped JSON (prose, a ```bash block, JSON data); a format error for two calls
+    or more (in one block, several blocks, or bare ones one after another), or an invalid call."""
     found: list[tuple[dict[str, Any], str, str]] = []
     for m in _FENCE.finditer(text):
         if m.group(1).lower() not in ("", "json"):
             continue
-        obj = _json_value(m.group(2))
-        if obj is not _NOT_JSON:
-            found += [(c, text[:m.start()].strip(), "json_fence") for c in _calls_in(obj, tools)]
+        for value in _json_values(m.group(2)) or []:
+            found += [(c, text[:m.start()].strip(), "json_fence") for c in _calls_in(value, tools)]
     if not found:
-        obj = _json_value(text)
-        if obj is not _NOT_JSON:
-            found = [(c, "", "bare_json") for c in _calls_in(obj, tools)]
+        bare = text.strip()
+        if bare.endswith("```") and bare.count("```") == 1:  # a stray fence closing a bare call
+            bare = bare[:-3]
+        for value in _json_values(bare) or []:
+            found += [(c, "", "bare_json") for c in _calls_in(value, tools)]
     if not found:
         return None
     if len(found) > 1:
