@@ -24,6 +24,8 @@ from sandbox.base import ExecResult, SandboxConfig, SandboxError
 _SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
 SHM_MB = 64
 """Size of /dev/shm (docker's default), within disk_mb."""
+DISK = "disk"
+"""The state dir's subdir holding every file of the sandbox, under its disk quota (a tmpfs)."""
 
 
 class BwrapContainers:
@@ -49,13 +51,22 @@ class BwrapContainers:
     _oneshot_argv: list[str] | None
     _oneshots: int
     _cgroups: list[Cgroup]
+    _trusted: Path | None
+    _carried: list[str]
 
     def _bwrap_argv(self, launch: Launch | None, *rest: str) -> list[str]:
         """setpriv + bwrap + `launch`'s options + the current mount set + `rest` (options, then
         the command)."""
         a = [self._bwrap, *(launch.args() if launch else ()), "--unshare-all", "--unshare-user",
-             "--uid", "0", "--gid", "0", *self._no_nested_userns, "--new-session",
-             "--hostname", "sandbox", "--bind", str(self.root), "/", "--proc", "/proc", "--dev", "/dev"]
+             "--uid", "0", "--gid", "0", *self._no_nested_userns, "--new-session", "--hostname", "sandbox"]
+        if self._trusted is None:
+            a += ["--bind", str(self.root), "/"]
+        else:  # read-only, with the agent's top-level dirs over it (sandbox/_trusted.py)
+            a += ["--ro-bind", str(self._trusted), "/"]
+            for name in self._carried:
+                if "/" + name not in self._view.mounts:
+                    a += ["--bind", str(self.root / name), "/" + name]
+        a += ["--proc", "/proc", "--dev", "/dev"]
         # /dev read-only but for a sized /dev/shm: bwrap's /dev is a tmpfs without a size.
         if self._sized_tmpfs:
             a += ["--perms", "1777", "--size", str(min(SHM_MB, self.config.disk_mb) << 20)]
@@ -78,9 +89,11 @@ class BwrapContainers:
             return {"user": uid, "group": gid, "extra_groups": []}
         return {}
 
-    def _run(self, script: str, cwd: str, env: dict[str, str], timeout: float) -> ExecResult:
+    def _run(self, script: str, cwd: str, env: dict[str, str], timeout: float,
+             oneshot: bool = True) -> ExecResult:
         """Run in the exec server's container (started when needed), or in a one-shot container
-        for the first `oneshot_commands` commands since open() or the last mount change."""
+        for the first `oneshot_commands` commands since open() or the last mount change
+        (`oneshot` False: never, e.g. a script too long for bash's argv)."""
         # --as-pid-1: the server is pid 1, which commands cannot signal; no --die-with-parent:
         # bwrap would die with the host *thread* that started it, and the server ends anyway
         # when this process closes its socket or dies.
@@ -91,7 +104,7 @@ class BwrapContainers:
         if not self._servers:
             if self._oneshot_argv != key:
                 self._oneshot_argv, self._oneshots = key, 0
-            if self._oneshots < self.oneshot_commands:
+            if oneshot and self._oneshots < self.oneshot_commands:
                 self._oneshots += 1
                 return self._run_oneshot(script, cwd, env, timeout)
         for attempt in (1, 2):
@@ -154,7 +167,7 @@ def cleanup(servers: list[ExecServer], state_dir: Path, cgroups: list[Cgroup]) -
             for cg in cgroups:
                 cg.kill()
         finally:
-            unmount_tmpfs(state_dir / "root")
+            unmount_tmpfs(state_dir / DISK)
             rmtree_force(state_dir)
             while cgroups:
                 cgroups.pop().remove()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fnmatch
 import functools
 import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from sandbox._paths import state_prefix
@@ -114,14 +117,25 @@ def venv_origin(runtime_dir: Path) -> str | None:
     return None
 
 
+PYTEST_PLUGINS_MODULE = "clawloop_pytest_plugins"
+"""A module of PYGUARD_MOUNT that a verifier's pytest loads (PYTEST_PLUGINS) with plugin autoload
+off: it names the pytest plugins of the interpreter's own site-packages only (sandbox/_pyguard.py)."""
+_PLUGINS_SOURCE = """# pytest plugins of the interpreter's own site-packages, never of the cwd (sandbox/_pyguard.py)
+from sitecustomize import own_pytest_plugins
+pytest_plugins = own_pytest_plugins()
+"""
+
+
 def pyguard_dir(parent: Path) -> Path:
-    """A fresh `parent/pyguard` holding the import guard as sitecustomize.py (readable by all,
-    writable by none), the host side of PYGUARD_MOUNT."""
+    """A fresh `parent/pyguard` holding the import guard as sitecustomize.py and the pytest plugin
+    list (readable by all, writable by none), the host side of PYGUARD_MOUNT."""
     d = parent / "pyguard"
     d.mkdir()
-    f = d / "sitecustomize.py"
-    f.write_bytes((Path(__file__).parent / "_pyguard.py").read_bytes())
-    f.chmod(0o444)
+    for name, data in (("sitecustomize.py", (Path(__file__).parent / "_pyguard.py").read_bytes()),
+                       (PYTEST_PLUGINS_MODULE + ".py", _PLUGINS_SOURCE.encode())):
+        f = d / name
+        f.write_bytes(data)
+        f.chmod(0o444)
     d.chmod(0o555)
     return d
 
@@ -135,9 +149,29 @@ def check_runtime(runtime_dir: Path | None) -> Path | None:
     return rt
 
 
+EXEC_ETC = ("ld.so.preload", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.hwcap*", "alternatives",
+            "perl", "python*", "ssl", "openssl*", "profile", "profile.d", "bash.bashrc", "bash_completion*",
+            "environment", "inputrc", "nsswitch.conf", "gitconfig", "pip.conf", "npmrc", "gai.conf",
+            "host.conf", "gconv*", "R", "ruby*", "gemrc", "vim*", "java*", "node*", "security", "pam.d")
+"""Top-level names (fnmatch patterns) of /etc that decide which code a process runs: the loader
+reads ld.so.preload and ld.so.cache (a library of the agent's in every process), alternatives
+name the programs behind awk, vi, cc..., perl's @INC includes /etc/perl, python's sitecustomize
+and openssl's engines live here, shells source profile and bashrc, NSS and PAM load modules by
+name. A trusted root (`trusted_root`) shows the sandbox's originals of these and the agent's
+version of everything else in /etc (hosts, passwd, an app's config: data a task may change)."""
+
+
+def exec_etc(name: str) -> bool:
+    """Is the top-level /etc entry `name` one of EXEC_ETC?"""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in EXEC_ETC)
+
+
 class Backend(ClosedOnExit):
     """What every backend sets up before its own layout: the config, the checked workspace and
     runtime, a lock around its state, and whether it is closed."""
+
+    state_dir: Path
+    """The host dir of the sandbox's own files, deleted at close (each backend makes it)."""
 
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
@@ -145,6 +179,24 @@ class Backend(ClosedOnExit):
         self._runtime = check_runtime(config.runtime_dir)
         self._lock = threading.Lock()
         self._closed = False
+
+    def _storage(self) -> Path:
+        """Where `scratch_dir` makes its dirs: the state dir (bwrap: its disk quota)."""
+        return self.state_dir
+
+    def scratch_dir(self, prefix: str) -> Path:
+        """A new empty host dir in the sandbox's storage, traversable by the sandbox uid."""
+        with self._lock:
+            if self._closed:
+                raise SandboxError("sandbox is closed")
+            d = Path(tempfile.mkdtemp(prefix=prefix, dir=self._storage()))
+        d.chmod(0o755)
+        return d
+
+    @contextlib.contextmanager
+    def trusted_root(self) -> Iterator[None]:
+        """The system as commands see it already (docker: a read-only image; local: the host's)."""
+        yield
 
 
 @functools.cache

@@ -370,7 +370,8 @@ def reap_state_dirs(tmp: Path | None = None) -> int:
         for entry in base.iterdir():
             m = _STATE_RE.match(entry.name)
             if m and entry.is_dir() and not entry.is_symlink() and not pid_alive(int(m.group(2))):
-                unmount_tmpfs(entry / "root")  # bwrap's disk quota, if its process died first
+                for quota in ("disk", "root"):  # bwrap's disk quota (root/: before 2026-12), if its
+                    unmount_tmpfs(entry / quota)  # process died first
                 rmtree_force(entry)
                 n += 1
     reap_cgroups()

@@ -64,6 +64,23 @@ class ShadowGuard:
         pass
 
 
+def own_pytest_plugins():
+    """Module names of the pytest plugins (entry points of group pytest11) that distributions in
+    the interpreter's own dirs declare. A verifier's pytest runs with plugin autoload off and loads
+    these through PYTEST_PLUGINS: autoload would also read a `*.dist-info` in the cwd (on sys.path
+    under `python3 -m pytest`) and import the agent's module it names, which this guard lets
+    through (no module of the interpreter's has that name)."""
+    from importlib import metadata
+
+    names = []
+    for dist in metadata.distributions(path=[e for e in sys.path if _trusted(e)]):
+        for ep in dist.entry_points:
+            module = ep.value.split(":")[0].strip()
+            if ep.group == "pytest11" and module and module not in names:
+                names.append(module)
+    return names
+
+
 def install(meta_path=None):
     """Put ShadowGuard just before PathFinder in `meta_path` (sys.meta_path), once."""
     meta = sys.meta_path if meta_path is None else meta_path

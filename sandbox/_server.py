@@ -37,6 +37,23 @@ _renamed = [0]
 """Counter for unique names in remove_tree (per process: names are tried until free)."""
 
 
+LONG_SCRIPT = 64 * 1024
+"""Scripts longer than this (bytes) reach bash through a memfd (one exec argument is limited to
+128 KiB): never through a file of the sandbox's tree, where a command could have planted a
+symlink or a FIFO under the name."""
+SCRIPT_FD = 3
+
+
+def script_fd(script: bytes) -> int:
+    """A memfd holding `script`, read from its start (bash sources it as /dev/fd/SCRIPT_FD)."""
+    fd = os.memfd_create("clawloop-command", os.MFD_CLOEXEC)
+    view = memoryview(script)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 def libc_functions(*names: str) -> tuple:
     """C functions of libc returning int, with errno kept. Built on _ctypes directly: the ctypes
     package costs 4 ms of the start, a third of the interpreter's own."""
@@ -276,16 +293,24 @@ class Server:
             except OSError as e:  # the message and status bwrap --chdir gave
                 os.write(out, b"Can't chdir to %s: %s\n" % (cwd, e.strerror.encode()))
                 return 1, False
+            actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+                       (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, out, 2)]
+            memfd = -1
             try:
+                if len(script) > LONG_SCRIPT:  # past what one exec argument may hold
+                    memfd = script_fd(script)
+                    script = b". /dev/fd/%d" % SCRIPT_FD
+                    actions.append((os.POSIX_SPAWN_DUP2, memfd, SCRIPT_FD))
                 environ = dict(e.split(b"=", 1) for e in env)
                 self.main_pid = os.posix_spawn(
                     "/bin/bash", [b"bash", b"-c", script], environ, setsid=True,
-                    setsigdef=_RESET_SIGNALS, setsigmask=(),
-                    file_actions=[(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-                                  (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, out, 2)])
+                    setsigdef=_RESET_SIGNALS, setsigmask=(), file_actions=actions)
             except (OSError, ValueError) as e:
                 os.write(out, b"cannot run /bin/bash: %s\n" % str(e).encode())
                 return 126, False
+            finally:
+                if memfd >= 0:
+                    os.close(memfd)
         finally:
             os.close(out)  # the host's EOF must depend on the command's processes only
             os.chdir("/")

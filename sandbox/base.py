@@ -7,6 +7,7 @@ outlive the command that started them, nor `close()`.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Self, runtime_checkable
@@ -92,6 +93,21 @@ class Sandbox(Protocol):
 
     def unmount(self, target: str) -> None:
         """Remove a mount added with `mount`."""
+        ...
+
+    def scratch_dir(self, prefix: str) -> Path:
+        """A new empty host dir inside the sandbox's own storage (within its disk quota where it
+        has one), for what the host mounts in (tests, reward logs); deleted at close at the latest.
+        No command of the sandbox can reach it unless it is mounted."""
+        ...
+
+    def trusted_root(self) -> AbstractContextManager[None]:
+        """Commands inside this block run on a system no earlier command could program: the root,
+        its /bin /lib /lib64 /sbin links and the files of /etc that decide which code runs (the
+        loader's preload list and cache, alternatives, interpreter configs) are the sandbox's
+        originals, read-only; the data earlier commands left (every other top-level dir, the rest
+        of /etc) is carried over. For verifiers. A backend whose system is read-only for
+        commands anyway (docker's image) runs the block as it is."""
         ...
 
     def close(self) -> None:

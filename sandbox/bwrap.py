@@ -23,13 +23,16 @@ namespace after a one-shot command and at close, whatever pid 1 was made to do.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
-from sandbox._bwrap_run import SHM_MB, BwrapContainers, cleanup
+from sandbox import _trusted as trusted
+from sandbox._bwrap_run import DISK, SHM_MB, BwrapContainers, cleanup
 from sandbox._execserver import ExecServer, find_python
 from sandbox._host import HostIdentity, bwrap_version, find_bwrap, host_identity
 from sandbox._layout import (
@@ -47,16 +50,19 @@ from sandbox._layout import (
     venv_origin,
 )
 from sandbox._limits import Cgroup, whole_sandbox_limits
-from sandbox._paths import FileView, Mount, copy_back, mount_source, sandbox_path, state_prefix, tmp_root
+from sandbox._paths import (
+    FileView,
+    Mount,
+    copy_back,
+    mount_source,
+    rmtree_force,
+    sandbox_path,
+    state_prefix,
+    tmp_root,
+)
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 
 __all__ = ["BwrapSandbox", "HostIdentity", "bwrap_version", "find_bwrap", "host_identity"]
-
-_COMMAND_FILE = "/.clawloop-command"
-"""A command too long for one argument is written here (in the read-only root) while it runs."""
-_SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64",
-             "lib32": "usr/lib32", "libx32": "usr/libx32"}
-
 
 class BwrapSandbox(BwrapContainers, Backend):
     """A sandbox whose commands run one at a time in its bubblewrap container."""
@@ -94,19 +100,26 @@ class BwrapSandbox(BwrapContainers, Backend):
     # -- layout ---------------------------------------------------------------------------
 
     def _setup(self, owner: tuple[int, int] | None) -> None:
-        os.chmod(self.state_dir, 0o711)  # the sandbox uid must reach root/, nothing else
-        self.root = self.state_dir / "root"
-        self.root.mkdir()
-        self.limits, cgroup = whole_sandbox_limits(self.config, self.root, owner,
+        os.chmod(self.state_dir, 0o711)  # the sandbox uid must reach disk/root/, nothing else
+        # disk/ holds all the sandbox's files, under its quota: root/ (what commands see as /),
+        # the trusted roots of verifiers and the host's scratch dirs (tests, reward logs).
+        self.disk = self.state_dir / DISK
+        self.disk.mkdir()
+        self.limits, cgroup = whole_sandbox_limits(self.config, self.disk, owner,
                                                    self.process_limit_enforced, SHM_MB)
         self._cgroups += [cgroup] if cgroup else []
+        os.chmod(self.disk, 0o755)
+        self.root = self.disk / "root"
+        self.root.mkdir()
+        self._trusted: Path | None = None  # the trusted root while a `trusted_root` block runs
+        self._carried: list[str] = []  # the agent's top-level dirs bound over it
         # Copy-on-write root: the root dir and /etc are the sandbox's own (in its tmpfs as root),
         # so `WORKDIR /app`, `mkdir /etc/sudoers.d` work as in an image and vanish at close.
         self._view = FileView(self.root, owner)
         self._chown(self.root)
-        for top, target in _SYMLINKS.items():
-            if os.path.isdir("/" + target):
-                os.symlink(target, self.root / top)
+        trusted.system_links(self.root)
+        for top in trusted.SYMLINKS:
+            if os.path.lexists(self.root / top):
                 self._chown(self.root / top, follow=False)
         for name in ("usr", "proc", "dev"):
             self._mkdir(self.root / name)
@@ -158,8 +171,9 @@ class BwrapSandbox(BwrapContainers, Backend):
         self._chown(p)
 
     def _stub(self, target: str) -> None:
-        """Create the mount point of `target` in the state dir (the root is read-only inside)."""
-        cur = self.root
+        """Create the mount point of `target` in the root commands see (the trusted one inside a
+        `trusted_root` block)."""
+        cur = self._trusted or self.root
         for part in target.strip("/").split("/"):
             cur = cur / part
             if not cur.is_dir() or cur.is_symlink():
@@ -203,17 +217,11 @@ class BwrapSandbox(BwrapContainers, Backend):
             refused = _check_strings(command, full_env)
             if refused:
                 return refused
-            cmd_file = None
-            if len(command.encode()) > LONG_COMMAND:
-                cmd_file = self.root / _COMMAND_FILE.lstrip("/")
-                cmd_file.write_text(command)
-                os.chmod(cmd_file, 0o644)
-            script = shell_script(self.config, command, _COMMAND_FILE if cmd_file else None)
-            try:
-                result = self._run(script, sandbox_path(cwd or self._workspace), full_env, timeout)
-            finally:
-                if cmd_file:
-                    cmd_file.unlink(missing_ok=True)
+            # A command too long for one exec argument goes to the exec server over its socket,
+            # which hands it to bash through a memfd: nothing is written into the sandbox's tree.
+            script = shell_script(self.config, command)
+            result = self._run(script, sandbox_path(cwd or self._workspace), full_env, timeout,
+                               oneshot=len(script.encode()) <= LONG_COMMAND)
             for mirror, host in self._copy_back.values():
                 copy_back(mirror, host)
             return result
@@ -249,9 +257,17 @@ class BwrapSandbox(BwrapContainers, Backend):
             self._check_open()
             host = mount_source(host_path)
             t = sandbox_path(target)
-            resolved, _, inside = self._view.resolve(t)
-            if resolved != t:
-                raise SandboxError(f"mount target {target}: resolves to {resolved} (a symlink)")
+            inside: Mount | None
+            if self._trusted is not None and t.count("/") == 1 and t not in self._view.mounts:
+                # A new top-level mount point of the trusted root, which is the host's: an entry
+                # the agent left under that name gives way (its dir or link is not shown).
+                trusted.clear_top(self._trusted, t[1:])
+                self._carried = [c for c in self._carried if c != t[1:]]
+                inside = None
+            else:
+                resolved, _, inside = self._view.resolve(t)
+                if resolved != t:
+                    raise SandboxError(f"mount target {target}: resolves to {resolved} (a symlink)")
             top = t.strip("/").split("/")[0]
             if t == "/" or top in RESERVED_TOPS or (inside is not None and inside.system):
                 raise SandboxError(f"mount target {target}: inside the read-only system view")
@@ -259,7 +275,7 @@ class BwrapSandbox(BwrapContainers, Backend):
             if owner and not (reachable_by(host, owner[0]) and (writable or _tree_readable(host))):
                 # The sandbox uid cannot reach it (e.g. under a 0700 mkdtemp dir): show a copy,
                 # and copy a writable one back to the host after every command.
-                mirror = Path(tempfile.mkdtemp(dir=self.state_dir, prefix="mnt-"))
+                mirror = Path(tempfile.mkdtemp(dir=self.disk, prefix="mnt-"))
                 shutil.copytree(host, mirror, symlinks=True, dirs_exist_ok=True)
                 _give(mirror, owner if writable else None)
                 if writable:
@@ -291,6 +307,33 @@ class BwrapSandbox(BwrapContainers, Backend):
                 top = t.strip("/")
                 if top in self._tops:  # a mount over a private top-level dir: show it again
                     self._view.add(Mount(t, self.root / top, True))
+
+    def _storage(self) -> Path:
+        return self.disk
+
+    @contextlib.contextmanager
+    def trusted_root(self) -> Iterator[None]:
+        """Commands in the block run on a fresh root bound read-only (`sandbox/_trusted.py`):
+        the sandbox's original system links and /etc entries that decide which code runs, the
+        agent's top-level dirs and the rest of its /etc carried over."""
+        with self._lock:
+            self._check_open()
+            if self._trusted is not None:
+                raise SandboxError("trusted_root: already inside one")
+            dest = Path(tempfile.mkdtemp(prefix="trusted-", dir=self.disk))
+            try:
+                points = [m.target for m in self._view.mounts.values() if m.host is not None]
+                carried = trusted.build(self.root, self._etc, dest, points)
+            except (OSError, SandboxError) as e:
+                rmtree_force(dest)
+                raise SandboxError(f"cannot build the trusted root: {e}") from None
+            self._trusted, self._carried = dest, carried
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._trusted, self._carried = None, []
+                rmtree_force(dest)
 
     def close(self) -> None:
         """Stop the container (killing anything in it) and delete the state dir."""

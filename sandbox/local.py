@@ -99,6 +99,8 @@ class LocalSandbox(Backend):
         with self._lock:
             host = mount_source(host_path)
             t = sandbox_path(target)
+            if t.strip("/") in WRITABLE_TOPS:  # commands see the host's /tmp...: nothing to replace
+                raise SandboxError(f"mount target {target}: the local backend's commands see the host's")
             link = self.root / t.lstrip("/")
             link.parent.mkdir(parents=True, exist_ok=True)
             if link.is_symlink():

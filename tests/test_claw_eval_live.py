@@ -184,6 +184,17 @@ class _RecordingSandbox:
     def unmount(self, target: str) -> None:
         self.calls.append(("unmount", target))
 
+    def scratch_dir(self, prefix: str) -> Path:
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix=prefix))
+
+    def trusted_root(self) -> object:
+        import contextlib
+
+        self.calls.append(("trusted_root", None))
+        return contextlib.nullcontext()
+
     def exec(self, command: str, *, timeout: float, cwd: str | None = None,
              env: dict[str, str] | None = None) -> object:
         from sandbox.base import ExecResult

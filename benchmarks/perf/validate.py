@@ -34,8 +34,8 @@ def main() -> None:
         os.environ["CLAWLOOP_SANDBOX_TMP"] = args.tmp
 
     from clawloop.evaluation import load_suite
-    from clawloop.tasks.verifier import tmp_base
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+    from sandbox._paths import tmp_root
 
     suite_dir = args.suite or next(p for p in (ROOT / "benchmarks" / "shell-core", ROOT / "tests" / "fixtures" / "harbor")
                                    if p.is_dir())
@@ -72,7 +72,7 @@ def main() -> None:
     result = {
         "suite": str(suite_dir.relative_to(ROOT) if suite_dir.is_relative_to(ROOT) else suite_dir),
         "backend": args.backend, "cpus": os.cpu_count(),
-        "sandbox_tmp": os.environ.get("CLAWLOOP_SANDBOX_TMP") or "(default)", "harness_tmp": tmp_base(),
+        "sandbox_tmp": os.environ.get("CLAWLOOP_SANDBOX_TMP") or "(default)", "harness_tmp": str(tmp_root()),
         "jobs_1": runs[1], "jobs_2": runs[2],
         "speedup": round(runs[2]["tasks_per_s"] / runs[1]["tasks_per_s"], 2),
         "tasks_per_s": runs[2]["tasks_per_s"], "trivial_2_jobs": trivial,

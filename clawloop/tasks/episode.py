@@ -15,8 +15,6 @@ Errors (setup broke, verifier wrote no usable reward, sandbox failed) are outcom
 from __future__ import annotations
 
 import shlex
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,8 +29,9 @@ from clawloop.tasks.environment import (
     write_files,
 )
 from clawloop.tasks.task import Task
-from clawloop.tasks.verifier import Verdict, harbor_env, host_mounts, read_logs_file, tmp_base, write_dir
+from clawloop.tasks.verifier import Verdict, harbor_env, host_mounts, read_logs_file, write_dir
 from clawloop.trajectory import EpisodeRecord, Step
+from sandbox._paths import rmtree_force
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 
 # ------------------------------------------------------------------------------ simple agents
@@ -46,7 +45,7 @@ def run_oracle(env: TaskEnvironment) -> list[ExecResult]:
     if task.solution is None:
         raise ClawloopError(f"task {task.id}: has no reference solution")
     sb, extra = env.sandbox, harbor_env(task, "solution")
-    host = write_dir(task.solution.files, "clawloop-solution-") if task.solution.files else None
+    host = write_dir(task.solution.files, "solution-", sb) if task.solution.files else None
     results: list[ExecResult] = []
     mounted = False
     try:
@@ -69,7 +68,7 @@ def run_oracle(env: TaskEnvironment) -> list[ExecResult]:
                 if mounted:
                     sb.unmount("/solution")
             finally:
-                shutil.rmtree(host, ignore_errors=True)
+                rmtree_force(host)
     return results
 
 
@@ -178,9 +177,9 @@ def check_oracle(env: TaskEnvironment, *, noop_first: bool = False) -> OracleChe
               f"{LIST_TOUCHED} >> {h}/touched; exit 0"]
     lim, task_env = task.limits, dict(task.env)
     setup_s = max(SETUP_TIMEOUT_S, lim.command_timeout_s)
-    dirs = {h: Path(tempfile.mkdtemp(prefix="clawloop-harness-", dir=tmp_base()))}
+    dirs = {h: sb.scratch_dir("harness-")}
     if task.solution.files:
-        dirs["/solution"] = write_dir(task.solution.files, "clawloop-solution-")
+        dirs["/solution"] = write_dir(task.solution.files, "solution-", sb)
 
     def as_files(target: str) -> bool:  # a backend that cannot mount at /solution gets plain files
         if target == "/solution" and task.solution is not None:

@@ -5,8 +5,16 @@ The agent owns everything the verifier can see (workspace, /root, /tmp, /logs, a
 verifier runs in a clean world, built after every command of the agent ended (no agent process
 survives its command):
 
-- fresh dirs mounted only while it runs: its tests at /tests, an empty /logs/verifier for the
-  reward, and an empty HOME and TMPDIR under `WORLD`, all host temp dirs the agent never saw;
+- a root the agent could not program (`Sandbox.trusted_root`; bwrap: sandbox/_trusted.py): the
+  loader, its preload list and cache, /etc/alternatives, interpreter configs in /etc and the
+  /bin /lib /lib64 /sbin links are the sandbox's originals, `/` and /etc read-only; the agent's
+  top-level dirs and the rest of /etc (data) are carried over;
+- fresh dirs mounted only while it runs, all scratch dirs of the sandbox (inside its disk quota)
+  that the agent never saw: its tests at /tests, **read-only** (an agent script the verifier runs,
+  or a link the agent planted where the verifier writes, cannot change the expected files), an
+  empty /logs/verifier for the reward, an empty HOME and TMPDIR under `WORLD`, and a private /tmp
+  where the backend can mount one (bwrap; docker's verifier prelude deletes the links the agent
+  left in /tmp instead);
 - cwd stays the task's workdir (Harbor verifiers use relative paths such as `python3 total.py`);
   what made that dangerous is Python putting the cwd (or the script's dir) first on sys.path
   for `python3 -`, `-c`, `-m` and scripts: `/workspace/json.py` or `pytest.py` would run inside
@@ -22,7 +30,8 @@ survives its command):
   /tests and the workspace free of bytecode;
 - pytest finds no config file the agent planted above /tests: `pytest.ini`, `pyproject.toml`,
   `conftest.py`, ... in / and /logs are removed first (`PY_PRELUDE`; an `addopts = --co` there
-  made every test run pass, measured on bwrap and docker);
+  made every test run pass, measured on bwrap and docker), and loads plugins of the interpreter's
+  own site-packages only (autoload off; a `*.dist-info` in the cwd named the agent's plugin);
 - git reads no system config, a global config pinned to the fresh HOME (so `git config --global`
   still works), and the repo's own config cannot name a program: `GIT_CONFIG_COUNT` entries
   (command-line scope, above the repo's) neutralize the keys that run one (`GIT_GUARD`), and a
@@ -45,8 +54,6 @@ from __future__ import annotations
 import contextlib
 import math
 import shlex
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -57,8 +64,8 @@ import orjson
 
 from clawloop.tasks.file_tree import write_tree
 from clawloop.tasks.task import FileSpec, Task
-from sandbox._layout import PYGUARD_MOUNT
-from sandbox._paths import read_beneath
+from sandbox._layout import PYGUARD_MOUNT, PYTEST_PLUGINS_MODULE
+from sandbox._paths import read_beneath, rmtree_force
 from sandbox.base import ExecResult, Sandbox, SandboxError
 
 PASS_THRESHOLD = 1.0 - 1e-9
@@ -157,46 +164,50 @@ PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "p
 """Files pytest reads in the tests' dir *and every dir above it* to pick its rootdir and options
 (`addopts = --co` makes every run a pass), and a conftest.py it then runs in that rootdir."""
 PY_PRELUDE = (f"if [ -r {PYGUARD_MOUNT}/sitecustomize.py ]; then "
-              f"rm -f {' '.join(f'/{n} /logs/{n}' for n in PYTEST_CONFIGS)}; "
+              f"rm -f {' '.join(f'/{n} /logs/{n}' for n in PYTEST_CONFIGS)} 2>/dev/null; "
+              f"export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTEST_PLUGINS={PYTEST_PLUGINS_MODULE}; "
               "else export PYTHONSAFEPATH=1; fi\n")
-"""Python and pytest in an isolated sandbox: the agent can write / and /logs, the dirs above /tests
-(and above the verifier's TMPDIR), so pytest config files there are removed (Harbor's tests live in
-/tests; a task's own /tests/pytest.ini still counts). Without an import guard (the local backend,
-whose / is the host's) Python drops the cwd and script dir from sys.path instead."""
+"""Python and pytest in an isolated sandbox: the agent can write /logs, a dir above the verifier's
+TMPDIR, so pytest config files there are removed (the trusted root's / has no files of the agent's;
+Harbor's tests live in /tests; a task's own /tests/pytest.ini still counts). pytest loads no plugin
+by entry point (a `*.dist-info` in the cwd, which `python3 -m pytest` puts on sys.path, would name
+the agent's module): the guard's plugin module loads those of the interpreter's own site-packages
+(pytest-json-ctrf's `--ctrf`...). Without an import guard (the local backend, whose / is the
+host's) Python drops the cwd and script dir from sys.path instead."""
+
+
+TMP_PRELUDE = "find /tmp /var/tmp -xdev -type l -delete 2>/dev/null\n"
+"""Links the agent left in the temp dirs, where verifiers write fixed names (`> /tmp/actual.txt`
+through a link into /tests): gone before the verifier starts. Where /tmp is the verifier's own
+(bwrap) only /var/tmp has any."""
 
 
 def verifier_command(task: Task) -> str:
-    """The verifier's command line: the python and git preludes, then its entry script."""
-    return f"{PY_PRELUDE}{GIT_DRIVER_PRELUDE}bash /tests/{shlex.quote(task.verifier.entry)}"
+    """The verifier's command line: the temp, python and git preludes, then its entry script."""
+    return f"{TMP_PRELUDE}{PY_PRELUDE}{GIT_DRIVER_PRELUDE}bash /tests/{shlex.quote(task.verifier.entry)}"
 
 
-def tmp_base() -> str:
-    """Where host-side temp dirs go: the sandbox's own temp root (fast /dev/shm where it exists)."""
-    from sandbox._paths import tmp_root
-
-    return str(tmp_root())
-
-
-def write_dir(files: dict[str, FileSpec], prefix: str) -> Path:
-    """A fresh host temp dir holding `files` (tests, solution helpers)."""
-    d = Path(tempfile.mkdtemp(prefix=prefix, dir=tmp_base()))
-    d.chmod(0o755)
+def write_dir(files: dict[str, FileSpec], prefix: str, sb: Sandbox) -> Path:
+    """A fresh scratch dir of the sandbox holding `files` (tests, solution helpers)."""
+    d = sb.scratch_dir(prefix)
     write_tree(d, files)
     return d
 
 
 @contextlib.contextmanager
-def host_mounts(sb: Sandbox, dirs: dict[str, Path],
-                fallback: Callable[[str], bool] | None = None) -> Iterator[list[str]]:
-    """Mount each host dir writable at its target (where `sb.mount` refuses, `fallback(target)`
-    may place the files otherwise and return True); yields the targets mounted, which the block
-    may unmount early by popping them. On exit: unmount the rest, delete every host dir."""
+def host_mounts(sb: Sandbox, dirs: dict[str, Path], fallback: Callable[[str], bool] | None = None,
+                *, read_only: frozenset[str] = frozenset()) -> Iterator[list[str]]:
+    """Mount each host dir at its target, writable unless it is in `read_only` (where `sb.mount`
+    refuses, `fallback(target)` may place the files otherwise and return True); yields the
+    targets mounted, which the block may unmount early by popping them. On exit: unmount the
+    rest, delete every host dir (without recursion: the sandbox may have nested them deep)."""
     mounted: list[str] = []
     try:
         for target, host in dirs.items():
-            host.chmod(0o777)
+            writable = target not in read_only
+            host.chmod(0o777 if writable else 0o755)
             try:
-                sb.mount(host, target, writable=True)
+                sb.mount(host, target, writable=writable)
             except SandboxError:
                 if fallback is None or not fallback(target):
                     raise
@@ -208,21 +219,23 @@ def host_mounts(sb: Sandbox, dirs: dict[str, Path],
             with contextlib.suppress(SandboxError, OSError):
                 sb.unmount(target)
         for host in dirs.values():
-            shutil.rmtree(host, ignore_errors=True)
+            rmtree_force(host)
 
 
 @contextlib.contextmanager
 def run_verifier(sb: Sandbox, task: Task) -> Iterator[VerifierRun]:
-    """Mount fresh /tests, /logs/verifier and WORLD, run the verifier, unmount (a copying backend
-    brings the logs back then); the logs dir lives until the block ends."""
+    """On the sandbox's trusted root, mount fresh /tests (read-only), /logs/verifier and WORLD,
+    run the verifier, unmount (a copying backend brings the logs back then); the logs dir lives
+    until the block ends. Its dirs are the sandbox's scratch: inside its disk quota."""
     t0 = time.monotonic()
-    dirs = {"/tests": write_dir(task.verifier.files, "clawloop-tests-"),
-            "/logs/verifier": Path(tempfile.mkdtemp(prefix="clawloop-logs-", dir=tmp_base())),
-            WORLD: Path(tempfile.mkdtemp(prefix="clawloop-world-", dir=tmp_base()))}
+    dirs = {"/tests": write_dir(task.verifier.files, "tests-", sb),
+            "/logs/verifier": sb.scratch_dir("logs-"), WORLD: sb.scratch_dir("world-"),
+            "/tmp": sb.scratch_dir("tmp-")}
     for sub in ("home", "tmp"):
         (dirs[WORLD] / sub).mkdir()
         (dirs[WORLD] / sub).chmod(0o777)
-    with host_mounts(sb, dirs) as mounted:
+    with sb.trusted_root(), host_mounts(sb, dirs, lambda target: target == "/tmp",
+                                        read_only=frozenset({"/tests"})) as mounted:
         r = sb.exec(verifier_command(task), timeout=task.limits.verifier_timeout_s, cwd=task.workdir,
                     env=verifier_env(task))
         while mounted:
