@@ -1,6 +1,6 @@
 """Faster CPU rollouts that keep the model's replies: guessed tokens checked in one forward pass
 (clawloop.policy.draft + the decode loop) and the lean forward (clawloop.policy.fastlm), on small
-random Qwen3 and Llama models."""
+random Qwen3, Qwen2 and Llama models."""
 
 from __future__ import annotations
 
@@ -47,6 +47,45 @@ def llama(tokenizer: Any) -> Any:
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
                       tie_word_embeddings=True)
     return LlamaForCausalLM(cfg).eval()
+
+
+def _random_biases(model: Any, seed: int) -> Any:
+    """transformers initializes Linear biases to zero: random ones, so a test sees a dropped bias."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear) and m.bias is not None:
+                m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.5)
+    return model
+
+
+def tiny_qwen2(tokenizer: Any, seed: int = 0, **cfg: Any) -> Any:
+    """A random Qwen2ForCausalLM shaped like Qwen2.5-Coder-0.5B in small: q/k/v biases, an untied
+    output head, grouped-query heads, rope theta 1e6, no q/k norms."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                         rope_parameters={"rope_type": "default", "rope_theta": 1e6}, rms_norm_eps=1e-6,
+                         tie_word_embeddings=False, **{"initializer_range": 0.2, **cfg})
+    return _random_biases(Qwen2ForCausalLM(config).eval(), seed)
+
+
+@pytest.fixture(scope="module")
+def qwen2(tokenizer: Any) -> Any:
+    return tiny_qwen2(tokenizer)
+
+
+@pytest.fixture(scope="module")
+def llama_bias(tokenizer: Any) -> Any:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(2)
+    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                      attention_bias=True, mlp_bias=True, tie_word_embeddings=True)
+    return _random_biases(LlamaForCausalLM(cfg).eval(), 2)
 
 
 def policy(model: Any, tokenizer: Any, **config: Any) -> HFPolicy:
@@ -104,7 +143,7 @@ def test_accepting_guesses_keeps_the_greedy_token_and_the_sampling_distribution(
         assert torch.allclose(got, want, atol=0.03), (guess, got, want)
 
 
-@pytest.mark.parametrize("arch", ["qwen3", "llama"])
+@pytest.mark.parametrize("arch", ["qwen3", "llama", "qwen2", "llama_bias"])
 def test_fast_forward_matches_transformers(arch: str, request: pytest.FixtureRequest, tokenizer: Any) -> None:
     """Logits of a prefill (short, and long enough for fused attention) and of a step with a
     masked-out (rejected) column equal transformers'."""
@@ -140,6 +179,13 @@ def test_fast_forward_matches_transformers(arch: str, request: pytest.FixtureReq
     fused = forward.layers[0]["qkv"].weight
     assert model.model.layers[0].self_attn.q_proj.weight.data_ptr() == fused.data_ptr()
     assert forward.head.weight.data_ptr() == model.get_output_embeddings().weight.data_ptr()
+    att = model.model.layers[0].self_attn
+    if att.q_proj.bias is not None:  # the biases too: q/k/v's are row blocks of the fused one
+        assert att.q_proj.bias.data_ptr() == forward.layers[0]["qkv"].bias.data_ptr()
+        assert torch.equal(forward.layers[0]["qkv"].bias[-att.v_proj.bias.shape[0]:], att.v_proj.bias)
+    if arch == "qwen2":  # its own output head, not the embedding
+        assert forward.head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
+        assert forward.layers[0]["q_norm"] is None and forward.layers[0]["o"].bias is None
 
 
 def test_fast_engine_refuses_what_it_cannot_run(tokenizer: Any) -> None:
@@ -157,24 +203,35 @@ def test_fast_engine_refuses_what_it_cannot_run(tokenizer: Any) -> None:
     from clawloop.policy.fastlm import FastLM
 
     assert not isinstance(policy(gpt2, tokenizer, engine="auto").forward, FastLM)
+    # Qwen2 with sliding-window layers (use_sliding_window, layers from max_window_layers on): hf only.
+    windowed = tiny_qwen2(tokenizer, use_sliding_window=True, sliding_window=8, max_window_layers=1)
+    with pytest.raises(ClawloopError, match="sliding-window layers"):
+        policy(windowed, tokenizer, engine="fast")
+    assert not isinstance(policy(windowed, tokenizer, engine="auto").forward, FastLM)
+    # use_sliding_window with every layer below max_window_layers: full attention everywhere, runs.
+    unwindowed = tiny_qwen2(tokenizer, use_sliding_window=True, sliding_window=8, max_window_layers=2)
+    assert isinstance(policy(unwindowed, tokenizer, engine="auto").forward, FastLM)
     assert not isinstance(policy(qwen3, tokenizer, engine="auto", decode="generate").forward, FastLM)
     assert isinstance(policy(qwen3, tokenizer, engine="auto").forward, FastLM)
 
 
+@pytest.mark.parametrize("arch", ["qwen3", "qwen2"])
 @pytest.mark.parametrize("engine", ["hf", "fast"])
-def test_guessing_keeps_greedy_replies_and_saves_forward_passes(engine: str, qwen3: Any, tokenizer: Any) -> None:
+def test_guessing_keeps_greedy_replies_and_saves_forward_passes(engine: str, arch: str, request: pytest.FixtureRequest,
+                                                                tokenizer: Any) -> None:
     """Batches of 1 and 3 rows, across turns (KV reuse), with guesses from the rows' own replies
     (an oracle drafter: every guess right) and from prompt lookup (mostly wrong on a random model):
     every reply equals the plain decode loop's, and right guesses cost fewer forward passes."""
+    model = request.getfixturevalue(arch)
     greedy = SamplingParams(temperature=0.0, max_new_tokens=24)
-    plain = policy(qwen3, tokenizer)
+    plain = policy(model, tokenizer)
     want = [g.text for g in plain.generate(CONVS, greedy, tools=TOOLS)]
     want1 = plain.generate(CONVS[:1], greedy, tools=TOOLS)[0]
     for rows in (CONVS, CONVS[:1]):
-        p = policy(qwen3, tokenizer, engine=engine, speculate=6, speculate_tokens=28)
+        p = policy(model, tokenizer, engine=engine, speculate=6, speculate_tokens=28)
         assert [g.text for g in p.generate(rows, greedy, tools=TOOLS)] == want[:len(rows)]
     # An oracle drafter guesses the plain reply: 24 tokens in ~4 passes instead of 24.
-    p = policy(qwen3, tokenizer, engine=engine, speculate=6)
+    p = policy(model, tokenizer, engine=engine, speculate=6)
     reply = list(want1.completion_ids)
     prompt = list(want1.prompt_ids)
     p._drafters = {}
@@ -206,29 +263,73 @@ def test_guessing_samples_reproducibly(qwen3: Any, tokenizer: Any) -> None:
     assert all(0 < g.completion_tokens <= 16 for g in a)
 
 
-def test_fast_int8_packed_weights_give_the_same_sums_as_int_mm(qwen3: Any) -> None:
+def test_qwen2_fast_engine_keeps_greedy_replies_over_two_turns(qwen2: Any, tokenizer: Any) -> None:
+    """Qwen2 (q/k/v biases, untied head) on the fast engine with guesses and prompt reuse: three rows
+    sharing the system prompt (two of them the whole first turn), two turns, every reply equal to
+    the hf engine's plain decode loop and to transformers' generate; later prompts reuse the
+    earlier ones' keys and values, and decode steps check guesses (mostly wrong on a random model:
+    the oracle drafter of test_guessing_keeps_greedy_replies_and_saves_forward_passes counts the
+    passes they save)."""
+    from clawloop.policy.fastlm import FastLM
+
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=24)
+    fast = policy(qwen2, tokenizer, engine="fast", speculate=8, kv_reuse_entries=16)
+    refs = [policy(qwen2, tokenizer, kv_reuse_entries=0), policy(qwen2, tokenizer, decode="generate", kv_reuse_entries=0)]
+    assert isinstance(fast.forward, FastLM)
+    passes: list[int] = []  # tokens per row of each forward pass
+    forward = fast.forward
+    fast.forward = lambda ids, *a, **kw: passes.append(ids.shape[1]) or forward(ids, *a, **kw)  # type: ignore[method-assign]
+    convs = [CONVS[0], CONVS[1], CONVS[0]]
+    for turn in range(2):
+        got = fast.generate(convs, greedy, tools=TOOLS)
+        for ref in refs:
+            assert [g.completion_ids for g in got] == [g.completion_ids for g in ref.generate(convs, greedy, tools=TOOLS)]
+        convs = [[*c, {"role": "assistant", "content": g.text}, tool_message(f"f{turn}\n[exit code 0]")]
+                 for c, g in zip(convs, got, strict=True)]
+    store = fast.prefix_store
+    assert store is not None and store.reused_tokens > store.computed_tokens
+    assert any(1 < t < 16 for t in passes), passes  # steps fed guesses: rows x (1 + guesses)
+    assert sum(len(set(g.completion_ids)) > 4 for g in got) >= 2  # replies that are not a single repeated token
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "qwen2"])
+def test_fast_int8_packed_weights_give_the_same_sums_as_int_mm(arch: str, request: pytest.FixtureRequest) -> None:
+    """Packed (oneDNN) and `_int_mm` int8 products agree; both are close to the fp32 forward (a
+    dropped or mis-scaled Qwen2 q/k/v bias would not be)."""
     from transformers import StaticCache
 
     from clawloop.policy.fastlm import FastLM
 
+    model = request.getfixturevalue(arch)
     ids = torch.tensor([[5, 9, 13, 17, 21, 25], [0, 0, 7, 11, 15, 19]])
     mask = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
     outs = []
     for prepack in (True, False):
-        cache = StaticCache(config=qwen3.config, max_cache_len=8)
+        cache = StaticCache(config=model.config, max_cache_len=8)
         with torch.inference_mode():
-            outs.append(FastLM(qwen3, int8=True, prepack=prepack)(ids, mask, (mask.cumsum(-1) - 1).clamp(min=0),
+            outs.append(FastLM(model, int8=True, prepack=prepack)(ids, mask, (mask.cumsum(-1) - 1).clamp(min=0),
                                                                   cache, 0)[mask.bool()])
     assert torch.allclose(outs[0], outs[1], atol=1e-4), (outs[0] - outs[1]).abs().max()
+    # The packed product only where its sums are exact (a CPU without VNNI saturates them).
+    from clawloop.policy.fastlm import onednn_int8_exact
+
+    assert (FastLM(model, int8=True).layers[0]["qkv"].packed is not None) == onednn_int8_exact()
+    cache = StaticCache(config=model.config, max_cache_len=8)
+    with torch.inference_mode():
+        ref = FastLM(model)(ids, mask, (mask.cumsum(-1) - 1).clamp(min=0), cache, 0)[mask.bool()]
+    assert ((outs[0] - ref).norm() / ref.norm()) < 0.05, ((outs[0] - ref).norm() / ref.norm())
 
 
-def test_fast_int8_policy_runs_and_keeps_the_model_fp32(qwen3: Any, tokenizer: Any) -> None:
-    before = qwen3.model.layers[0].mlp.up_proj.weight.clone()
-    p = policy(qwen3, tokenizer, engine="fast", quantize="int8", speculate=4)
+@pytest.mark.parametrize("arch", ["qwen3", "qwen2"])
+def test_fast_int8_policy_runs_and_keeps_the_model_fp32(arch: str, request: pytest.FixtureRequest,
+                                                        tokenizer: Any) -> None:
+    model = request.getfixturevalue(arch)
+    before = model.model.layers[0].mlp.up_proj.weight.clone()
+    p = policy(model, tokenizer, engine="fast", quantize="int8", speculate=4)
     out = p.generate(CONVS, SamplingParams(temperature=0.0, max_new_tokens=12), tools=TOOLS)
     assert len(out) == 3 and all(0 < g.completion_tokens <= 12 for g in out)
-    assert type(qwen3.model.layers[0].mlp.up_proj) is torch.nn.Linear
-    assert torch.equal(qwen3.model.layers[0].mlp.up_proj.weight, before)
+    assert type(model.model.layers[0].mlp.up_proj) is torch.nn.Linear
+    assert torch.equal(model.model.layers[0].mlp.up_proj.weight, before)
 
 
 def test_decode_loop_masks_rejected_guesses_and_grows_the_cache_for_a_runaway_row() -> None:

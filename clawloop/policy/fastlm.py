@@ -1,4 +1,4 @@
-"""A lean CPU forward pass for HFPolicy's rollouts: Llama and Qwen3 decoders on the model's weights.
+"""A lean CPU forward pass for HFPolicy's rollouts: Llama, Qwen2 and Qwen3 decoders on the model's weights.
 
 transformers' forward is written for every model and device; on a 2-core CPU at batch 1 its
 bookkeeping costs about as much as the arithmetic. Profiled on the 135M default (decode loop,
@@ -14,8 +14,14 @@ masks and small ops most of the rest. This forward runs the same layers with:
   prefills through torch's fused attention (2.5x at 120 tokens x 300 columns);
 - optional int8 weights (per output channel) and int8 activations (per token), clawloop.policy.int8's
   scheme, through oneDNN's int8 product with the weights packed once (`torch._int_mm` where
-  torch lacks it: the same integer sums, but it re-lays the weight out at every call), for
-  rollouts only.
+  torch lacks it or its sums are not exact on the CPU, `onednn_int8_exact`: the same integer
+  sums, but it re-lays the weight out at every call), for rollouts only;
+- the projections' biases where the model has them (Qwen2's q/k/v; Llama's attention_bias and
+  mlp_bias), fused like their matrices and added after the product (after the per-token scale
+  with int8); an untied output head is its own matrix, a tied one the embedding's.
+Qwen3's per-head q/k norms run where the layers have them (Qwen2 and Llama have none). Sliding-
+window layers (Qwen2's use_sliding_window, where max_window_layers leaves some layers windowed)
+are refused: HFPolicy's engine auto falls back to transformers' forward there.
 It reads and writes the same transformers cache objects (`cache.layers[i].keys/values`, shape
 [batch, kv_heads, columns, head_dim]) that clawloop.policy.kv_reuse lays out and extracts, so
 prompt reuse across turns and the decode loop work unchanged. RMSNorm is torch's rms_norm with
@@ -31,7 +37,7 @@ import torch
 
 from clawloop.policy.int8 import quantize_rows, quantize_weight
 
-SUPPORTED = ("llama", "qwen3")
+SUPPORTED = ("llama", "qwen2", "qwen3")
 SDPA_TOKENS = 16
 PACKED_ROWS = (4, 256)
 """fp32 products of this many rows (inclusive) go through oneDNN on packed weights: decode steps,
@@ -46,47 +52,86 @@ def supports(model: Any) -> str | None:
     cfg = model.config
     if cfg.model_type not in SUPPORTED:
         return f"model_type {cfg.model_type!r} (fast forward: {', '.join(SUPPORTED)})"
-    if getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
-        return "attention or MLP biases"
     if getattr(cfg, "hidden_act", "silu") != "silu":
         return f"hidden_act {cfg.hidden_act!r}"
-    if any(t != "full_attention" for t in (getattr(cfg, "layer_types", None) or [])):
+    layer_types = getattr(cfg, "layer_types", None)
+    if any(t != "full_attention" for t in (layer_types or [])):
         return "sliding-window layers"
+    if getattr(cfg, "use_sliding_window", False) and getattr(cfg, "sliding_window", None) and not layer_types:
+        return "use_sliding_window without layer_types (which layers are windowed is unknown)"
     if model.dtype != torch.float32:
         return f"dtype {model.dtype} (fast forward: float32 weights, optionally as int8)"
     return None
 
 
+_ONEDNN_INT8_EXACT: bool | None = None
+
+
+def onednn_int8_exact() -> bool:
+    """Whether oneDNN's packed int8 product gives exact integer sums on this CPU (checked once).
+    Without VNNI (AVX2 only: the AMD EPYC box of 2026-12-02) its u8 x s8 kernel adds pairs of
+    products into int16 with saturation (vpmaddubsw), and activations near 255 (zero point 128 +
+    127) times weights near 127 overflow it: sums off by 87k of 267k there, logits by 0.13 on the
+    tiny test model. Where it is not exact, `torch._int_mm` (exact) does the int8 products."""
+    global _ONEDNN_INT8_EXACT
+    if _ONEDNN_INT8_EXACT is None:
+        _ONEDNN_INT8_EXACT = False
+        if hasattr(torch.ops.onednn, "qlinear_prepack"):
+            w = torch.full((16, 64), 127, dtype=torch.int8)
+            w[1::2] = -127
+            x = torch.full((4, 64), 127.0)
+            try:
+                y = torch.ops.onednn.qlinear_pointwise(
+                    x.add(128).to(torch.uint8), 1.0, 128, torch.ops.onednn.qlinear_prepack(w, None),
+                    torch.ones(16), torch.zeros(16, dtype=torch.long), None, 1.0, 0, torch.float32, "none", [], "")
+                _ONEDNN_INT8_EXACT = torch.equal(y, torch._int_mm(x.to(torch.int8), w.t()).float())
+            except RuntimeError:
+                pass
+    return _ONEDNN_INT8_EXACT
+
+
 def _norm(module: Any) -> tuple[tuple[int], torch.Tensor, float]:
-    """A Llama/Qwen3 RMSNorm module as torch.nn.functional.rms_norm's arguments (the same values)."""
+    """A Llama/Qwen2/Qwen3 RMSNorm module as torch.nn.functional.rms_norm's arguments (the same values)."""
     return (module.weight.shape[0],), module.weight, module.variance_epsilon
+
+
+def _fuse(parts: list[torch.Tensor]) -> torch.Tensor:
+    """The row blocks `parts` as one tensor; the parts become views of it (no second copy in memory)."""
+    if len(parts) == 1:
+        return parts[0].detach()
+    fused = torch.cat([x.detach() for x in parts], dim=0)
+    row = 0
+    for x in parts:
+        x.data = fused[row:row + x.shape[0]]
+        row += x.shape[0]
+    return fused
 
 
 class _Linear:
     """One fused weight matrix: fp32 products (oneDNN on packed weights, or `F.linear`), or int8 x
-    int8 products with per-channel weight and per-token activation scales."""
+    int8 products with per-channel weight and per-token activation scales; plus the fused bias
+    where any of the matrices has one (zeros for those without)."""
 
-    def __init__(self, weights: list[torch.Tensor], int8: bool, prepack: bool = True) -> None:
+    def __init__(self, weights: list[torch.Tensor], int8: bool, prepack: bool = True,
+                 biases: list[torch.Tensor | None] | None = None) -> None:
         self.int8 = int8
         self.packed = None
+        self.bias = None
+        if biases is not None and any(b is not None for b in biases):
+            parts = [b if b is not None else w.new_zeros(w.shape[0]) for w, b in zip(weights, biases, strict=True)]
+            # fp32: the model's own bias vectors become views of the fused one, as its matrices do.
+            self.bias = _fuse(parts) if all(b is not None for b in biases) else torch.cat([x.detach() for x in parts])
         if int8:
             q, self.scale = quantize_weight(torch.cat([x.detach() for x in weights], dim=0))
             self.weight = q.t()
-            if prepack and hasattr(torch.ops.onednn, "qlinear_prepack"):
+            if prepack and onednn_int8_exact():
                 # oneDNN's int8 product with the weight packed once; `_int_mm` re-lays it out at
-                # every call. Same integer sums (tested); 1.2x at 9-32 rows on this box.
+                # every call. Same integer sums (tested) on a CPU with VNNI; 1.2x at 9-32 rows there.
                 self.packed = torch.ops.onednn.qlinear_prepack(q, None)
                 self.zero_points = torch.zeros(q.shape[0], dtype=torch.long)
         else:
-            if len(weights) == 1:
-                self.weight = weights[0].detach()
-            else:
-                # The model's own matrices become row blocks of the fused one: no second copy in memory.
-                self.weight = torch.cat([x.detach() for x in weights], dim=0)
-                row = 0
-                for x in weights:
-                    x.data = self.weight[row:row + x.shape[0]]
-                    row += x.shape[0]
+            # The model's own matrices become row blocks of the fused one: no second copy in memory.
+            self.weight = _fuse(weights)
             if prepack and torch.backends.mkldnn.is_available():
                 # oneDNN's fp32 product on a copy of the weight in its blocked layout: 1.8x torch's
                 # (MKL's) at 4-16 rows on this box, where MKL is slowest per row (14 rows cost it
@@ -113,20 +158,29 @@ class _Linear:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if not self.int8:
             if self._fp32_packed(x):
-                return torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")
-            return torch.nn.functional.linear(x, self.weight)
+                return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+            return torch.nn.functional.linear(x, self.weight, self.bias)
         y, s = self._int8_sums(x)
-        return y.mul_(s)
+        # The bias after the per-token scale (the op's own bias would be scaled with the sums).
+        return y.mul_(s) if self.bias is None else y.mul_(s).add_(self.bias)
 
     def add_into(self, h: torch.Tensor, x: torch.Tensor) -> None:
-        """h += x @ W^T in place, in one op after the product (residual connections)."""
+        """h += x @ W^T (+ bias) in place, in one op after the product (residual connections)."""
         if self.int8:
             y, s = self._int8_sums(x)
             h.addcmul_(y, s)
         elif self._fp32_packed(x):
             h.add_(self(x))
+            return
         else:
             h.addmm_(x, self.weight.t())
+        if self.bias is not None:
+            h.add_(self.bias)
+
+
+def _linear(modules: list[Any], int8: bool, prepack: bool) -> _Linear:
+    """torch.nn.Linear modules (with or without biases) as one fused _Linear."""
+    return _Linear([m.weight for m in modules], int8, prepack, [getattr(m, "bias", None) for m in modules])
 
 
 class FastLM:
@@ -147,15 +201,16 @@ class FastLM:
             att, mlp = layer.self_attn, layer.mlp
             self.layers.append({
                 "norm1": _norm(layer.input_layernorm), "norm2": _norm(layer.post_attention_layernorm),
-                "qkv": _Linear([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight], int8, prepack),
-                "o": _Linear([att.o_proj.weight], int8, prepack),
-                "gate_up": _Linear([mlp.gate_proj.weight, mlp.up_proj.weight], int8, prepack),
-                "down": _Linear([mlp.down_proj.weight], int8, prepack),
+                "qkv": _linear([att.q_proj, att.k_proj, att.v_proj], int8, prepack),
+                "o": _linear([att.o_proj], int8, prepack),
+                "gate_up": _linear([mlp.gate_proj, mlp.up_proj], int8, prepack),
+                "down": _linear([mlp.down_proj], int8, prepack),
                 "q_norm": _norm(att.q_norm) if hasattr(att, "q_norm") else None,
                 "k_norm": _norm(att.k_norm) if hasattr(att, "k_norm") else None,
             })
         self.norm = _norm(model.model.norm)
-        self.head = _Linear([model.get_output_embeddings().weight], int8, prepack)
+        # Untied (Qwen2.5-Coder-0.5B, 136M of its 630M parameters) or the embedding's own matrix.
+        self.head = _linear([model.get_output_embeddings()], int8, prepack)
         self.inter = model.config.intermediate_size
 
     def __call__(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any,

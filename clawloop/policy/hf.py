@@ -68,7 +68,7 @@ class HFPolicyConfig(BaseModel):
     generate, which decodes every row until the longest reply ends (the reference)."""
     engine: Literal["hf", "fast", "auto"] = "hf"
     """Forward pass of the decode loop: hf, transformers' own (the reference); fast,
-    clawloop.policy.fastlm (CPU, Llama and Qwen3 decoders: fused projections, attention over the
+    clawloop.policy.fastlm (CPU, Llama, Qwen2 and Qwen3 decoders: fused projections, attention over the
     filled cache only); auto, fast where it can run, else hf."""
     speculate: int = Field(0, ge=0)
     """Most guessed tokens checked per row and decode step (clawloop.policy.draft: prompt lookup
