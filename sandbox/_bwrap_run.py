@@ -53,6 +53,8 @@ class BwrapContainers:
     _cgroups: list[Cgroup]
     _trusted: Path | None
     _carried: list[str]
+    _etc_binds: list[str]
+    _etc: Path
 
     def _bwrap_argv(self, launch: Launch | None, *rest: str) -> list[str]:
         """setpriv + bwrap + `launch`'s options + the current mount set + `rest` (options, then
@@ -63,6 +65,8 @@ class BwrapContainers:
             a += ["--bind", str(self.root), "/"]
         else:  # read-only, with the agent's top-level dirs over it (sandbox/_trusted.py)
             a += ["--ro-bind", str(self._trusted), "/"]
+            for name in self._etc_binds:
+                a += ["--ro-bind", str(self._etc / name), "/etc/" + name]
             for name in self._carried:
                 if "/" + name not in self._view.mounts:
                     a += ["--bind", str(self.root / name), "/" + name]

@@ -316,22 +316,33 @@ def rmtree_force(path: Path) -> bool:
 
 def copy_back(src: Path, dest: Path) -> None:
     """Copy the regular files and dirs of a sandbox-written tree to the host, never symlinks
-    (the host would follow them), never through a symlink already at the destination."""
+    (the host would follow them), never through a symlink already at the destination; iterative
+    (a sandbox may nest dirs thousands deep), FIFOs and devices left out."""
     import shutil
 
-    if dest.is_symlink():
-        dest.unlink()
-    dest.mkdir(parents=True, exist_ok=True)
-    for entry in os.scandir(src):
-        s, d = Path(entry.path), dest / entry.name
-        if entry.is_symlink():
-            continue
-        if entry.is_dir():
-            copy_back(s, d)
-        elif entry.is_file():
-            if d.is_symlink():
-                d.unlink()
-            shutil.copyfile(s, d, follow_symlinks=False)
+    todo = [(src, dest)]
+    while todo:
+        s, d = todo.pop()
+        if d.is_symlink():
+            d.unlink()
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            entries = list(os.scandir(s))
+        except OSError:
+            continue  # too deep for a path, or made unreadable: left out
+        for entry in entries:
+            target = d / entry.name
+            if entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                todo.append((Path(entry.path), target))
+            elif entry.is_file(follow_symlinks=False):
+                if target.is_symlink():
+                    target.unlink()
+                try:
+                    shutil.copyfile(entry.path, target, follow_symlinks=False)
+                except OSError:
+                    continue
 
 
 _STATE_RE = re.compile(r"clawloop-(bwrap|local|docker|etc)-(\d+)-")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -49,9 +48,10 @@ def system_links(root: Path) -> None:
             os.symlink(target, root / top)
 
 
-def build(agent_root: Path, template_etc: Path, dest: Path, mount_points: list[str]) -> list[str]:
+def build(agent_root: Path, template_etc: Path, dest: Path, mount_points: list[str]) -> tuple[list[str], list[str]]:
     """Fill the empty dir `dest` as a trusted root for the sandbox whose root is `agent_root`;
-    returns the top-level dir names of the agent's to bind over it. `mount_points`: the sandbox
+    returns the top-level dir names of the agent's to bind over it, and the names of the
+    template's /etc dirs to bind read-only at /etc/NAME (`copy_etc`). `mount_points`: the sandbox
     paths its mounts need (they must exist: the root is read-only once bound)."""
     system_links(dest)
     carried = []
@@ -71,10 +71,10 @@ def build(agent_root: Path, template_etc: Path, dest: Path, mount_points: list[s
         parts = target.strip("/").split("/")
         if parts[0] not in carried:  # below a carried dir the agent's own tree has it
             _mkdirs(dest, parts)
-    copy_etc(agent_root / "etc", template_etc, dest / "etc")
+    etc_binds = copy_etc(agent_root / "etc", template_etc, dest / "etc")
     for d in (dest, dest / "etc"):
         d.chmod(0o755)
-    return carried
+    return carried, etc_binds
 
 
 def clear_top(root: Path, name: str) -> None:
@@ -96,18 +96,23 @@ def _mkdirs(base: Path, parts: list[str]) -> None:
             cur.mkdir()
 
 
-def copy_etc(agent_etc: Path, template: Path, dest: Path) -> None:
-    """The agent's /etc without EXEC_ETC entries, plus the template's EXEC_ETC entries."""
+def copy_etc(agent_etc: Path, template: Path, dest: Path) -> list[str]:
+    """The agent's /etc without EXEC_ETC entries, plus the template's EXEC_ETC entries: its files
+    copied, its dirs (alternatives, ssl, perl...: most of the template's ~700 entries) left as
+    empty mount points, whose names are returned for read-only binds of the template's own."""
     dest.mkdir()
     if os.path.isdir(agent_etc) and not os.path.islink(agent_etc):
         _carry_tree(agent_etc, dest, skip_top=exec_etc)
+    binds = []
     with os.scandir(template) as it:
         for e in it:
             if exec_etc(e.name):
                 if e.is_dir(follow_symlinks=False):
-                    shutil.copytree(e.path, dest / e.name, symlinks=True)
+                    (dest / e.name).mkdir()
+                    binds.append(e.name)
                 else:
                     _carry_entry(Path(e.path), dest / e.name)
+    return binds
 
 
 def _carry_tree(src: Path, dest: Path, skip_top) -> None:  # noqa: ANN001 (a name predicate)

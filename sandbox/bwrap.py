@@ -113,6 +113,7 @@ class BwrapSandbox(BwrapContainers, Backend):
         self.root.mkdir()
         self._trusted: Path | None = None  # the trusted root while a `trusted_root` block runs
         self._carried: list[str] = []  # the agent's top-level dirs bound over it
+        self._etc_binds: list[str] = []  # /etc dirs of the template bound read-only in it
         # Copy-on-write root: the root dir and /etc are the sandbox's own (in its tmpfs as root),
         # so `WORKDIR /app`, `mkdir /etc/sudoers.d` work as in an image and vanish at close.
         self._view = FileView(self.root, owner)
@@ -323,7 +324,7 @@ class BwrapSandbox(BwrapContainers, Backend):
             dest = Path(tempfile.mkdtemp(prefix="trusted-", dir=self.disk))
             try:
                 points = [m.target for m in self._view.mounts.values() if m.host is not None]
-                carried = trusted.build(self.root, self._etc, dest, points)
+                carried, self._etc_binds = trusted.build(self.root, self._etc, dest, points)
             except (OSError, SandboxError) as e:
                 rmtree_force(dest)
                 raise SandboxError(f"cannot build the trusted root: {e}") from None
