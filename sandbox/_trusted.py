@@ -37,6 +37,9 @@ SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "us
 """Debian's merged-/usr links, made fresh in every root."""
 ETC_MAX_ENTRIES = 20_000
 """Most entries of the agent's /etc carried over (the template has ~700); past it a SandboxError."""
+TOP_MAX_ENTRIES = 256
+"""Most top-level entries of the agent's root carried over (each dir is a bind mount: a root
+with 100k of them would make bwrap's argv too long for exec); past it a SandboxError."""
 ETC_MAX_DEPTH = 32
 """Deeper entries of the agent's /etc are not carried over (nothing real nests so deep)."""
 
@@ -57,6 +60,8 @@ def build(agent_root: Path, template_etc: Path, dest: Path, mount_points: list[s
     carried = []
     with os.scandir(agent_root) as it:
         entries = sorted(it, key=lambda e: e.name)
+    if len(entries) > TOP_MAX_ENTRIES:
+        raise SandboxError(f"/ has {len(entries)} entries, more than the {TOP_MAX_ENTRIES} a trusted root carries")
     for e in entries:
         if e.name in RESERVED_TOPS or e.name == "etc":
             continue

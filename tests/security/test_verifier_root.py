@@ -329,6 +329,20 @@ def test_agent_etc_too_large_is_an_error_not_a_pass(backend: str) -> None:
     assert rec.outcome == "error" and "trusted root" in (rec.reason or ""), rec
 
 
+def test_a_root_with_too_many_top_level_dirs_is_an_error_not_a_pass(backend: str) -> None:
+    """Each carried dir is a bind mount: thousands would make bwrap's argv too long to exec."""
+    require_bwrap(backend)
+    from sandbox import _trusted
+
+    make = f"cd / && seq {_trusted.TOP_MAX_ENTRIES + 1} | sed 's/^/d/' | xargs mkdir"
+
+    def act(env: TaskEnvironment) -> list[ExecResult]:
+        return [env.exec(make, timeout=60)]
+
+    rec = run_episode(hack_task("tests-rewrite"), act, backend)
+    assert rec.outcome == "error" and "trusted root" in (rec.reason or ""), rec
+
+
 def test_hack_shell_quoting_is_sane() -> None:
     """The planted commands survive `bash -n` (a syntax error would make an attack a dud)."""
     import subprocess
