@@ -177,10 +177,18 @@ def test_huge_and_binary_replies_are_format_errors() -> None:
 
 
 def test_timeout_and_context_exhaustion() -> None:
-    st = EpisodeState(_task(), HarnessConfig(episode_timeout_s=0.001))
+    """The episode budget counts the agent's commands, not the time spent generating (a row of a
+    batch waits for the others' tokens): a budget means the same at batch 1 and 36."""
+    st = EpisodeState(_task(), HarnessConfig(episode_timeout_s=10))
     import time
 
-    time.sleep(0.01)
+    time.sleep(0.01)  # generation-side waiting: not counted
+    assert st.check_time() and st.time_left() == 10
+    assert st.on_generation(gen('<tool_call>\n{"name": "bash", "arguments": {"command": "sleep 6"}}\n</tool_call>'))
+    st.on_result(ExecResult(0, "", False, 6.0))
+    assert st.check_time() and 3.9 < st.command_timeout() <= 4.0  # the rest of the budget
+    assert st.on_generation(gen('<tool_call>\n{"name": "bash", "arguments": {"command": "sleep 9"}}\n</tool_call>'))
+    st.on_result(ExecResult(124, "", True, 4.0))
     assert not st.check_time() and st.termination == "timeout"
     st = EpisodeState(_task())
     assert st.on_generation(Generation("", 9000, 0, "context")) is None

@@ -22,7 +22,6 @@ training code drive it the same way; `run_episode` is the sequential one-episode
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -63,7 +62,10 @@ class HarnessConfig(BaseModel):
     command_timeout_s: float | None = Field(None, gt=0)
     """Timeout of one command (None: task.limits.command_timeout_s)."""
     episode_timeout_s: float | None = Field(None, gt=0)
-    """Wall-clock budget of the agent phase, generation included (None: task.limits.agent_timeout_s)."""
+    """Wall-clock budget of the agent's own commands (None: task.limits.agent_timeout_s). Generation
+    is not counted: it is bounded by turns (`max_turns`) and tokens (the reply's max_tokens), so
+    that a budget means the same at batch 1 and batch 36, where a row waits for the others'
+    tokens and for their prefills."""
     max_format_errors: int = Field(3, gt=0)
     """Consecutive replies without a valid tool call that end the episode."""
     observation_chars: int = Field(2000, gt=0)
@@ -173,7 +175,8 @@ class EpisodeState:
     pending: str | None = None
     """The command waiting to run, after a bash call."""
     _streak: int = 0
-    _start: float = field(default_factory=time.monotonic)
+    command_s: float = 0.0
+    """Wall clock spent in the agent's commands so far: what `episode_timeout_s` bounds."""
 
     def __post_init__(self) -> None:
         if not self.messages:
@@ -189,7 +192,8 @@ class EpisodeState:
         return tools_for(self.config)
 
     def time_left(self) -> float:
-        return self.episode_timeout_s - (time.monotonic() - self._start)
+        """Seconds of the command budget left (generation time is not counted)."""
+        return self.episode_timeout_s - self.command_s
 
     def end(self, termination: str, error: str | None = None) -> None:
         if self.termination is None:
@@ -258,6 +262,7 @@ class EpisodeState:
         obs = format_observation(result, limit=self.config.observation_chars, timeout_s=timeout)
         rec.exit_code, rec.output, rec.timed_out, rec.duration_s = (
             result.exit_code, obs, result.timed_out, result.duration_s)
+        self.command_s += result.duration_s
         self.messages.append(tool_message(obs))
         self.pending = None
         if len(self.steps) >= self.max_turns:

@@ -84,7 +84,9 @@ class Limits(_Frozen):
     command_timeout_s: float = Field(30.0, gt=0)
     """Timeout of one command run by the agent."""
     agent_timeout_s: float = Field(600.0, gt=0)
-    """Wall-clock budget of the whole agent phase."""
+    """Wall-clock budget of the agent's actions: a scripted agent's whole run (the oracle), the
+    model agent's own commands (its generation is bounded by turns and tokens instead, so the
+    budget does not depend on the batch an episode is generated in)."""
     verifier_timeout_s: float = Field(120.0, gt=0)
     """Timeout of the verifier script."""
 
