@@ -323,26 +323,26 @@ def copy_back(src: Path, dest: Path) -> None:
     todo = [(src, dest)]
     while todo:
         s, d = todo.pop()
-        if d.is_symlink():
-            d.unlink()
         try:
+            if d.is_symlink():
+                d.unlink()
             d.mkdir(parents=True, exist_ok=True)
             entries = list(os.scandir(s))
         except OSError:
-            continue  # too deep for a path, or made unreadable: left out
+            continue  # too deep for a path (ENAMETOOLONG), or made unreadable: left out
         for entry in entries:
             target = d / entry.name
-            if entry.is_symlink():
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                todo.append((Path(entry.path), target))
-            elif entry.is_file(follow_symlinks=False):
-                if target.is_symlink():
-                    target.unlink()
-                try:
-                    shutil.copyfile(entry.path, target, follow_symlinks=False)
-                except OSError:
+            try:
+                if entry.is_symlink():
                     continue
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append((Path(entry.path), target))
+                elif entry.is_file(follow_symlinks=False):
+                    if target.is_symlink():
+                        target.unlink()
+                    shutil.copyfile(entry.path, target, follow_symlinks=False)
+            except OSError:
+                continue
 
 
 _STATE_RE = re.compile(r"clawloop-(bwrap|local|docker|etc)-(\d+)-")
