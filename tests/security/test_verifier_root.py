@@ -36,8 +36,13 @@ def backend(episode_backend: str) -> str:
 
 
 def require_bwrap(backend: str) -> None:
-    if backend != "bwrap":  # docker's root is its read-only image: none of these surfaces exist
-        pytest.skip(f"the {backend} sandbox's system is read-only for commands")
+    if backend != "bwrap":
+        pytest.skip(f"a property of bwrap's trusted root or exec server, which {backend} does not have")
+
+
+ROOT_HACKS = ("alternatives", "ld.so.preload", "lib64")
+"""Hacks through the sandbox's own root: closed on bwrap (trusted root), OPEN on docker, whose
+verifier runs in the container the agent used (README: the verifier's threat model)."""
 
 
 def require_gcc(backend: str) -> None:
@@ -156,13 +161,15 @@ def hack_task(name: str, *, as_solution: bool = False) -> Task:
                 solution=Solution(steps=steps))
 
 
-def require(backend: str, name: str) -> None:
-    require_bwrap(backend)
+def require(backend: str, name: str, request: pytest.FixtureRequest) -> None:
     needs = HACKS[name].get("needs")
     if needs == "gcc":
         require_gcc(backend)
     elif needs == "pytest":
         require_module(backend, "pytest")
+    if backend == "docker" and name in ROOT_HACKS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="open on docker: a writable root shared "
+                                              "with the agent (README: the verifier's threat model)"))
 
 
 def hacker(name: str) -> Callable[[TaskEnvironment], list[ExecResult]]:
@@ -182,8 +189,8 @@ def hacker(name: str) -> Callable[[TaskEnvironment], list[ExecResult]]:
 
 
 @pytest.mark.parametrize("name", sorted(HACKS))
-def test_hack_does_not_pay_in_an_episode(backend: str, name: str) -> None:
-    require(backend, name)
+def test_hack_does_not_pay_in_an_episode(backend: str, name: str, request: pytest.FixtureRequest) -> None:
+    require(backend, name, request)
     rec = run_episode(hack_task(name), hacker(name), backend)
     assert rec.outcome in ("failed", "error") and rec.reward in (0.0, None), rec
     assert not any(m in rec.verifier_output for m in ("PRELOAD-RAN", "FAKELD-RAN", "ALT-RAN", "PLUGIN-RAN")), \
@@ -192,8 +199,9 @@ def test_hack_does_not_pay_in_an_episode(backend: str, name: str) -> None:
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast", "step-by-step"])
 @pytest.mark.parametrize("name", sorted(HACKS))
-def test_validation_rejects_a_solution_that_hacks_its_verifier(backend: str, name: str, fast: bool) -> None:
-    require(backend, name)
+def test_validation_rejects_a_solution_that_hacks_its_verifier(backend: str, name: str, fast: bool,
+                                                               request: pytest.FixtureRequest) -> None:
+    require(backend, name, request)
     kept, report = validate_pool([hack_task(name, as_solution=True)], backend, 1, (), AgentFreeParams(fast=fast))
     assert kept == [] and report["rejected"], report
 
