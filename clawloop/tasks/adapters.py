@@ -8,9 +8,13 @@ verifier's output means and what else a run may need:
   verdict;
 - `clawgym`: the standard verifier, plus the wrapper's own reason when reward.sh broke;
 - `claw-eval-live`: the verifier is a snapshot step, the task's grader.py scores it on the host
-  with the episode's transcript; tasks that need the benchmark's mock services are skipped.
+  with the episode's transcript; tasks that need the benchmark's mock services are skipped;
+- `intercode`: InterCode-Bash's reward: the gold command replayed in a second, pristine sandbox,
+  both file systems walked, the agent's last observation from the host's record of the episode,
+  all written into the verifier's files; the verifier computes the reward from them.
 
-The loader of each format writes its record into `task.metadata` (`clawgym`, `claw_eval_live`),
+The loader of each format writes its record into `task.metadata` (`clawgym`, `claw_eval_live`,
+`intercode`),
 which travels with the task through pools, Parquet and GRPO rows; `adapter_for` picks the adapter
 from it. Callers never branch on the format: `TaskEnvironment.verify` asks the adapter.
 """
@@ -23,7 +27,7 @@ from typing import Any
 
 from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
-from clawloop.tasks import clawgym
+from clawloop.tasks import clawgym, intercode
 from clawloop.tasks.task import Task
 from clawloop.tasks.verifier import Verdict, run_verifier, verdict
 from sandbox.base import ExecResult, Sandbox
@@ -86,8 +90,21 @@ class ClawEvalLiveAdapter(FormatAdapter):
                                     ceg.transcript_from_steps(task, list(steps)))
 
 
+class InterCodeAdapter(FormatAdapter):
+    """InterCode-Bash: the gold command replayed in a pristine sandbox, InterCode's reward."""
+
+    name = benchmark = "intercode"
+
+    def claims(self, task: Task) -> bool:
+        return intercode.is_intercode(task)
+
+    def verify(self, sb: Sandbox, task: Task, messages: Transcript | None, steps: Steps) -> Verdict:
+        return intercode.verify_intercode(sb, task, messages, steps)
+
+
 STANDARD = FormatAdapter()
-ADAPTERS: dict[str, FormatAdapter] = {a.name: a for a in (ClawEvalLiveAdapter(), ClawGymAdapter(), STANDARD)}
+ADAPTERS: dict[str, FormatAdapter] = {a.name: a for a in (ClawEvalLiveAdapter(), ClawGymAdapter(),
+                                                          InterCodeAdapter(), STANDARD)}
 """Every adapter by name; `adapter_for` tries them in this order (standard claims any task)."""
 
 

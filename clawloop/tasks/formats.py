@@ -2,7 +2,8 @@
 
 Formats: `harbor` (Harbor / Terminal-Bench 2 / SkillsBench task dirs, Terminal-Bench 1 too),
 `jsonl` (a clawloop pool), `clawgym` (ClawGym-Bench, `data_entry.json`), `claw-eval-live`
-(Claw-Eval-Live, `task.yaml` + `grader.py`); `auto` detects. Public API:
+(Claw-Eval-Live, `task.yaml` + `grader.py`), `intercode` (an InterCode-Bash export:
+`data/nl2bash/nl2bash_fs_N.json` + `docker/bash_scripts/`); `auto` detects. Public API:
 
     detect_format(path) -> str
     load_suite_any(path, fmt="auto", *, name=None, grader_root=None, skills=None,
@@ -12,8 +13,8 @@ Formats: `harbor` (Harbor / Terminal-Bench 2 / SkillsBench task dirs, Terminal-B
 
 Running and verifying is the same for every format (`clawloop.tasks.environment`, one
 `TaskEnvironment` per run): what differs per format is the verifier adapter the loader's
-metadata selects (`clawloop.tasks.adapters`). ClawGym and Claw-Eval-Live records carry
-`benchmark` and, for Claw-Eval-Live, every dimension score (`scores`).
+metadata selects (`clawloop.tasks.adapters`). ClawGym, Claw-Eval-Live and InterCode records
+carry `benchmark` and, for Claw-Eval-Live and InterCode, every score term (`scores`).
 """
 
 from __future__ import annotations
@@ -25,16 +26,16 @@ from typing import Any
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks import claw_eval_live as cel
-from clawloop.tasks import clawgym
+from clawloop.tasks import clawgym, intercode
 from clawloop.tasks.suite import Suite, SuiteItem, load_suite
 from clawloop.tasks.task import FileSpec, Task
 from clawloop.tasks.verifier import PASS_THRESHOLD
 from clawloop.trajectory import EpisodeRecord
 
-FORMATS = ("auto", "harbor", "jsonl", "clawgym", "claw-eval-live")
+FORMATS = ("auto", "harbor", "jsonl", "clawgym", "claw-eval-live", "intercode")
 """Values of `clawloop eval --format`."""
 SKILLS_MODES = ("on", "off")
-FRACTIONAL = ("clawgym", "claw-eval-live")
+FRACTIONAL = ("clawgym", "claw-eval-live", "intercode")
 """Benchmarks whose scores are fractional: their summaries carry mean_score."""
 SKILLS_HOME = "/root/.claude/skills"
 """Where SkillsBench puts skills when its Dockerfile does not say (the Claude Code location)."""
@@ -58,6 +59,8 @@ def detect_format(path: str | Path) -> str:
         raise ClawloopError(f"{path}: not a suite (a .jsonl pool or a directory of tasks)")
     if not path.is_dir():
         raise ClawloopError(f"{path}: no such suite (a task directory, a directory of tasks, or a .jsonl pool)")
+    if intercode.is_intercode_export(path):
+        return "intercode"
     if clawgym.is_clawgym_task(path):
         return "clawgym"
     if cel.is_claw_eval_task(path):
@@ -65,10 +68,11 @@ def detect_format(path: str | Path) -> str:
     if is_task_dir(path):
         return "harbor"
     found = [fmt for fmt, dirs in (("harbor", _harbor_dirs(path)), ("clawgym", clawgym.find_clawgym_dirs(path)),
-                                   ("claw-eval-live", cel.find_claw_eval_dirs(path))) if dirs]
+                                   ("claw-eval-live", cel.find_claw_eval_dirs(path)),
+                                   ("intercode", intercode.find_intercode_roots(path))) if dirs]
     if not found:
         raise ClawloopError(f"{path}: no known task layout (Harbor task.toml, ClawGym data_entry.json, "
-                            "Claw-Eval-Live task.yaml + grader.py)")
+                            "Claw-Eval-Live task.yaml + grader.py, InterCode data/nl2bash/)")
     if len(found) > 1:
         raise ClawloopError(f"{path}: mixed task layouts ({', '.join(found)}); give --format or split the suite")
     return found[0]
@@ -98,6 +102,10 @@ def load_suite_any(path: str | Path, fmt: str = "auto", *, name: str | None = No
         if fmt == "harbor" and path.is_file():
             raise ClawloopError(f"{path}: --format harbor needs a directory")
         suite = load_suite(path, name=name)
+    elif fmt == "intercode":  # the setup scripts build each file system once (cached, clawloop.tasks.intercode)
+        if not path.is_dir():
+            raise ClawloopError(f"{path}: --format intercode needs a directory (an InterCode-Bash export)")
+        suite = intercode.load_intercode_suite(path, name=name)
     else:
         finder, loader = ((clawgym.find_clawgym_dirs, clawgym.load_clawgym_task) if fmt == "clawgym" else
                           (cel.find_claw_eval_dirs, cel.load_claw_eval_task))
