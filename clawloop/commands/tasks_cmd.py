@@ -35,27 +35,43 @@ def schema() -> None:
 
 @tasks_app.command("import")
 def import_(
-    src: Path = typer.Argument(..., help="A Harbor (or Terminal-Bench 1) task directory, or a directory of them."),
-    out: Path = typer.Option(..., "--out", help="Pool JSONL to write."),
+    src: Path = typer.Argument(..., help="A Harbor (or Terminal-Bench 1) task directory, or a directory of them; "
+                               "with --format, a suite of that format."),
+    out: Path = typer.Option(..., "--out", help="Pool JSONL to write (with --harbor: a directory)."),
     source: str | None = typer.Option(None, "--source", help="Suite name recorded in each task (default: the directory's)."),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Write the tasks that load even if others do not."),
+    fmt: str = typer.Option("harbor", "--format", help="harbor | clawgym | claw-eval-live | intercode | auto."),
+    harbor: bool = typer.Option(False, "--harbor", help="Write one Harbor task directory per task under --out "
+                                "instead of a JSONL pool."),
 ) -> None:
-    """Import Harbor task directories into a JSONL pool."""
+    """Import task directories (Harbor, or another --format) into a JSONL pool or Harbor directories."""
     from clawloop.errors import ClawloopError
     from clawloop.tasks.pool import write_pool
     from clawloop.tasks.suite import load_suite
 
     if not src.is_dir():
         raise ClawloopError(f"{src}: not a directory")
-    suite = load_suite(src, name=source)
+    if fmt == "harbor":
+        suite = load_suite(src, name=source)
+    else:
+        from clawloop.tasks.formats import load_suite_any
+
+        suite = load_suite_any(src, fmt, name=source)
     bad = [i for i in suite.items if i.task is None]
     for i in bad:
         typer.echo(f"error: {i.error}", err=True)
     if bad and not skip_bad:
         raise ClawloopError(f"{len(bad)} of {len(suite.items)} tasks failed to load; nothing written (--skip-bad)")
-    n = write_pool(out, suite.tasks)
     skipped = sum(1 for t in suite.tasks if t.needs_image)
-    typer.echo(f"wrote {n} tasks to {out}" + (f" ({skipped} need their Docker image)" if skipped else ""))
+    note = f" ({skipped} need their Docker image)" if skipped else ""
+    if harbor:
+        from clawloop.tasks.harbor_export import export_tasks
+
+        paths = export_tasks(suite.tasks, out)
+        typer.echo(f"wrote {len(paths)} task directories under {out}{note}")
+        return
+    n = write_pool(out, suite.tasks)
+    typer.echo(f"wrote {n} tasks to {out}{note}")
 
 
 @tasks_app.command()
@@ -142,7 +158,7 @@ def eval_(
     playbook: Path | None = typer.Option(None, "--playbook", help="--agent model: a playbook.json rendered into "
                                          "the system prompt (default: the one a model DIR carries, if any)."),
     # --- formats hook (issue #10): benchmark layouts (clawloop.tasks.formats)
-    fmt: str = typer.Option("auto", "--format", help="auto | harbor | jsonl | clawgym | claw-eval-live."),
+    fmt: str = typer.Option("auto", "--format", help="auto | harbor | jsonl | clawgym | claw-eval-live | intercode."),
     grader_root: Path | None = typer.Option(None, "--grader-root", help="claw-eval-live: a checkout of the "
                                             "benchmark whose package grades its tasks (else $CLAWLOOP_GRADER_ROOT)."),
     skills: str | None = typer.Option(None, "--skills", help="Harbor/SkillsBench: on | off (with or without "

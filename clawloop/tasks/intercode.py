@@ -34,7 +34,8 @@ time), so they hold for one cache.
    the verifier's clean world does not carry). Whatever an agent that programmed its world could
    make that walk report, it could have made real with its own commands: the walk reports only
    its own state and never sees the gold. If it gives no usable state, the walk is repeated on
-   the sandbox's trusted root (no `/tmp`, no top-level files: as if the agent had deleted them);
+   the sandbox's trusted root, which carries no regular file of `/`: those count as the setup
+   left them (never better for the agent than leaving them alone);
 3. the agent's last observation is the output of its last command, taken from the host's record
    of the episode (`TaskEnvironment.steps`; the last tool turn of the transcript when there are
    no steps; the query, InterCode's first observation, when it ran nothing): the agent can make
@@ -461,9 +462,14 @@ def task_spec(task: Task) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ grading
+_BACKGROUND = re.compile(r"(?<![&|>])&\s*$")
+
+
 def gold_command(gold: str) -> str:
-    """The gold command as the oracle and the gold run execute it: under GOLD_CPU_S."""
-    return f"ulimit -t {GOLD_CPU_S}\n{gold}"
+    """The gold command as the oracle and the gold run execute it: under GOLD_CPU_S, and, when
+    it ends in `&`, followed by `wait` (the sandbox kills what a command left running when it
+    exits: whether the background job got as far as creating its files would be a race)."""
+    return f"ulimit -t {GOLD_CPU_S}\n{gold}" + ("\nwait" if _BACKGROUND.search(gold) else "")
 
 
 def observation(result: Any) -> str:
@@ -561,7 +567,7 @@ def verify_intercode(sb: Any, task: Task, messages: Sequence[dict[str, Any]] | N
         gold = gold_run(sb, task, spec["gold"])
     except (ClawloopError, SandboxError, OSError) as e:
         return Verdict("error", None, f"intercode: the gold run failed: {e}", "", time.monotonic() - t0)
-    walked, note = "agent-world", ""
+    walked, note, baseline = "agent-world", "", baseline_state(task)
     try:
         agent_state = walk_state(sb)
     except (ClawloopError, SandboxError) as e:
@@ -571,7 +577,9 @@ def verify_intercode(sb: Any, task: Task, messages: Sequence[dict[str, Any]] | N
         except (ClawloopError, SandboxError) as e2:
             return Verdict("error", None, f"intercode: cannot walk the agent's file system: {e2}", note,
                            time.monotonic() - t0)
-    run = {"baseline": baseline_state(task),
+        # the trusted root carries no regular file of /: those count as the setup left them
+        agent_state.update({p: e for p, e in baseline.items() if "/" not in p and e[0] == "f"})
+    run = {"baseline": baseline,
            "agent": {"state": agent_state, "observation": last_observation(task, messages, steps)},
            "gold": {"state": gold["state"], "observation": gold["observation"]}}
     files = {**task.verifier.files, RUN_FILE: FileSpec.of(json.dumps(run, ensure_ascii=False))}
