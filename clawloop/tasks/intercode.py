@@ -28,7 +28,8 @@ time), so they hold for one cache.
 **Grading** (`verify_intercode`, the `intercode` format adapter), InterCode's `get_reward`:
 1. the gold run: a second sandbox of the same backend and config, prepared from the same task
    (the pristine copy: no agent ever ran there), runs the gold command as the agent's commands
-   run (cwd `/`, the task's env), then its file system is walked;
+   run (cwd `/`, the task's env; under `ulimit -t`, as the oracle runs it: `gold_command`),
+   then its file system is walked;
 2. the agent's file system is walked in the agent's own world, as InterCode runs `git status` in
    the agent's container (there the walk sees `/tmp` and the regular files directly in `/`, which
    the verifier's clean world does not carry). Whatever an agent that programmed its world could
@@ -36,8 +37,9 @@ time), so they hold for one cache.
    its own state and never sees the gold. If it gives no usable state, the walk is repeated on
    the sandbox's trusted root, which carries no regular file of `/`: those count as the setup
    left them (never better for the agent than leaving them alone);
-3. the agent's last observation is the output of its last command, taken from the host's record
-   of the episode (`TaskEnvironment.steps`; the last tool turn of the transcript when there are
+3. the agent's last observation is the output of its last command ("Command timed out" when it
+   timed out, as InterCode has it), taken from the host's record of the episode
+   (`TaskEnvironment.steps`; the last tool turn of the transcript when there are
    no steps; the query, InterCode's first observation, when it ran nothing): the agent can make
    it whatever it can print, nothing more;
 4. the host writes all three, with the baseline (the archive's contents), into the verifier's
