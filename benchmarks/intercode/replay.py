@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import posixpath
 import random
 import shlex
 import sys
@@ -48,19 +49,11 @@ CHDIR = ('OCI runtime exec failed: exec failed: unable to start container proces
 
 
 def simplify_path(current: str, changed: str) -> str:
-    """BashEnv.simplify_path."""
+    """Where InterCode's `cd` tracking lands: `changed` resolved against `current`, lexically
+    (".." stops at /, no trailing or doubled slash)."""
     if not changed:
         return current
-    if changed[0] == "/":
-        current = ""
-    path: list[str] = []
-    for segment in (current + "/" + changed).split("/"):
-        if segment == "..":
-            if path:
-                path.pop()
-        elif segment and segment != ".":
-            path.append(segment)
-    return "/" + "/".join(path)
+    return "/" + posixpath.normpath(posixpath.join(current, changed)).lstrip("/")
 
 
 def docker_command(action: str, quoting: str = "docker") -> str | None:

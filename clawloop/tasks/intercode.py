@@ -87,7 +87,7 @@ GOLD_TIMEOUT_S = 120.0
 GOLD_CPU_S = 30
 """CPU seconds of each process of the gold command (`ulimit -t`, a shell builtin: no process, no
 variable), in the oracle's run and the gold run alike. InterCode ran the gold unbounded; here one
-(fs1-55, `grep -r Hello *` in /) reads /proc/*/pagemap without end, and this ends it at the same
+(fs1-55, a recursive grep of everything in /) reads /proc/*/pagemap without end, and this ends it at the same
 point of its output in both runs instead of at a wall-clock timeout."""
 TIMED_OUT = "Command timed out"
 """InterCode's observation of an action that timed out (BashEnv.exec_action)."""
