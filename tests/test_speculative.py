@@ -292,10 +292,33 @@ def test_qwen2_fast_engine_keeps_greedy_replies_over_two_turns(qwen2: Any, token
     assert sum(len(set(g.completion_ids)) > 4 for g in got) >= 2  # replies that are not a single repeated token
 
 
+def test_fast_int8_packed_weights_give_the_same_sums_as_int_mm() -> None:
+    """oneDNN's packed int8 product and `_int_mm` give the same sums on the same quantized weights
+    and activations, at their largest too: 8-bit weights where the CPU has VNNI, 7-bit ones where
+    its kernel would saturate 8-bit pairs of products (onednn_int8_levels)."""
+    from clawloop.policy.fastlm import _Linear, onednn_int8_levels
+    from clawloop.policy.int8 import quantize_weight
+
+    levels = onednn_int8_levels()
+    if not levels:
+        pytest.skip("no exact oneDNN int8 product on this CPU: _int_mm only")
+    torch.manual_seed(0)
+    w = torch.randn(96, 256)
+    w[:, :8] = 3.0  # channels whose scale makes the first inputs' weights the largest level
+    w[1::2, :8] = -3.0
+    x = torch.randn(9, 256)
+    x[0, :8], x[1, :8] = 40.0, -40.0  # activations at 127 and -127 against them
+    packed, plain = _Linear([w], int8=True), _Linear([w], int8=True, prepack=False)
+    assert packed.packed is not None and plain.packed is None and plain.levels == 127
+    plain.weight, plain.scale = (lambda q, s: (q.t(), s))(*quantize_weight(w, packed.levels))
+    assert torch.equal(packed(x), plain(x))
+    assert levels in (127, 63) and packed.levels == levels
+
+
 @pytest.mark.parametrize("arch", ["qwen3", "qwen2"])
-def test_fast_int8_packed_weights_give_the_same_sums_as_int_mm(arch: str, request: pytest.FixtureRequest) -> None:
-    """Packed (oneDNN) and `_int_mm` int8 products agree; both are close to the fp32 forward (a
-    dropped or mis-scaled Qwen2 q/k/v bias would not be)."""
+def test_fast_int8_is_close_to_fp32(arch: str, request: pytest.FixtureRequest) -> None:
+    """The int8 forward (packed where the CPU allows) is close to the fp32 one: a dropped or
+    mis-scaled Qwen2 q/k/v bias, or saturated sums, would not be."""
     from transformers import StaticCache
 
     from clawloop.policy.fastlm import FastLM
@@ -304,20 +327,14 @@ def test_fast_int8_packed_weights_give_the_same_sums_as_int_mm(arch: str, reques
     ids = torch.tensor([[5, 9, 13, 17, 21, 25], [0, 0, 7, 11, 15, 19]])
     mask = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
     outs = []
-    for prepack in (True, False):
+    for forward in (FastLM(model), FastLM(model, int8=True), FastLM(model, int8=True, prepack=False)):
         cache = StaticCache(config=model.config, max_cache_len=8)
         with torch.inference_mode():
-            outs.append(FastLM(model, int8=True, prepack=prepack)(ids, mask, (mask.cumsum(-1) - 1).clamp(min=0),
-                                                                  cache, 0)[mask.bool()])
-    assert torch.allclose(outs[0], outs[1], atol=1e-4), (outs[0] - outs[1]).abs().max()
-    # The packed product only where its sums are exact (a CPU without VNNI saturates them).
-    from clawloop.policy.fastlm import onednn_int8_exact
-
-    assert (FastLM(model, int8=True).layers[0]["qkv"].packed is not None) == onednn_int8_exact()
-    cache = StaticCache(config=model.config, max_cache_len=8)
-    with torch.inference_mode():
-        ref = FastLM(model)(ids, mask, (mask.cumsum(-1) - 1).clamp(min=0), cache, 0)[mask.bool()]
-    assert ((outs[0] - ref).norm() / ref.norm()) < 0.05, ((outs[0] - ref).norm() / ref.norm())
+            outs.append(forward(ids, mask, (mask.cumsum(-1) - 1).clamp(min=0), cache, 0)[mask.bool()])
+    ref = outs[0]
+    for y in outs[1:]:
+        # without Qwen2's q/k/v biases: 0.67.
+        assert ((y - ref).norm() / ref.norm()) < 0.1, ((y - ref).norm() / ref.norm())
 
 
 @pytest.mark.parametrize("arch", ["qwen3", "qwen2"])

@@ -14,8 +14,9 @@ masks and small ops most of the rest. This forward runs the same layers with:
   prefills through torch's fused attention (2.5x at 120 tokens x 300 columns);
 - optional int8 weights (per output channel) and int8 activations (per token), clawloop.policy.int8's
   scheme, through oneDNN's int8 product with the weights packed once (`torch._int_mm` where
-  torch lacks it or its sums are not exact on the CPU, `onednn_int8_exact`: the same integer
-  sums, but it re-lays the weight out at every call), for rollouts only;
+  torch lacks it: the same integer sums, but it re-lays the weight out at every call; on a CPU
+  without VNNI the weights have 7 bits, where oneDNN's sums stay exact, `onednn_int8_levels`),
+  for rollouts only;
 - the projections' biases where the model has them (Qwen2's q/k/v; Llama's attention_bias and
   mlp_bias), fused like their matrices and added after the product (after the per-token scale
   with int8); an untied output head is its own matrix, a tied one the embedding's.
@@ -64,30 +65,39 @@ def supports(model: Any) -> str | None:
     return None
 
 
-_ONEDNN_INT8_EXACT: bool | None = None
+_ONEDNN_LEVELS: int | None = None
 
 
-def onednn_int8_exact() -> bool:
-    """Whether oneDNN's packed int8 product gives exact integer sums on this CPU (checked once).
-    Without VNNI (AVX2 only: the AMD EPYC box of 2026-12-02) its u8 x s8 kernel adds pairs of
-    products into int16 with saturation (vpmaddubsw), and activations near 255 (zero point 128 +
-    127) times weights near 127 overflow it: sums off by 87k of 267k there, logits by 0.13 on the
-    tiny test model. Where it is not exact, `torch._int_mm` (exact) does the int8 products."""
-    global _ONEDNN_INT8_EXACT
-    if _ONEDNN_INT8_EXACT is None:
-        _ONEDNN_INT8_EXACT = False
+def onednn_int8_levels() -> int:
+    """Weight levels (|q| <= this) at which oneDNN's packed int8 product gives exact integer sums
+    with 8-bit activations on this CPU, checked once: 127 with VNNI; 63 without (AVX2 only, the
+    AMD EPYC box of 2026-12-02), whose u8 x s8 kernel adds pairs of products into int16 with
+    saturation (vpmaddubsw): activations around zero point 128 (u8 up to 255) times weights near
+    127 overflow it (sums off by 87k of 267k, logits by 0.13 on the tiny test model), 7-bit
+    weights do not (pairs <= 2 x 255 x 63 = 32130). 7-bit activations instead lost far more on
+    Qwen2.5-Coder-0.5B (logits' relative error 0.31, next-token argmax 78% equal to fp32's, vs
+    0.064 and 95% with 7-bit weights, 0.053 and 97.5% at 8 bits; one 40-token prompt). 0: neither,
+    `torch._int_mm` (exact at 127, but 11-42x slower than fp32's product there at 1-32 rows)."""
+    global _ONEDNN_LEVELS
+    if _ONEDNN_LEVELS is None:
+        _ONEDNN_LEVELS = 0
         if hasattr(torch.ops.onednn, "qlinear_prepack"):
-            w = torch.full((16, 64), 127, dtype=torch.int8)
-            w[1::2] = -127
+            # Worst case: every pair of products at its largest (w = +-levels by rows, x = +-127).
             x = torch.full((4, 64), 127.0)
-            try:
-                y = torch.ops.onednn.qlinear_pointwise(
-                    x.add(128).to(torch.uint8), 1.0, 128, torch.ops.onednn.qlinear_prepack(w, None),
-                    torch.ones(16), torch.zeros(16, dtype=torch.long), None, 1.0, 0, torch.float32, "none", [], "")
-                _ONEDNN_INT8_EXACT = torch.equal(y, torch._int_mm(x.to(torch.int8), w.t()).float())
-            except RuntimeError:
-                pass
-    return _ONEDNN_INT8_EXACT
+            x[1] = -127
+            for levels in (127, 63):
+                w = torch.full((16, 64), levels, dtype=torch.int8)
+                w[1::2] = -levels
+                try:
+                    y = torch.ops.onednn.qlinear_pointwise(
+                        x.add(128).to(torch.uint8), 1.0, 128, torch.ops.onednn.qlinear_prepack(w, None),
+                        torch.ones(16), torch.zeros(16, dtype=torch.long), None, 1.0, 0, torch.float32, "none", [], "")
+                except RuntimeError:
+                    break
+                if torch.equal(y, torch._int_mm(x.to(torch.int8), w.t()).float()):
+                    _ONEDNN_LEVELS = levels
+                    break
+    return _ONEDNN_LEVELS
 
 
 def _norm(module: Any) -> tuple[tuple[int], torch.Tensor, float]:
@@ -122,11 +132,15 @@ class _Linear:
             # fp32: the model's own bias vectors become views of the fused one, as its matrices do.
             self.bias = _fuse(parts) if all(b is not None for b in biases) else torch.cat([x.detach() for x in parts])
         if int8:
-            q, self.scale = quantize_weight(torch.cat([x.detach() for x in weights], dim=0))
+            # Weights in [-levels, levels] per output channel: 8 bits, 7 where oneDNN's packed
+            # product is exact only so (a CPU without VNNI, onednn_int8_levels).
+            self.levels = (onednn_int8_levels() if prepack else 0) or 127
+            q, self.scale = quantize_weight(torch.cat([x.detach() for x in weights], dim=0), self.levels)
             self.weight = q.t()
-            if prepack and onednn_int8_exact():
+            if prepack and onednn_int8_levels():
                 # oneDNN's int8 product with the weight packed once; `_int_mm` re-lays it out at
-                # every call. Same integer sums (tested) on a CPU with VNNI; 1.2x at 9-32 rows there.
+                # every call. Same integer sums (tested); 1.2x at 9-32 rows on a CPU with VNNI,
+                # 27-69x `_int_mm` at 1-32 rows without.
                 self.packed = torch.ops.onednn.qlinear_prepack(q, None)
                 self.zero_points = torch.zeros(q.shape[0], dtype=torch.long)
         else:

@@ -18,11 +18,12 @@ from typing import Any
 import torch
 
 
-def quantize_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """[out, in] weights as int8 with one scale per output channel (max |w| / 127)."""
+def quantize_weight(w: torch.Tensor, levels: int = 127) -> tuple[torch.Tensor, torch.Tensor]:
+    """[out, in] weights as int8 in [-levels, levels] with one scale per output channel
+    (max |w| / levels; clawloop.policy.fastlm uses 63 where its int8 product needs 7 bits)."""
     w = w.detach().float()
-    scale = w.abs().amax(dim=1).clamp(min=1e-8) / 127
-    return torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
+    scale = w.abs().amax(dim=1).clamp(min=1e-8) / levels
+    return torch.round(w / scale[:, None]).clamp(-levels, levels).to(torch.int8), scale
 
 
 def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
