@@ -131,7 +131,7 @@ class RolloutParams(_Section):
     activation scales), the checkpoint and training stay fp32."""
     engine: Literal["auto", "hf", "fast"] = "auto"
     """hf backend's forward pass: transformers' (any model), fast (clawloop.policy.fastlm: CPU,
-    Llama/Qwen3 decoders, fused projections and attention over the filled cache only), or auto:
+    Llama/Qwen2/Qwen3 decoders, fused projections and attention over the filled cache only), or auto:
     fast where it can run (a CPU and one of those models), else hf."""
     speculate: int = Field(0, ge=0)
     """hf backend: most guessed tokens checked per row and decode step, within a step's token
