@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError, describe_validation_error
+from clawloop.io import read_json
 from clawloop.tasks.file_tree import find_dirs, read_tree
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
@@ -105,12 +106,7 @@ def load_clawgym_task(path: str | Path, *, source: str | None = None) -> Task:
     """Read one ClawGym task directory; bad input raises ClawloopError naming file and field."""
     path = Path(path)
     where = f"{path}/{ENTRY}"
-    try:
-        entry = json.loads((path / ENTRY).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ClawloopError(f"{where}: file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ClawloopError(f"{where}: not valid JSON ({e})") from None
+    entry = read_json(path / ENTRY)
     if not isinstance(entry, dict):
         raise ClawloopError(f"{where}: expected a JSON object")
     query = _string(entry, "user_query", where, required=True)

@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
+from clawloop.io import read_json
 from clawloop.tasks import intercode_reward as icr
 from clawloop.tasks.suite import Suite, SuiteItem
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
@@ -159,12 +160,7 @@ def read_queries(path: Path) -> list[dict[str, str] | ClawloopError]:
     """The queries of one nl2bash_fs_N.json: {"query", "gold"} each, or the ClawloopError (naming
     the file, index and field) of a malformed record. A file that does not parse raises."""
     where = str(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ClawloopError(f"{where}: file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ClawloopError(f"{where}: not valid JSON ({e})") from None
+    raw = read_json(path)
     if not isinstance(raw, list):
         raise ClawloopError(f"{where}: expected a JSON list of queries, got {type(raw).__name__}")
     out: list[dict[str, str] | ClawloopError] = []
