@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clawloop import paired
 from clawloop.errors import ClawloopError
 from clawloop.io import hand_over, read_json, write_json  # noqa: F401  (hand_over: re-exported)
+from clawloop.paired import Comparison, Outcomes
 from clawloop.stats import pass_figures, wilson_interval
 
 if TYPE_CHECKING:
@@ -49,6 +51,8 @@ class SuiteMetrics(BaseModel):
     """Episodes ended by format errors in a row: what moves first in a from-scratch loop."""
     graded: int = Field(0, ge=0)
     """Episodes that passed or failed (errors and skips are not graded): the interval's n."""
+    baselines: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Published results on the same tasks (InterCode-Bash's runs): model → {passed, tasks}."""
 
 
 class IterationMetrics(BaseModel):
@@ -70,6 +74,14 @@ class IterationMetrics(BaseModel):
     """Iteration whose checkpoint `policy/` holds."""
     format_error_episodes: int = Field(0, ge=0)
     """Held-out episodes ended by format errors: what moves first in a from-scratch loop."""
+    vs_base_gained: int = Field(0, ge=0)
+    """Held-out tasks this checkpoint passes that iteration 0 failed (paired, clawloop.paired)."""
+    vs_base_lost: int = Field(0, ge=0)
+    """Held-out tasks iteration 0 passed that this checkpoint fails."""
+    vs_base_p: float = Field(1.0, ge=0, le=1)
+    """Exact McNemar p of the checkpoint against iteration 0 (two-sided)."""
+    gate_p_worse: float = Field(1.0, ge=0, le=1)
+    """The gate's test: exact one-sided p that the checkpoint is worse than the policy."""
     wall_s: float = Field(ge=0)
     """Wall time of the evaluation stage."""
 
@@ -86,16 +98,21 @@ class EvalDetail(BaseModel):
 
 
 def headline(iteration: int, suites: dict[str, SuiteMetrics], *, promoted: bool, best: float,
-             policy_from: int, wall_s: float) -> IterationMetrics:
-    """The metrics.json row of an iteration from its suite figures and the gate's decision."""
+             policy_from: int, wall_s: float, record: HeldoutRecord | None = None) -> IterationMetrics:
+    """The metrics.json row of an iteration from its suite figures, the gate's decision and its
+    paired comparisons (`record`)."""
     held = [s for s in suites.values() if s.heldout]
     graded = sum(s.graded for s in held)
     low, high = wilson_interval(sum(s.passed for s in held), graded)
+    vs_base = (record.vs_base if record else None) or {}
+    vs_policy = (record.vs_policy if record else None) or {}
     # Six places: the report prints three, and rounding twice turned 1/72's 0.00245 into 0.003.
     return IterationMetrics(
         iteration=iteration, heldout_pass_rate=heldout_rate(suites), heldout_ci_low=round(low, 6),
         heldout_ci_high=round(high, 6), promoted=promoted, best_heldout_pass_rate=best,
         policy_from=policy_from, format_error_episodes=sum(s.format_error_episodes for s in held),
+        vs_base_gained=vs_base.get("gained", 0), vs_base_lost=vs_base.get("lost", 0),
+        vs_base_p=vs_base.get("p_two_sided", 1.0), gate_p_worse=vs_policy.get("p_worse", 1.0),
         wall_s=wall_s)
 
 
@@ -105,17 +122,81 @@ def heldout_rate(suites: dict[str, SuiteMetrics]) -> float:
     return sum(rates) / len(rates) if rates else 0.0
 
 
-def gate(current: float, previous: IterationMetrics | None, tolerance: float,
-         enabled: bool = True) -> tuple[bool, float]:
-    """Promote unless held-out pass@1 falls more than `tolerance` below the best so far.
+def gate(candidate: Outcomes, policy: Outcomes | None, alpha: float,
+         enabled: bool = True) -> tuple[bool, Comparison | None]:
+    """Promote the checkpoint unless the paired comparison with the promoted `policy` on the same
+    held-out tasks says it is worse: the exact one-sided sign test p <= `alpha`, or nothing of
+    it was graded where the policy was. No policy yet (iteration 0): promoted.
 
-    Returns (promoted, best rate after this iteration).
-    """
+    Returns (promoted, the comparison of the checkpoint against the policy)."""
+    if policy is None:
+        return True, None
+    cmp = paired.compare(policy, candidate)
+    worse = cmp.p_worse <= alpha or (cmp.paired == 0 and bool(policy))
+    return (not enabled) or not worse, cmp
+
+
+class HeldoutRecord(BaseModel):
+    """runs/iter-N/heldout.json: per-task held-out verdicts (clawloop.paired.Outcomes) of this
+    iteration's checkpoint, of the policy in `policy/` after the gate, and of iteration 0, with
+    the paired comparisons the gate and the report read. The next iteration's gate compares its
+    checkpoint with `policy`; every iteration carries `base` forward, so "base vs final" needs
+    no other file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iteration: int = Field(ge=0)
+    checkpoint: dict[str, float]
+    policy: dict[str, float]
+    policy_from: int = Field(ge=0)
+    base: dict[str, float]
+    vs_policy: dict[str, Any] | None = None
+    """The checkpoint against the policy it would have replaced (the gate's comparison)."""
+    vs_base: dict[str, Any] | None = None
+    """The checkpoint against iteration 0."""
+
+
+def heldout_record(iteration: int, checkpoint: Outcomes, previous: HeldoutRecord | None, *,
+                   promoted: bool, vs_policy: Comparison | None) -> HeldoutRecord:
+    """This iteration's heldout.json from its checkpoint's verdicts and the gate's decision."""
     if previous is None:
-        return True, current
-    best = previous.best_heldout_pass_rate
-    promoted = (not enabled) or current >= best - tolerance
-    return promoted, (max(best, current) if promoted else best)
+        return HeldoutRecord(iteration=iteration, checkpoint=checkpoint, policy=checkpoint,
+                             policy_from=iteration, base=checkpoint)
+    return HeldoutRecord(
+        iteration=iteration, checkpoint=checkpoint, base=previous.base,
+        policy=checkpoint if promoted else previous.policy,
+        policy_from=iteration if promoted else previous.policy_from,
+        vs_policy=vs_policy.to_dict() if vs_policy else None,
+        vs_base=paired.compare(previous.base, checkpoint).to_dict())
+
+
+def read_heldout(path: str | Path) -> HeldoutRecord:
+    """Read and check an iteration's heldout.json."""
+    return _read_model(HeldoutRecord, path)
+
+
+def settle(iteration: int, figures: dict[str, SuiteMetrics], verdicts: Outcomes, *, checkpoint: Path,
+           previous: Path | None, it_dir: Path, gate_params: Any, wall_s: float) -> IterationMetrics:
+    """After an evaluation: gate the checkpoint against the policy of iteration dir `previous`,
+    hand the winner over to `it_dir/policy`, write heldout.json and metrics.json. `gate_params`:
+    params.yaml's gate section (alpha, enabled)."""
+    rate = heldout_rate(figures)
+    prev = read_metrics(previous / "metrics.json") if previous else None
+    before = read_heldout(previous / "heldout.json") if previous else None
+    promoted, vs_policy = gate(verdicts, before.policy if before else None, gate_params.alpha,
+                                gate_params.enabled)
+    record = heldout_record(iteration, verdicts, before, promoted=promoted, vs_policy=vs_policy)
+    if previous is not None:
+        hand_over(checkpoint if promoted else previous / "policy", it_dir / "policy")
+    best = rate if promoted or prev is None else prev.best_heldout_pass_rate
+    write_metrics(it_dir / "heldout.json", record)
+    row = headline(iteration, figures, promoted=promoted, best=best, policy_from=record.policy_from,
+                   wall_s=wall_s, record=record)
+    write_metrics(it_dir / "metrics.json", row)
+    vs = f" vs the policy {vs_policy.words()}," if vs_policy else ""
+    verdict = "promoted" if promoted else "not promoted (the policy stays)"
+    print(f"[evaluate] iteration {iteration}: held-out pass@1 {rate:.3f},{vs} {verdict}")
+    return row
 
 
 def _read_model(cls: type[_M], path: str | Path) -> _M:
@@ -133,7 +214,7 @@ def read_metrics(path: str | Path) -> IterationMetrics:
     return _read_model(IterationMetrics, path)
 
 
-def write_metrics(path: str | Path, metrics: IterationMetrics | EvalDetail) -> None:
+def write_metrics(path: str | Path, metrics: BaseModel) -> None:
     write_json(path, metrics.model_dump(mode="json"))
 
 

@@ -226,11 +226,19 @@ class SuiteParams(_Section):
 
     name: str
     path: str
-    format: Literal["auto", "harbor", "jsonl", "clawgym", "claw-eval-live"] = "auto"
+    format: Literal["auto", "harbor", "jsonl", "clawgym", "claw-eval-live", "intercode"] = "auto"
     heldout: bool = True
-    """Held-out suites gate promotion; others are reported only."""
+    """Held-out suites gate promotion, and validation keeps synthesized tasks off them; others
+    are reported only."""
     max_tasks: int | None = Field(None, ge=1)
     """Evaluate a fixed subset of this many tasks (by id; for quick runs). None = all."""
+    optional: bool = False
+    """A suite kept outside the repository (InterCode-Bash: benchmarks/intercode/fetch.py exports
+    it): while `path` does not exist the suite is skipped with a note, not an error."""
+
+    def present(self) -> bool:
+        """Whether the suite can be loaded (a missing optional suite is skipped)."""
+        return not self.optional or Path(self.path).exists()
 
     def subset(self, tasks: list[Any]) -> list[Any]:
         """The suite's tasks to evaluate: all, or the same `max_tasks` every iteration."""
@@ -249,10 +257,13 @@ class EvalParams(_Section):
 
 
 class GateParams(_Section):
-    """Held-out gate: promote a checkpoint only if held-out pass rate does not fall."""
+    """Held-out gate: promote a checkpoint unless the paired comparison with the policy it would
+    replace, on the same held-out tasks, says it is worse (clawloop.paired)."""
 
-    tolerance: float = Field(0.02, ge=0, le=1)
-    """Largest allowed drop of held-out pass@1 against the best promoted so far."""
+    alpha: float = Field(0.2, gt=0, le=1)
+    """Reject when the exact one-sided sign test (McNemar) that the checkpoint is worse than the
+    promoted policy gives p <= alpha. 0.2 rejects 3 lost vs 0 gained tasks (p = 0.125) and
+    4 vs 1 (p = 0.19), and promotes a 1- or 2-task wobble that a raw tolerance would judge."""
     enabled: bool = True
 
 

@@ -39,6 +39,9 @@ def build(params: Any) -> dict[str, Any]:
 
     suites: dict[str, Any] = {}
     for s in params.eval.suites:
+        if not s.present():
+            print(f"[suites] {s.name}: {s.path} does not exist: skipped (optional suite){_how(s)}")
+            continue
         suites[_key(s.path)] = fingerprint(load_suite_any(s.path, s.format, name=s.name).items)
     for path in params.validation.heldout:
         if _key(path) not in suites:
@@ -83,6 +86,9 @@ def eval_suites(params: Any, manifest: str | Path | None) -> list[tuple[str, lis
 
     out = []
     for s in params.eval.suites:
+        if not s.present():
+            print(f"[evaluate] {s.name}: {s.path} does not exist: skipped (optional suite){_how(s)}")
+            continue
         suite = load_suite_any(s.path, s.format, name=s.name)
         check(manifest, s.path, suite.items)
         out.append((s.name, s.subset(suite.tasks), s.heldout))
@@ -90,12 +96,38 @@ def eval_suites(params: Any, manifest: str | Path | None) -> list[tuple[str, lis
 
 
 def heldout_tasks(params: Any, manifest: str | Path | None) -> list[Any]:
-    """Every task of `validation.heldout` (for the overlap check), checked against `manifest`."""
+    """Every task synthesis must stay off (the overlap check): `validation.heldout`'s suites and
+    every held-out suite of `eval.suites` in its own format (InterCode-Bash's queries and gold
+    commands too), each checked against `manifest`."""
+    from clawloop.tasks.formats import load_suite_any
     from clawloop.tasks.suite import load_suite
 
-    tasks = []
+    tasks, seen = [], set()
     for path in params.validation.heldout:
         suite = load_suite(path)
         check(manifest, path, suite.items)
         tasks += suite.tasks
+        seen.add(_key(path))
+    for s in params.eval.suites:
+        if s.heldout and s.present() and _key(s.path) not in seen:
+            suite = load_suite_any(s.path, s.format, name=s.name)
+            check(manifest, s.path, suite.items)
+            tasks += suite.tasks
+            seen.add(_key(s.path))
     return tasks
+
+
+def _how(s: Any) -> str:
+    return (" — export it with `.venv/bin/python benchmarks/intercode/fetch.py " + s.path + "`"
+            if s.format == "intercode" else "")
+
+
+def published_baselines(params: Any, suite: str, names: list[str]) -> dict[str, dict[str, int]]:
+    """Published results of suite `suite` (by name in eval.suites) on the tasks `names`: for an
+    InterCode-Bash export, each published run's successes on exactly these tasks."""
+    from clawloop.tasks.intercode import published_on
+
+    for s in params.eval.suites:
+        if s.name == suite and s.format == "intercode" and s.present():
+            return published_on(s.path, sorted(set(names)))
+    return {}

@@ -29,8 +29,8 @@ REPLY_GRACE_S = 15.0
 """After the command's timeout, how long the server may take to kill everything and answer
 (it gives up itself after 5 s) before the host kills the whole container."""
 _BOOT = "import sys;exec(sys.stdin.buffer.read())"
-"""The interpreter's whole command line: the server's source comes on stdin, so `ps` inside
-shows a short line."""
+"""The interpreter's whole command line: the server's source (and its socket's fd number) comes
+on stdin, so `ps` inside shows the same short line in every sandbox."""
 _PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 
 
@@ -70,13 +70,14 @@ class ExecServer:
         self._buf = b""
         host_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = host_end
+        fd = server_end.fileno()
         try:
             with open(log, "wb") as err:
                 # bwrap gets an empty environment: under --unshare-pid its own process keeps it,
                 # readable inside; --as-pid-1 makes the server pid 1, where commands cannot
                 # signal it.
                 self.proc = subprocess.Popen(
-                    [*argv, "-I", "-S", "-c", _BOOT, str(server_end.fileno())],
+                    [*argv, "-I", "-S", "-c", _BOOT],
                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
                     pass_fds=(server_end.fileno(), *launch.pass_fds), env={}, cwd="/", **popen_kw)
         except (OSError, ValueError) as e:
@@ -89,7 +90,7 @@ class ExecServer:
             self.pid1 = launch.hold(self.proc)
             assert self.proc.stdin is not None
             with contextlib.suppress(BrokenPipeError):  # died at once: the log says why
-                self.proc.stdin.write(server_source())
+                self.proc.stdin.write(server_source().replace(b"\nSOCKET_FD = -1\n", b"\nSOCKET_FD = %d\n" % fd, 1))
                 self.proc.stdin.close()
             line = self._read_line(time.monotonic() + START_TIMEOUT_S)
         except BaseException:

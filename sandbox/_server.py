@@ -36,6 +36,10 @@ _IPC_RMID = 0
 _renamed = [0]
 """Counter for unique names in remove_tree (per process: names are tried until free)."""
 
+SOCKET_FD = -1
+"""This server's end of the socket pair (inherited): the host writes its fd number into this line
+of the source it sends, not on the command line, where `ps` inside would show a number that
+differs between two identical sandboxes (InterCode's process-listing task saw it)."""
 
 LONG_SCRIPT = 64 * 1024
 """Scripts longer than this (bytes) reach bash through a memfd (one exec argument is limited to
@@ -396,5 +400,5 @@ if __name__ == "__main__":
     # The system python, not the project's: it may be older (the host shows this message).
     if sys.version_info < (3, 9):  # noqa: UP036 (os.waitstatus_to_exitcode)
         sys.exit(f"the exec server needs Python >= 3.9, {sys.executable} is {sys.version.split()[0]}")
-    Server(int(sys.argv[-1])).serve()
+    Server(SOCKET_FD).serve()
     os._exit(0)  # no interpreter teardown: the host may be waiting

@@ -6,9 +6,12 @@
 Rolls out every suite of `eval.suites` (held-out) and a sample of the validated pool (held-in,
 for the diagnosis), writing trajectories under --out. The held-out gate then decides whether
 the checkpoint becomes the policy the next iteration starts from (`<out>/../policy`), or the
-best policy so far stays. The headline figures go to `<out>/../metrics.json` (what `dvc metrics
-show` reads), every suite's figures to `<out>/summary.json`. Without --previous (the bootstrap
-policy, iteration 0) there is nothing to gate.
+best policy so far stays. The gate compares the checkpoint with that policy task by task
+(clawloop.paired: an exact sign test on the held-out tasks whose verdict changed, `gate.alpha`).
+The headline figures go to `<out>/../metrics.json` (what `dvc metrics show` reads), the per-task
+held-out verdicts and paired comparisons to `<out>/../heldout.json` (the next gate reads it),
+every suite's figures to `<out>/summary.json`. Without --previous (the bootstrap policy,
+iteration 0) there is nothing to gate.
 """
 
 import time
@@ -28,7 +31,8 @@ def main(params: Params) -> None:
     it_dir = args.out.parent
 
     from clawloop import loop
-    from clawloop.suite_manifest import eval_suites
+    from clawloop.paired import outcomes_of
+    from clawloop.suite_manifest import eval_suites, published_baselines
     from clawloop.tasks.pool import read_pool
 
     t0 = time.perf_counter()
@@ -39,13 +43,16 @@ def main(params: Params) -> None:
     ctx = loop.loop_context(params)
     harness = ctx.harness_for(args.policy)  # its playbook, if any
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration}")
-    figures = {}
+    figures, verdicts = {}, {}
     episodes = 0
     with output_dir(args.out) as tmp:
         for name, tasks, heldout in suites:
             summaries = ctx.rollouts(tasks, policy, k=params.eval.samples, harness=harness, out_dir=tmp / name,
                                      iteration=args.iteration, suite=name, progress=True)
-            figures[name] = loop.suite_metrics(summaries, heldout=heldout)
+            figures[name] = loop.suite_metrics(summaries, heldout=heldout).model_copy(update={
+                "baselines": published_baselines(params, name, [e.name for e in summaries])})
+            if heldout:
+                verdicts |= outcomes_of(summaries, name)
             episodes += len(summaries)
             print(f"[evaluate] {name}: pass@1 {figures[name].pass_at_1:.3f} over {figures[name].tasks} tasks")
         wall = time.perf_counter() - t0
@@ -53,16 +60,8 @@ def main(params: Params) -> None:
             iteration=args.iteration, suites=figures, wall_s=round(wall, 1),
             episodes_per_s=round(episodes / wall, 3) if wall else 0.0))
 
-    rate = loop.heldout_rate(figures)
-    previous = loop.read_metrics(args.previous / "metrics.json") if args.previous else None
-    promoted, best = loop.gate(rate, previous, params.gate.tolerance, params.gate.enabled)
-    if previous is not None:
-        loop.hand_over(args.policy if promoted else args.previous / "policy", it_dir / "policy")
-    policy_from = args.iteration if promoted or previous is None else previous.policy_from
-    loop.write_metrics(it_dir / "metrics.json", loop.headline(
-        args.iteration, figures, promoted=promoted, best=best, policy_from=policy_from, wall_s=round(wall, 1)))
-    print(f"[evaluate] iteration {args.iteration}: held-out pass@1 {rate:.3f}, "
-          f"{'promoted' if promoted else 'not promoted (best so far stays)'}")
+    loop.settle(args.iteration, figures, verdicts, checkpoint=args.policy, previous=args.previous,
+                it_dir=it_dir, gate_params=params.gate, wall_s=round(wall, 1))
 
 
 if __name__ == "__main__":

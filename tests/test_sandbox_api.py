@@ -232,6 +232,19 @@ def test_bwrap_exec_server_lifecycle(tmp_path: Path) -> None:
     assert inside and not any(Path(f"/proc/{pid}").exists() for pid in inside)
 
 
+def test_bwrap_exec_server_command_line_is_the_same_in_every_sandbox() -> None:
+    """`ps` inside shows the exec server: two sandboxes of one process must show the same line
+    (InterCode's process-listing task compares the agent's output with a second sandbox's)."""
+    if unavailable("bwrap"):
+        pytest.skip(unavailable("bwrap"))
+    lines = []
+    with sandbox.open("bwrap") as a, sandbox.open("bwrap") as b:
+        for box in (a, b):
+            box.exec("true")  # the first command runs one-shot; the server serves the next
+            lines.append(box.exec("tr '\\0' ' ' < /proc/1/cmdline").output)
+    assert "python3" in lines[0] and lines[0] == lines[1]
+
+
 def test_bwrap_limits_say_what_is_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whole-sandbox limits where the host gives them (as root here: a cgroup and a tmpfs), a
     line saying so either way, and CLAWLOOP_SANDBOX_LIMITS=require refusing a host without."""

@@ -13,7 +13,13 @@ model_meta.json) and tabulate it.
 --repro: the one command that reproduces the README's figures: a clone of this repository's
 HEAD in --workdir (a temp dir by default; .venv, .runtime and .runtime-llama are shared by symlink), --set
 edits of its params.yaml, one `dvc repro` with the wall time of every stage, then the table of
---runs on what it left.
+--runs on what it left. --profile NAME starts from profiles/NAME.yaml instead of params.yaml.
+
+--repro --seeds 0,1: one clone and `dvc repro` per seed (synthesis.seed, rollout.seed, train.sft.seed
+and train.grpo.seed set to it), then the spread: held-out pass@1 per iteration and seed, the
+paired comparison of the seeds' final policies (their heldout.json), and per iteration whether
+the two runs' validated pools and checkpoints are byte-identical (`--seeds 0,0` runs one seed
+twice: where a checkpoint differs from an identical pool, the run is not deterministic).
 
 --drive: run the loop's phases with the library in a work dir (a temp dir by default), with
 params.yaml's knobs (--set overrides dotted keys, for ablations): bootstrap (pretraining
@@ -94,20 +100,30 @@ def from_runs(runs: Path) -> dict[str, Any]:
             "heldout_pass_at_1": [r["pass_at_1"] for r in rows if r["phase"] == "evaluate"]}
 
 
-def repro(workdir: Path, sets: list[str]) -> dict[str, Any]:
-    """Clone HEAD into `workdir`, apply `sets` to its params.yaml, `dvc repro` timing each stage."""
+SEED_KEYS = ("synthesis.seed", "rollout.seed", "train.sft.seed", "train.grpo.seed")
+"""What --seeds sets (model.seed only seeds a scratch base; the pretrained default has none)."""
+
+
+def repro(workdir: Path, sets: list[str], profile: str | None = None) -> dict[str, Any]:
+    """Clone HEAD into `workdir`, apply `sets` to its params.yaml (profiles/`profile`.yaml when
+    given), `dvc repro` timing each stage."""
     import re
+    import shutil
     import subprocess
 
     import yaml
 
     repo = workdir / "repo"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
+    if profile:
+        shutil.copy2(repo / "profiles" / f"{profile}.yaml", repo / "params.yaml")
     for shared in (".venv", ".runtime", ".runtime-llama"):
         if (ROOT / shared).exists():  # .runtime-llama is optional (rollout.backend: auto falls back to hf)
             (repo / shared).symlink_to((ROOT / shared).resolve())
     if sets:
         raw = yaml.safe_load((repo / "params.yaml").read_text())
+        if "iterations" in raw.get("loop", {}):  # keep DVC's string keys (it drops integer ones)
+            raw["loop"]["iterations"] = {str(k): v for k, v in raw["loop"]["iterations"].items()}
         for kv in sets:
             key, _, value = kv.partition("=")
             _set(raw, key, value)
@@ -135,12 +151,61 @@ def repro(workdir: Path, sets: list[str]) -> dict[str, Any]:
     return result
 
 
+def _digest(path: Path) -> str | None:
+    """sha256 of a file, or of a directory's files (names and contents), None when absent."""
+    import hashlib
+
+    if not path.exists():
+        return None
+    h = hashlib.sha256()
+    for f in sorted(p for p in ([path] if path.is_file() else path.rglob("*")) if p.is_file()):
+        h.update(f.relative_to(path).as_posix().encode() + b"\0" if path.is_dir() else b"")
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def seeds(workdir: Path, seed_list: list[int], sets: list[str], profile: str | None) -> dict[str, Any]:
+    """`repro` once per seed, then the spread between the runs."""
+    from clawloop import paired
+
+    runs = []
+    for k, seed in enumerate(seed_list):
+        result = repro(workdir / f"run-{k}-seed-{seed}", [*sets, *(f"{key}={seed}" for key in SEED_KEYS)], profile)
+        runs.append({"seed": seed, "result": result, "runs": Path(result["repo"]) / "runs"})
+    iters = sorted({int(d.name.split("-")[1]) for r in runs for d in r["runs"].glob("iter-*")})
+    rows = []
+    for i in iters:
+        rates = []
+        for r in runs:
+            m = r["runs"] / f"iter-{i}" / "metrics.json"
+            rates.append(json.loads(m.read_text())["heldout_pass_rate"] if m.exists() else None)
+        known = [x for x in rates if x is not None]
+        row = {"phase": "evaluate", "iteration": i, "wall_s": None, "pass_at_1": None,
+               "per_seed": rates, "spread": round(max(known) - min(known), 4) if known else None}
+        for what, rel in (("pool", "validated/valid.jsonl"), ("checkpoint", "checkpoint")):
+            digests = {_digest(r["runs"] / f"iter-{i}" / rel) for r in runs}
+            if digests != {None}:
+                row[f"same_{what}"] = len(digests) == 1
+        rows.append(row)
+    finals = [r["runs"] / f"iter-{max(iters)}" / "heldout.json" for r in runs]
+    between = None
+    if len(runs) >= 2 and all(f.exists() for f in finals[:2]):
+        a, b = (json.loads(f.read_text())["policy"] for f in finals[:2])
+        between = paired.compare(a, b).to_dict()
+        print(f"[learning] final policies, seed {runs[1]['seed']} against seed {runs[0]['seed']}: "
+              f"{paired.compare(a, b).words()}")
+    return {"mode": "seeds", "seeds": seed_list, "rows": rows, "final_between_seeds": between,
+            "repos": [str(r["result"]["repo"]) for r in runs],
+            "total_wall_s": round(sum(r["result"]["total_wall_s"] for r in runs), 1)}
+
+
 def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: Path,
           max_tasks: int | None, start: Path | None = None, skip_eval0: bool = False) -> dict[str, Any]:
     import yaml
 
     from clawloop import loop
     from clawloop.bootstrap.base import make_base
+    from clawloop.paired import outcomes_of
     from clawloop.params import Params
     from clawloop.synthesis.routine_a.curriculum import CurriculumParams, plan
     from clawloop.synthesis.routine_a.procedural import synthesize
@@ -160,7 +225,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     ctx = loop.loop_context(params)
     rows: list[dict[str, Any]] = []
 
-    def evaluate(policy_dir: Path, i: int) -> float:
+    def evaluate(policy_dir: Path, i: int) -> dict[str, float]:
         t0 = time.time()
         policy = ctx.load_policy(policy_dir, policy_id=f"iter-{i}")
         res = ctx.rollouts(heldout, policy, k=params.eval.samples, harness=ctx.harness_for(policy_dir),
@@ -173,7 +238,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
                      "pass_at_1": round(m.pass_at_1, 4), "passed": [names.get(p, p[:8]) for p in passed]})
         print(f"[learning] iter {i} evaluate: pass@1 {m.pass_at_1:.3f} ({m.passed}/{m.tasks})"
               f" in {rows[-1]['wall_s']} s", flush=True)
-        return m.pass_at_1
+        return outcomes_of(res, suite.name)
 
     t0 = time.time()
     if start is not None:  # an existing bootstrap dir (e.g. kept by benchmarks/perf/pretrain.py --out)
@@ -189,7 +254,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
                  "copy": (pre.get("curve") or [{}])[-1].get("name_exact")})
     print(f"[learning] bootstrap: {meta['params']:,} params, copy probe {rows[-1]['copy']}"
           f" in {rows[-1]['wall_s']} s", flush=True)
-    best = 0.0 if skip_eval0 else evaluate(policy, 0)
+    best = None if skip_eval0 else evaluate(policy, 0)   # the promoted policy's held-out verdicts
     tp = params.train.options().model_copy(update={"dvclive": False})
     syn = params.synthesis
     for i in range(1, n_iter + 1):
@@ -207,11 +272,13 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
                      "loss": metrics.get("sft_train_loss"), "steps": metrics.get("steps")})
         print(f"[learning] iter {i} train: {metrics.get('steps')} steps, loss {metrics.get('sft_train_loss')}"
               f" in {rows[-1]['wall_s']} s", flush=True)
-        rate = evaluate(ckpt, i)
-        promoted = (not params.gate.enabled) or rate >= best - params.gate.tolerance
+        verdicts = evaluate(ckpt, i)
+        promoted, vs = loop.gate(verdicts, best, params.gate.alpha, params.gate.enabled)
         rows[-1]["promoted"] = promoted
+        if vs is not None:
+            rows[-1]["vs_policy"] = vs.words()
         if promoted:
-            policy, best = ckpt, max(best, rate)
+            policy, best = ckpt, verdicts
     return {"mode": "drive", "params": str(params_path), "set": sets, "rows": rows,
             "heldout_tasks": len(heldout),
             "heldout_pass_at_1": [r["pass_at_1"] for r in rows if r["phase"] == "evaluate"],
@@ -231,12 +298,16 @@ def main() -> None:
     ap.add_argument("--max-tasks", type=int, default=None)
     ap.add_argument("--policy", type=Path, default=None, help="start from this bootstrap dir (skip the bootstrap)")
     ap.add_argument("--skip-eval0", action="store_true", help="do not evaluate the starting policy")
+    ap.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                    help="with --repro: one run per seed, comma-separated (0,1; 0,0 checks determinism)")
+    ap.add_argument("--profile", default=None, help="with --repro: start from profiles/NAME.yaml")
     args = ap.parse_args()
 
     if args.repro:
         workdir = args.workdir or Path(tempfile.mkdtemp(prefix="clawloop-repro-"))
         workdir.mkdir(parents=True, exist_ok=True)
-        result = repro(workdir, args.set)
+        result = (seeds(workdir, args.seeds, args.set, args.profile) if args.seeds
+                  else repro(workdir, args.set, args.profile))
     elif args.drive or not (args.runs / "iter-0" / "metrics.json").exists():
         if args.workdir:
             result = drive(args.params, args.set, args.iterations, args.workdir, args.max_tasks,
@@ -255,7 +326,7 @@ def main() -> None:
               f"  {'' if p is None else f'{p:.3f}':>7}  {json.dumps(notes) if notes else ''}")
     for st in result.get("stages", []):
         print(f"stage {st['stage']:<22} {st.get('wall_s', '-'):>8} s")
-    if "total_wall_s" in result:
+    if "total_wall_s" in result and "repo" in result:
         print(f"dvc repro: {result['total_wall_s'] / 60:.1f} min in {result['repo']}")
     if args.json:
         print(json.dumps(result))

@@ -3,7 +3,9 @@
 Sources per iteration: metrics.json (headline, gate), eval/summary.json (per-suite figures; older
 runs kept them in metrics.json), diagnosis/diagnosis.json (cells, failure modes,
 recommendations), pool/manifest.json (what synthesis did with the previous diagnosis),
-validated/valid.jsonl, train.json. Intervals are Wilson 95% everywhere, as in the diagnosis.
+validated/valid.jsonl, train.json, heldout.json (per-task held-out verdicts: the paired
+evidence). Intervals are Wilson 95% for rates, as in the diagnosis; differences between
+iterations are paired (clawloop.paired: flips, exact McNemar p, bootstrap interval).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from clawloop import paired
 from clawloop.errors import ClawloopError
 from clawloop.io import iter_jsonl, read_json
 from clawloop.stats import wilson_interval
@@ -100,7 +103,7 @@ def collect(runs: str | Path) -> dict[str, Any]:
         raise ClawloopError(f"{runs}: no iteration directories (iter-N) found; run `dvc repro` first")
     data: dict[str, Any] = {"iterations": [], "suites": {}, "skills": {}, "modes": {}, "pools": {},
                             "metrics": {}, "heldout": {}, "diagnoses": {}, "synthesis": {}, "wall": {},
-                            "mtimes": {}}
+                            "mtimes": {}, "records": {}, "baselines": {}}
     for i, d in iters:
         data["iterations"].append(i)
         metrics = _read(d / "metrics.json")
@@ -108,6 +111,11 @@ def collect(runs: str | Path) -> dict[str, Any]:
         suites = (detail or {}).get("suites") or (metrics or {}).get("suites") or {}
         for name, s in suites.items():
             data["suites"].setdefault(name, {})[i] = s["pass_at_1"]
+            if s.get("baselines"):
+                data["baselines"].setdefault(name, {})[i] = {"suite": s, "published": s["baselines"]}
+        record = _read(d / "heldout.json")
+        if record:
+            data["records"][i] = record
         if metrics:
             data["metrics"][i] = metrics
             data["heldout"][i] = _heldout(metrics, suites)
@@ -195,4 +203,60 @@ def chain(data: dict[str, Any]) -> list[dict[str, Any]]:
                          "knobs": s.get("knobs", [])})
         out.append({"iteration": i, "from": prev, "modes": modes, "rows": rows, "budgets": syn["budgets"],
                     "conditioned": syn["conditioned"], "tasks": syn["tasks"]})
+    return out
+
+
+def _step(before: dict[str, float], after: dict[str, float], suites: list[str]) -> dict[str, Any]:
+    """One paired comparison, pooled over the held-out suites and per suite."""
+    return {"all": paired.compare(before, after),
+            "suites": {name: paired.compare(paired.by_suite(before, name), paired.by_suite(after, name))
+                       for name in suites}}
+
+
+def evidence(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Paired evidence from the iterations' heldout.json: the final policy against iteration 0
+    (the loop's result), and each checkpoint against the one before (per-task flips)."""
+    recs = data["records"]
+    if not recs:
+        return None
+    iters = sorted(recs)
+    first, last = iters[0], iters[-1]
+    suites = sorted({paired.suite_of(k) for r in recs.values() for k in r["checkpoint"]})
+    final = recs[last]["policy"]
+    headline = _step(recs[last]["base"], final, suites)
+    steps = [{"before": a, "after": b, **_step(recs[a]["checkpoint"], recs[b]["checkpoint"], suites)}
+             for a, b in zip(iters, iters[1:], strict=False)]
+    c = headline["all"]
+    if last == first or recs[last]["policy_from"] == first:
+        words = (f"The policy after iteration {last} is still iteration {first}'s: no checkpoint was promoted "
+                 f"over it" if last != first else f"Only iteration {first} has been evaluated")
+    else:
+        chance = ("a difference this large is unlikely to be chance (p < 0.05)" if c.p_two_sided < 0.05 else
+                  "not distinguishable from chance at the 5% level")
+        words = (f"Held-out, the final policy (iteration {recs[last]['policy_from']}) against iteration "
+                 f"{first}: {c.words()}; {chance}. Pass@1 difference {c.diff:+.3f}, 95% paired-bootstrap "
+                 f"interval [{c.diff_low:+.3f}, {c.diff_high:+.3f}]")
+    return {"first": first, "last": last, "policy_from": recs[last]["policy_from"], "suites": suites,
+            "headline": headline, "words": words, "steps": steps}
+
+
+def baselines(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per suite with published results (InterCode-Bash): each iteration's success beside the
+    published runs on the same tasks."""
+    out = []
+    for name, by_iter in sorted(data["baselines"].items()):
+        last = max(by_iter)
+        rows = []
+        for i, b in sorted(by_iter.items()):
+            s = b["suite"]
+            n = _graded(s)
+            low, high = wilson_interval(s["passed"], n)
+            rows.append({"iteration": i, "passed": s["passed"], "n": n, "rate": s["passed"] / n if n else 0.0,
+                         "low": low, "high": high, "mean_reward": s.get("mean_reward")})
+        published = []
+        for model, f in sorted(by_iter[last]["published"].items(), key=lambda kv: -kv[1]["passed"] / kv[1]["tasks"]):
+            low, high = wilson_interval(f["passed"], f["tasks"])
+            published.append({"model": model, **f, "rate": f["passed"] / f["tasks"],
+                              "low": low, "high": high})
+        out.append({"suite": name, "rows": rows, "published": published})
     return out

@@ -6,8 +6,9 @@ import base64
 from pathlib import Path
 from typing import Any
 
+from clawloop.paired import format_p
 from clawloop.report.ablations import KNOBS
-from clawloop.report.collect import chain, summary
+from clawloop.report.collect import baselines, chain, evidence, summary
 
 _TEMPLATES = Path(__file__).parent / "templates"
 
@@ -37,13 +38,14 @@ def context(data: dict[str, Any], images: dict[str, bytes], *, viewer: str | Non
             ablations: list[dict[str, Any]]) -> dict[str, Any]:
     """What both templates draw from."""
     return {
-        "s": summary(data), "chain": chain(data), "iterations": data["iterations"],
+        "s": summary(data), "e": evidence(data), "published": baselines(data), "chain": chain(data),
+        "iterations": data["iterations"],
         "skills": sorted(data["skills"].items()), "modes": sorted(data["modes"].items()),
         "pools": sorted(data["pools"].items()), "suites": sorted(data["suites"].items()),
         "transfer": data.get("transfer"), "ablations": ablations, "ablation_keys": KNOBS, "viewer": viewer,
         "image_names": sorted(images),
         "images": {k: "data:image/png;base64," + base64.b64encode(v).decode("ascii") for k, v in images.items()},
-        "ci": ci, "walltime": walltime,
+        "ci": ci, "walltime": walltime, "p": format_p,
     }
 
 

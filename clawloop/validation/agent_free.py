@@ -95,15 +95,34 @@ def shingles(task: Task, params: AgentFreeParams) -> set[tuple[str, ...]]:
     return ngrams(_norm_words("\n".join(text)), params.shingle_words)
 
 
+def _norm_command(cmd: str) -> str:
+    return " ".join(cmd.split())
+
+
 class HeldoutIndex:
-    """Instruction n-grams of the held-out tasks."""
+    """Instruction n-grams and reference commands of the held-out tasks."""
 
     def __init__(self, tasks: Iterable[Task], n: int = 8) -> None:
         self.n = n
         self.grams: dict[tuple[str, ...], str] = {}
+        self.commands: dict[str, str] = {}
         for t in tasks:
             for g in ngrams(_norm_words(t.instruction), n):
                 self.grams.setdefault(g, t.id)
+            for step in t.solution.steps if t.solution else ():
+                # Only commands specific enough to give a held-out answer away (InterCode's gold
+                # commands are one line each; `ls` or `cd /x` alone says nothing).
+                if len(step.split()) >= 3:
+                    self.commands.setdefault(_norm_command(step), t.id)
+
+    def same_command(self, task: Task) -> tuple[str, str] | None:
+        """(command, held-out id) when a step of the task's reference solution is a held-out
+        task's reference command (whitespace aside): training on it would teach the answer."""
+        for step in task.solution.steps if task.solution else ():
+            hid = self.commands.get(_norm_command(step))
+            if hid is not None:
+                return step, hid
+        return None
 
     def overlap(self, task: Task) -> tuple[float, str | None]:
         """(share of the task's n-grams seen in held-out instructions, one held-out id)."""
@@ -249,6 +268,11 @@ def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
         if hid is not None and share >= params.heldout_threshold:
             rejected["heldout_overlap"].append({"id": t.id, "detail": f"{share:.0%} of its {params.heldout_ngram}-grams "
                                                 f"appear in held-out instructions (e.g. task {hid})"})
+            continue
+        same = heldout.same_command(t)
+        if same is not None:
+            rejected["heldout_overlap"].append({"id": t.id, "detail": f"its reference command {same[0][:80]!r} is "
+                                                f"held-out task {same[1]}'s"})
             continue
         candidates.append(t)
 

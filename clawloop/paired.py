@@ -1,0 +1,154 @@
+"""Paired evidence between two evaluations on the same tasks: flips, an exact test, a bootstrap.
+
+Two iterations evaluated on the same held-out tasks are not two independent samples: a task the
+base already passes says nothing about the change. What does is the tasks whose verdict changed,
+the *flips* (fail → pass gained, pass → fail lost), and an exact sign test on them (McNemar's
+exact test when each task has one sample). The bootstrap resamples tasks, keeping each task's two
+verdicts together, for an interval of the difference in pass@1.
+
+An evaluation's verdicts are `Outcomes`: task key → share of passing graded samples (1.0 / 0.0
+with one sample per task). Tasks that errored or were skipped in either evaluation are not
+paired (they were never graded): `Comparison.unpaired` counts them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+Outcomes = dict[str, float]
+"""Task key (`suite/task name`) → share of its graded samples that passed."""
+
+BOOTSTRAP_SAMPLES = 2000
+"""Resamples for the interval: its ends move by under 0.005 between seeds at 72-272 tasks."""
+BOOTSTRAP_SEED = 0
+"""Fixed, so the report and `dvc metrics` of a run are reproducible."""
+
+
+def outcomes_of(episodes: list[Any], suite: str) -> Outcomes:
+    """Per-task share of passing graded samples, keyed `suite/task name` (the name, not the content
+    hash id: a task edited between iterations is the same question asked again, and the suite
+    manifest already refuses a suite that changed within a run)."""
+    graded: dict[str, list[bool]] = {}
+    for e in episodes:
+        if e.outcome in ("passed", "failed"):
+            graded.setdefault(f"{suite}/{_name(e)}", []).append(e.outcome == "passed")
+    return {k: sum(v) / len(v) for k, v in sorted(graded.items())}
+
+
+def _name(e: Any) -> str:
+    return getattr(e, "name", None) or e.task_id
+
+
+def sign_test_p(better: int, worse: int, *, alternative: str = "two-sided") -> float:
+    """Exact binomial sign test on the discordant pairs (McNemar's exact test).
+
+    `alternative`: "two-sided", "less" (evidence that the new evaluation is worse: small when
+    `worse` dominates) or "greater". 1.0 when no pair is discordant."""
+    n = better + worse
+    if n == 0:
+        return 1.0
+
+    def tail(k: int) -> float:  # P(X <= k), X ~ Binomial(n, 1/2)
+        return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+
+    if alternative == "less":
+        return min(1.0, tail(better))
+    if alternative == "greater":
+        return min(1.0, tail(worse))
+    if alternative != "two-sided":
+        raise ValueError(f"alternative: {alternative!r} is not two-sided, less or greater")
+    return min(1.0, 2 * tail(min(better, worse)))
+
+
+def bootstrap_interval(diffs: list[float], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED,
+                       level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of the mean of per-task differences, tasks resampled with replacement."""
+    if not diffs:
+        return 0.0, 0.0
+    rng = random.Random(seed)
+    n = len(diffs)
+    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(samples))
+    lo = means[int((1 - level) / 2 * (samples - 1))]
+    hi = means[int((1 + level) / 2 * (samples - 1))]
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`after` against `before` on the tasks both graded."""
+
+    paired: int
+    """Tasks graded in both evaluations."""
+    unpaired: int
+    """Tasks graded in only one of them (an error or a skip in the other)."""
+    both_passed: int
+    both_failed: int
+    gained: int
+    """Tasks that did better after (fail → pass with one sample per task)."""
+    lost: int
+    """Tasks that did worse after (pass → fail)."""
+    before_rate: float
+    """pass@1 of `before` on the paired tasks."""
+    after_rate: float
+    diff: float
+    """after_rate − before_rate."""
+    diff_low: float
+    """95% paired-bootstrap interval of `diff`."""
+    diff_high: float
+    p_two_sided: float
+    """Exact sign test (McNemar) that the two evaluations differ."""
+    p_worse: float
+    """One-sided: the evidence that `after` is worse (the gate's test)."""
+    gained_tasks: tuple[str, ...] = ()
+    lost_tasks: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("before_rate", "after_rate", "diff", "diff_low", "diff_high", "p_two_sided", "p_worse"):
+            d[k] = round(d[k], 6)
+        d["gained_tasks"], d["lost_tasks"] = list(self.gained_tasks), list(self.lost_tasks)
+        return d
+
+    def words(self, what: str = "tasks") -> str:
+        """'+5 tasks of 72 (7 gained, 2 lost), exact McNemar p = 0.18': the change a reader reads."""
+        net = self.gained - self.lost
+        return (f"{net:+d} {what} of {self.paired} ({self.gained} gained, {self.lost} lost), "
+                f"exact McNemar p = {format_p(self.p_two_sided)}")
+
+
+def format_p(p: float) -> str:
+    return "1" if p >= 0.9995 else (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}")
+
+
+def compare(before: Mapping[str, float], after: Mapping[str, float]) -> Comparison:
+    """Flips, exact test and bootstrap interval of `after` against `before`."""
+    keys = sorted(set(before) & set(after))
+    unpaired = len(set(before) ^ set(after))
+    diffs = [after[k] - before[k] for k in keys]
+    gained = tuple(k for k, d in zip(keys, diffs, strict=True) if d > 0)
+    lost = tuple(k for k, d in zip(keys, diffs, strict=True) if d < 0)
+    both_passed = sum(before[k] > 0 and after[k] > 0 and before[k] == after[k] for k in keys)
+    n = len(keys)
+    low, high = bootstrap_interval(diffs)
+    return Comparison(
+        paired=n, unpaired=unpaired, both_passed=both_passed,
+        both_failed=n - len(gained) - len(lost) - both_passed, gained=len(gained), lost=len(lost),
+        before_rate=sum(before[k] for k in keys) / n if n else 0.0,
+        after_rate=sum(after[k] for k in keys) / n if n else 0.0,
+        diff=sum(diffs) / n if n else 0.0, diff_low=low, diff_high=high,
+        p_two_sided=sign_test_p(len(gained), len(lost)),
+        p_worse=sign_test_p(len(gained), len(lost), alternative="less"),
+        gained_tasks=gained, lost_tasks=lost)
+
+
+def suite_of(key: str) -> str:
+    return key.split("/", 1)[0]
+
+
+def by_suite(outcomes: Mapping[str, float], suite: str) -> Outcomes:
+    """The outcomes of one suite's tasks."""
+    return {k: v for k, v in outcomes.items() if suite_of(k) == suite}

@@ -1,0 +1,170 @@
+"""Paired held-out evidence (#35): the exact test, flips, the bootstrap, the paired gate, the
+heldout.json chain across iterations, optional suites and published baselines in the report."""
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from clawloop import loop, paired
+from clawloop.io import read_json, write_json
+from clawloop.params import EvalParams, GateParams
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "intercode-mini"
+
+
+def _binom_two_sided(b: int, c: int) -> float:
+    """The exact McNemar p written out independently: 2 · P(X <= min) under Binomial(b + c, 1/2)."""
+    n, k = b + c, min(b, c)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+
+
+@pytest.mark.parametrize(("better", "worse"), [(0, 0), (0, 3), (1, 4), (2, 10), (7, 7), (12, 3)])
+def test_sign_test_matches_the_binomial(better: int, worse: int) -> None:
+    p = paired.sign_test_p(better, worse)
+    assert p == pytest.approx(_binom_two_sided(better, worse) if better + worse else 1.0)
+    n = better + worse
+    less = sum(math.comb(n, i) for i in range(better + 1)) / 2 ** n if n else 1.0
+    assert paired.sign_test_p(better, worse, alternative="less") == pytest.approx(less)
+    assert paired.sign_test_p(0, 3, alternative="less") == pytest.approx(0.125)
+    with pytest.raises(ValueError, match="alternative"):
+        paired.sign_test_p(1, 1, alternative="bigger")
+
+
+def test_compare_counts_flips_and_leaves_out_unpaired_tasks() -> None:
+    before = {"s/a": 1.0, "s/b": 0.0, "s/c": 0.0, "s/d": 1.0, "s/gone": 1.0}
+    after = {"s/a": 1.0, "s/b": 1.0, "s/c": 0.0, "s/d": 0.0, "s/new": 0.0}
+    c = paired.compare(before, after)
+    assert (c.paired, c.unpaired, c.both_passed, c.both_failed, c.gained, c.lost) == (4, 2, 1, 1, 1, 1)
+    assert c.gained_tasks == ("s/b",) and c.lost_tasks == ("s/d",)
+    assert c.before_rate == c.after_rate == 0.5 and c.diff == 0.0 and c.p_two_sided == 1.0
+    assert "+0 tasks of 4 (1 gained, 1 lost)" in c.words()
+
+
+def test_bootstrap_interval_is_seeded_and_brackets_the_difference() -> None:
+    before = {f"s/{i}": float(i % 3 == 0) for i in range(72)}
+    after = {k: 1.0 if int(k[2:]) % 4 == 0 else v for k, v in before.items()}
+    c = paired.compare(before, after)
+    assert c.gained > 0 and c.lost == 0
+    assert c.diff_low <= c.diff <= c.diff_high and c.diff_low > 0      # only gains: the interval excludes 0
+    assert paired.compare(before, after) == c                          # same seed, same interval
+    assert paired.bootstrap_interval([]) == (0.0, 0.0)
+
+
+@dataclass
+class _Ep:
+    task_id: str
+    name: str
+    outcome: str
+
+
+def test_outcomes_are_per_task_shares_of_graded_samples() -> None:
+    eps = [_Ep("1", "a", "passed"), _Ep("1", "a", "failed"), _Ep("2", "b", "error"), _Ep("3", "c", "failed")]
+    assert paired.outcomes_of(eps, "shell-core") == {"shell-core/a": 0.5, "shell-core/c": 0.0}
+
+
+def test_gate_decides_on_the_paired_comparison() -> None:
+    policy = {f"s/{i}": float(i < 10) for i in range(72)}
+    wobble = {**policy, "s/0": 0.0}                                       # 1 lost: a raw 0.02 tolerance rejects
+    assert loop.gate(wobble, policy, 0.2)[0] is True
+    worse = {**policy, "s/0": 0.0, "s/1": 0.0, "s/2": 0.0}                # 3 lost, 0 gained: p = 0.125
+    promoted, cmp = loop.gate(worse, policy, 0.2)
+    assert promoted is False and cmp is not None and cmp.p_worse == pytest.approx(0.125)
+    assert loop.gate(worse, policy, 0.1)[0] is True                       # alpha decides
+    assert loop.gate(worse, policy, 0.2, enabled=False)[0] is True
+    assert loop.gate(worse, None, 0.2) == (True, None)                    # iteration 0: nothing to beat
+    assert loop.gate({}, policy, 0.2)[0] is False                         # nothing graded (all errors)
+    better = {**policy, **{f"s/{i}": 1.0 for i in range(10, 20)}}
+    assert loop.gate(better, policy, 0.2)[0] is True
+
+
+def _figures(passed: int, n: int = 4) -> dict[str, loop.SuiteMetrics]:
+    return {"shell-core": loop.SuiteMetrics(tasks=n, episodes=n, passed=passed, errors=0, skipped=0,
+                                            pass_at_1=passed / n, pass_at_k=passed / n, mean_reward=0.0, graded=n)}
+
+
+def _verdicts(passing: set[int], n: int = 4) -> dict[str, float]:
+    return {f"shell-core/t{i}": float(i in passing) for i in range(n)}
+
+
+def test_settle_chains_heldout_records_and_hands_the_winner_over(tmp_path: Path) -> None:
+    gate = GateParams(alpha=0.2)
+    dirs = {}
+    for it in range(3):
+        dirs[it] = tmp_path / f"iter-{it}"
+        (dirs[it] / "checkpoint").mkdir(parents=True)
+        (dirs[it] / "checkpoint" / "weights").write_text(f"iteration {it}")
+    (dirs[0] / "policy").mkdir()
+    (dirs[0] / "policy" / "weights").write_text("iteration 0")
+    loop.settle(0, _figures(1), _verdicts({0}), checkpoint=dirs[0] / "policy", previous=None, it_dir=dirs[0],
+                gate_params=gate, wall_s=1.0)
+    row = loop.settle(1, _figures(3), _verdicts({0, 1, 2}), checkpoint=dirs[1] / "checkpoint", previous=dirs[0],
+                      it_dir=dirs[1], gate_params=gate, wall_s=1.0)
+    assert row.promoted and (row.vs_base_gained, row.vs_base_lost) == (2, 0) and row.vs_base_p == 0.5
+    assert (dirs[1] / "policy" / "weights").read_text() == "iteration 1"
+    # Iteration 2 loses all three of iteration 1's passes: rejected, iteration 1 stays the policy.
+    row = loop.settle(2, _figures(0), _verdicts(set()), checkpoint=dirs[2] / "checkpoint", previous=dirs[1],
+                      it_dir=dirs[2], gate_params=gate, wall_s=1.0)
+    assert not row.promoted and row.policy_from == 1 and row.gate_p_worse == pytest.approx(0.125)
+    assert (dirs[2] / "policy" / "weights").read_text() == "iteration 1"
+    rec = loop.read_heldout(dirs[2] / "heldout.json")
+    assert rec.base == _verdicts({0}) and rec.policy == _verdicts({0, 1, 2}) and rec.policy_from == 1
+    assert rec.vs_base["lost"] == 1 and rec.vs_policy["lost"] == 3
+    assert read_json(dirs[2] / "metrics.json")["best_heldout_pass_rate"] == 0.75
+
+
+def test_heldout_record_names_the_file_and_field_when_malformed(tmp_path: Path) -> None:
+    from clawloop.errors import ClawloopError
+
+    write_json(tmp_path / "heldout.json", {"iteration": 1, "checkpoint": {}, "policy": {}, "base": {}})
+    with pytest.raises(ClawloopError, match=r"heldout.json: policy_from"):
+        loop.read_heldout(tmp_path / "heldout.json")
+
+
+def test_an_optional_suite_that_is_absent_is_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from clawloop.suite_manifest import build, eval_suites, heldout_tasks
+
+    params = SimpleNamespace(eval=EvalParams.model_validate({"suites": [
+        {"name": "mini", "path": str(ROOT / "benchmarks" / "shell-core"), "format": "harbor", "max_tasks": 2},
+        {"name": "intercode-bash", "path": str(tmp_path / "absent"), "format": "intercode", "optional": True}]}),
+        validation=SimpleNamespace(heldout=[]))
+    assert [name for name, _, _ in eval_suites(params, None)] == ["mini"]
+    assert "benchmarks/intercode/fetch.py" in capsys.readouterr().out
+    assert list(build(params)["suites"]) == [str(ROOT / "benchmarks" / "shell-core")]
+    assert len(heldout_tasks(params, None)) == 72          # held-out eval suites are decontaminated against
+
+
+def test_published_results_are_counted_on_the_evaluated_tasks() -> None:
+    from clawloop.tasks.intercode import published_on, published_results
+
+    runs = published_results(FIXTURE)
+    assert sum(runs["gpt-4"].values()) == 5 and len(runs["gpt-4"]) == 9   # fs1-00, -02, ... succeed
+    assert published_on(FIXTURE, ["fs1-00", "fs1-01", "fs1-02", "fs2-00"]) == {
+        "GPT-4": {"passed": 2, "tasks": 3, "all_passed": 5, "all_tasks": 9}}
+
+
+def test_report_states_the_paired_gain_and_the_published_baselines(tmp_path: Path) -> None:
+    from clawloop.report.collect import collect
+    from clawloop.report.render import context, render
+
+    runs = tmp_path / "runs"
+    base, final = _verdicts({0}, 8), _verdicts({0, 1, 2, 3, 4}, 8)
+    for it, (verdicts, passed) in enumerate([(base, 1), (final, 5)]):
+        d = runs / f"iter-{it}"
+        suites = _figures(passed, 8)
+        suites["intercode-bash"] = suites["shell-core"].model_copy(update={
+            "baselines": {"GPT-4": {"passed": 4, "tasks": 8, "all_passed": 97, "all_tasks": 200}}})
+        loop.write_metrics(d / "eval" / "summary.json", loop.EvalDetail(iteration=it, suites=suites,
+                                                                         episodes_per_s=1.0, wall_s=1.0))
+        (d / "checkpoint").mkdir(parents=True)
+        loop.settle(it, suites, verdicts, checkpoint=d / "checkpoint", previous=runs / "iter-0" if it else None,
+                    it_dir=d, gate_params=GateParams(), wall_s=1.0)
+    html, md = render(context(collect(runs), {}, viewer=None, ablations=[]))
+    assert "against iteration 0: +4 tasks of 8 (4 gained, 0 lost), exact McNemar p = 0.125" in md
+    assert "not distinguishable from chance" in md
+    assert "| GPT-4 (published, 10 turns) | 4/8 = 0.500" in md and "97/200 = 48.5%" in md
+    assert "Paired held-out evidence" in html and "shell-core/t1" in html        # the flips, by task
+    assert html.index("+4 tasks of 8") < html.index("Diagnosis → synthesis")    # on the first screen
