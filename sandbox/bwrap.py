@@ -28,9 +28,10 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from sandbox import _merge
 from sandbox import _trusted as trusted
 from sandbox._bwrap_run import DISK, SHM_MB, BwrapContainers, cleanup
 from sandbox._execserver import ExecServer, find_python
@@ -60,7 +61,9 @@ from sandbox._paths import (
     state_prefix,
     tmp_root,
 )
+from sandbox._pid1 import Launch
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
+from sandbox.layers import Layer
 
 __all__ = ["BwrapSandbox", "HostIdentity", "bwrap_version", "find_bwrap", "host_identity"]
 
@@ -89,6 +92,10 @@ class BwrapSandbox(BwrapContainers, Backend):
                                "set CLAWLOOP_SANDBOX_TMP to a world-accessible dir such as /tmp")
         self.state_dir = Path(tempfile.mkdtemp(prefix=state_prefix("bwrap"), dir=base))
         self._cgroups: list[Cgroup] = []  # the sandbox's cgroup, if the host gives one
+        self._overlays: dict[Path, list[Path]] = {}  # merged mount point -> lower dirs (add_layers)
+        self._layer_keys: list[str] = []
+        self._userns: list[_merge.UserNs] = []  # the namespace of several uids, if enabled
+        weakref.finalize(self, _close_all, self._userns)
         # Stopped and deleted at close, garbage collection or interpreter exit, whichever first.
         self._finalizer = weakref.finalize(self, cleanup, self._servers, self.state_dir, self._cgroups)
         try:
@@ -201,6 +208,94 @@ class BwrapSandbox(BwrapContainers, Backend):
             for dirpath, dirnames, filenames in os.walk(dest):
                 for n in [*dirnames, *filenames]:
                     os.chown(os.path.join(dirpath, n), *self._ident.run_as, follow_symlinks=False)
+
+    # -- layers and uids (sandbox/_merge.py) ------------------------------------------------
+
+    def add_layers(self, layers: Sequence[Layer]) -> None:
+        """Merge read-only layers (sandbox/layers.py) into the system the commands see: an apt
+        layer's usr/ over /usr and its etc/ entries into the sandbox's /etc (and into the
+        template trusted roots take /etc's loader and alternatives files from), a pip layer
+        over the task runtime. Later layers lie above earlier ones; both the agent's root and
+        every trusted root show them, read-only."""
+        with self._lock:
+            self._check_open()
+            why = _merge.unshare_available()
+            if why:
+                raise SandboxError(why)
+            owner = self._ident.run_as
+            for layer in layers:
+                if layer.key in self._layer_keys:
+                    continue
+                tree = layer.tree.resolve()
+                if not tree.is_dir() or not _merge.overlay_path_ok(tree):
+                    raise SandboxError(f"layer {layer.key}: {tree} is not a usable layer dir")
+                if layer.kind == "apt":
+                    if (tree / "usr").is_dir():
+                        self._overlay("/usr", Path("/usr"), tree / "usr")
+                    if (tree / "etc").is_dir():
+                        self._layer_etc(tree / "etc", owner)
+                elif layer.kind == "pip":
+                    if self._runtime is None:
+                        raise SandboxError(f"layer {layer.key}: a pip layer needs the task runtime")
+                    self._overlay(RUNTIME_MOUNT, self._runtime, tree)
+                else:
+                    raise SandboxError(f"layer {layer.key}: unknown kind {layer.kind!r}")
+                self._layer_keys.append(layer.key)
+
+    def _overlay(self, target: str, base: Path, lower: Path) -> None:
+        merged = self.state_dir / ("merged" + target.replace("/", "-"))
+        if merged not in self._overlays:
+            merged.mkdir()
+            os.chmod(merged, 0o755)
+            self._overlays[merged] = [base]
+            self._view.add(Mount(target, merged, False, system=True))
+        self._overlays[merged].insert(0, lower)
+
+    def _layer_etc(self, etc: Path, owner: tuple[int, int] | None) -> None:
+        """The layer's /etc files as an image would have them: in the agent's /etc (its own,
+        writable copy) and in this sandbox's own copy of the /etc template."""
+        if self._etc == etc_template():  # first layer with /etc: a template of this sandbox's own
+            own = self.state_dir / "etc-template"
+            shutil.copytree(self._etc, own, symlinks=True)
+            self._etc = own
+        for dest in (self.root / "etc", self._etc):
+            shutil.copytree(etc, dest, symlinks=True, dirs_exist_ok=True)
+            for dirpath, dirnames, filenames in os.walk(dest):
+                for n in dirnames:
+                    os.chmod(os.path.join(dirpath, n), 0o755)
+                for n in filenames:  # writable by their owner, as dpkg leaves them
+                    p = os.path.join(dirpath, n)
+                    if not os.path.islink(p):
+                        os.chmod(p, 0o644 | (os.stat(p).st_mode & 0o111))
+        if owner:
+            _give(self.root / "etc", owner)
+
+    def enable_uids(self) -> None:
+        """Run the following commands in a user namespace with uids 0..65535 (root inside keeps
+        the capabilities to switch among them), as Docker does; SandboxError when the host
+        cannot (not root, no unshare/nsenter)."""
+        with self._lock:
+            self._check_open()
+            if self._userns:
+                return
+            owner = self._ident.run_as
+            if owner is None:
+                raise SandboxError("several uids need clawloop to run as root, with bwrap dropped to the "
+                                   "sandbox uid (the host writes that uid's namespace map)")
+            self._userns.append(_merge.UserNs(owner, _merge.uid_base()))
+
+    @property
+    def layers(self) -> list[str]:
+        """Keys of the layers merged into this sandbox."""
+        return list(self._layer_keys)
+
+    def _bwrap_argv(self, launch: Launch | None, *rest: str) -> list[str]:
+        argv = super()._bwrap_argv(launch, *rest)
+        if not self._overlays and not self._userns:
+            return argv
+        if self._userns:
+            argv = _merge.with_userns(argv, self._bwrap)
+        return _merge.wrap(argv, self._overlays, self._userns[0].pid if self._userns else None)
 
     # -- Sandbox protocol -----------------------------------------------------------------
 
@@ -340,6 +435,11 @@ class BwrapSandbox(BwrapContainers, Backend):
         """Stop the container (killing anything in it) and delete the state dir."""
         self._closed = True
         self._finalizer()
+
+
+def _close_all(held: list[_merge.UserNs]) -> None:
+    while held:
+        held.pop().close()
 
 
 def _check_strings(command: str, env: dict[str, str]) -> ExecResult | None:
