@@ -37,6 +37,11 @@ CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
         "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT")
 """Docker's default capabilities of a container's root that switching users and owning files
 need (no CAP_SYS_ADMIN, CAP_NET_RAW, CAP_MKNOD, CAP_SETFCAP)."""
+FILE_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID")
+"""What root in every bwrap sandbox keeps, as root in a Docker container does: writing its own
+0444 files (`shutil.copy` of a read-only original, then rewriting it, as public Harbor tests do).
+With one uid mapped they act on the sandbox's own files only: every host file (/usr, the runtime,
+layers, /tests) is owned by an unmapped uid, which a namespace's capabilities never override."""
 _BAD_PATH = set(":,\\ \n\t'\"$`")
 
 
@@ -90,6 +95,12 @@ def with_userns(argv: list[str], bwrap: str) -> list[str]:
         else:
             out.append(a)
     return out
+
+
+def with_caps(argv: list[str], bwrap: str, caps: tuple[str, ...]) -> list[str]:
+    """bwrap's argv with `--cap-add` of `caps` for the sandbox's root."""
+    i = argv.index(bwrap)
+    return [*argv[:i + 1], *[x for c in caps for x in ("--cap-add", c)], *argv[i + 1:]]
 
 
 class UserNs:

@@ -291,10 +291,12 @@ class BwrapSandbox(BwrapContainers, Backend):
 
     def _bwrap_argv(self, launch: Launch | None, *rest: str) -> list[str]:
         argv = super()._bwrap_argv(launch, *rest)
-        if not self._overlays and not self._userns:
-            return argv
         if self._userns:
             argv = _merge.with_userns(argv, self._bwrap)
+        else:
+            argv = _merge.with_caps(argv, self._bwrap, _merge.FILE_CAPS)
+        if not self._overlays and not self._userns:
+            return argv
         return _merge.wrap(argv, self._overlays, self._userns[0].pid if self._userns else None)
 
     # -- Sandbox protocol -----------------------------------------------------------------

@@ -3,8 +3,10 @@
 The subset that maps onto a Task: COPY/ADD of local files (→ Task.files at their destination),
 WORKDIR (→ Task.workdir), ENV (→ Task.env), RUN lines of plain shell (→ Task.setup). Package
 installs (apt-get, pip, ...) are checked against the sandbox's task runtime (its python
-packages and the host's binaries): satisfied ones are dropped, an unsatisfied one (or anything
-that needs the network) sets `needs_image` with the reason, and the task runs only on docker.
+packages and the host's binaries): satisfied ones are dropped; with `layers`, apt and pip
+packages the runtime lacks are recorded for environment layers (sandbox/layers.py, built from
+the registries at run time); anything else unsatisfied (or that needs the network) sets
+`needs_image` with the reason, and the task runs only on docker.
 FROM is recorded; CMD, EXPOSE, USER, LABEL and friends have no effect here.
 """
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from clawloop.errors import ClawloopError
 from clawloop.tasks.shell_lite import (  # noqa: F401  (re-exported: the runtime checks live there)
     HEREDOC,
+    LayerWants,
     Runtime,
     Segment,
     check_script,
@@ -59,6 +62,9 @@ class LiteResult:
     """Install lines the runtime already satisfies, and user management."""
     ignored: list[str] = field(default_factory=list)
     """Instructions without effect outside Docker (CMD, EXPOSE, USER, ENV PATH, ...)."""
+    layer: LayerWants | None = None
+    """With `parse_dockerfile(layers=True)`: the apt and pip installs the runtime lacks, which
+    environment layers provide (sandbox/layers.py) instead of the image."""
 
 
 def _logical_lines(text: str) -> list[tuple[int, str, str]]:
@@ -225,16 +231,17 @@ def write_files_command(files: dict[str, FileSpec]) -> str:
 
 def parse_dockerfile(text: str, context: dict[str, FileSpec], runtime: Runtime | None = None,
                      where: str = "Dockerfile", context_dirs: frozenset[str] = frozenset(),
-                     name: str | None = None) -> LiteResult:
+                     name: str | None = None, layers: bool = False) -> LiteResult:
     """Interpret a Dockerfile against its build context (relative path → file; empty dirs apart).
 
     Files COPYed before the first RUN that survives become Task.files; a COPY after such a RUN
     becomes a setup command writing its files, so the order the Dockerfile meant is kept.
     `where` prefixes error messages; `name` (default: `where`) the needs_image reasons, which
-    are content and so must not depend on where the task lies.
+    are content and so must not depend on where the task lies. `layers`: installs of registry
+    packages the runtime lacks go to `LiteResult.layer` instead of `needs_image`.
     """
     runtime = runtime or detect_runtime()
-    lr = LiteResult()
+    lr = LiteResult(layer=LayerWants() if layers else None)
     cur_wd = "/"
     variables: dict[str, str] = {}
     runs: list[tuple[str | None, str]] = []  # (dir the command ran in, or None: any), command
@@ -295,7 +302,7 @@ def parse_dockerfile(text: str, context: dict[str, FileSpec], runtime: Runtime |
                     cmd = " ".join(words) + ("\n" + body if body else "")
                     if cmd.startswith("["):
                         cmd = shlex.join(_json_or_words(cmd))
-                kept, skipped, needs = filter_run(cmd, runtime, {**context, **late_files}, cur_wd)
+                kept, skipped, needs = filter_run(cmd, runtime, {**context, **late_files}, cur_wd, lr.layer)
                 lr.skipped += skipped
                 if needs:
                     lr.needs_image = lr.needs_image or f"{at}: {needs}"

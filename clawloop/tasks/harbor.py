@@ -30,7 +30,8 @@ from pydantic import ValidationError
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.tasks.dockerfile_lite import parse_dockerfile
 from clawloop.tasks.file_tree import JUNK, empty_dirs, find_dirs, read_tree
-from clawloop.tasks.shell_lite import Runtime, check_script, detect_runtime
+from clawloop.tasks.layers import SANDBOX_KEY
+from clawloop.tasks.shell_lite import LayerWants, Runtime, check_script, detect_runtime
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.tasks.uid_check import user_switch
 
@@ -137,15 +138,16 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     env_dir = path / "environment"
     context = read_tree(env_dir, skip_junk=False)
     harbor: dict[str, Any] = {"name": path.name, "format": "harbor"}
+    wants = LayerWants()
     fields, lite_needs = _environment(context, harbor, str(env_dir), runtime,
-                                      dirs=empty_dirs(env_dir) if env_dir.is_dir() else frozenset())
+                                      dirs=empty_dirs(env_dir) if env_dir.is_dir() else frozenset(), layer=wants)
     if "Dockerfile" not in context and env_t.get("docker_image"):
         harbor["from"] = env_t["docker_image"]
         lite_needs = f"prebuilt image {env_t['docker_image']} and no Dockerfile"
     script = tests.get(entry) or tests.get("test.sh") or FileSpec(content="")
-    test_needs = check_script(script.data().decode(errors="replace"), runtime)
-    needs = (lite_needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or user_switch(tests)
-             or cl.get("needs_image"))
+    test_needs = check_script(script.data().decode(errors="replace"), runtime, wants)
+    needs = lite_needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or cl.get("needs_image")
+    sandbox_rec = _sandbox_record(wants, user_switch(tests) if not needs else None)
 
     residual = copy.deepcopy(raw)
     for k in ("skill", "level", "tags", "clawloop"):
@@ -161,6 +163,8 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     except ValueError as e:
         raise ClawloopError(f"{where}: metadata.clawloop.metadata_json: not valid JSON ({e})") from None
     metadata = extra if cl.get("origin") == "clawloop" else {**extra, HARBOR_KEY: _prune_empty(harbor)}
+    if sandbox_rec:
+        metadata = {**metadata, SANDBOX_KEY: sandbox_rec}
 
     lim = Limits().model_dump()
     lim.update({k: cl[k] for k in ("max_turns", "command_timeout_s") if k in cl})
@@ -180,9 +184,20 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
         raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
 
 
+def _sandbox_record(wants: LayerWants, switch: str | None) -> dict[str, Any]:
+    """What the sandbox must add for the task (clawloop.tasks.layers): layers of the registry
+    packages the runtime lacks, and several uids where the verifier switches users."""
+    rec: dict[str, Any] = {}
+    if wants.to_json():
+        rec["layers"] = wants.to_json()
+    if switch:
+        rec["uids"] = switch
+    return rec
+
+
 def _environment(context: dict[str, FileSpec], harbor: dict[str, Any], where: str, runtime: Runtime,
                  exclude: frozenset[str] = frozenset(), dirs: frozenset[str] = frozenset(),
-                 ) -> tuple[dict[str, Any], str | None]:
+                 layer: LayerWants | None = None) -> tuple[dict[str, Any], str | None]:
     """Task fields from the Dockerfile in `context`; records the original in `harbor`."""
     needs = _compose_needs(context) if ("docker-compose.yaml" in context or "docker-compose.yml" in context) \
         else None
@@ -190,7 +205,12 @@ def _environment(context: dict[str, FileSpec], harbor: dict[str, Any], where: st
         return {}, needs
     text = context["Dockerfile"].data().decode("utf-8", errors="replace")
     name = "environment/Dockerfile" if harbor.get("format") == "harbor" else "Dockerfile"
-    lr = parse_dockerfile(text, context, runtime, where=f"{where}/Dockerfile", context_dirs=dirs, name=name)
+    lr = parse_dockerfile(text, context, runtime, where=f"{where}/Dockerfile", context_dirs=dirs, name=name,
+                          layers=layer is not None)
+    if layer is not None and lr.layer is not None and not lr.needs_image:
+        for kind in ("apt", "pip"):
+            for p in getattr(lr.layer, kind):
+                layer.add(kind, p)
     harbor["from"] = lr.base_image
     if not text.startswith(GENERATED_MARK):
         used = set(lr.copy_sources.values()) | {"Dockerfile"} | exclude

@@ -14,7 +14,7 @@ import posixpath
 import re
 import shlex
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clawloop.tasks.task import FileSpec
@@ -42,7 +42,10 @@ class Runtime:
     """apt packages installed on the host (what the offline apt-get stand-in accepts)."""
 
     def has_python(self, dist: str) -> bool:
-        return _norm(dist) in self.python_packages or _norm(dist) in _PIP_ALWAYS
+        # uv: the runtime's offline stand-in (sandbox/offline_tools.py) serves uv/uvx from the
+        # runtime; a real uv would try the network for `uv run --with X`, which the sandbox lacks.
+        return _norm(dist) in self.python_packages or _norm(dist) in _PIP_ALWAYS or (
+            _norm(dist) == "uv" and "uv" in self.binaries)
 
     def has_binary(self, name: str) -> bool:
         return name in self.binaries
@@ -103,6 +106,33 @@ def detect_runtime(runtime_dir: Path | None = None) -> Runtime:
     if "python3" in bins:
         bins.add("python")
     return Runtime(frozenset(dists), frozenset(bins), host_apt_packages(runtime_dir))
+
+
+@dataclass
+class LayerWants:
+    """Registry packages the runtime lacks, to be built into environment layers
+    (sandbox/layers.py) instead of needing the task's image: apt names and pip requirements."""
+
+    apt: list[str] = field(default_factory=list)
+    pip: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, package: str) -> bool:
+        """Record `package` if it is a plain name a layer may hold (False: refused, e.g. `$PKG`)."""
+        from sandbox.layers import LayerError, LayerSpec
+
+        try:
+            LayerSpec(kind, (package,))
+        except LayerError:
+            return False
+        wanted = self.apt if kind == "apt" else self.pip
+        name = _norm(re.split(r"[\[<>=!~; @:]", package, maxsplit=1)[0])
+        if all(_norm(re.split(r"[\[<>=!~; @:]", w, maxsplit=1)[0]) != name for w in wanted):
+            wanted.append(package)  # the first pin of a name stands (the Dockerfile's, before the tests')
+        return True
+
+    def to_json(self) -> list[dict[str, object]]:
+        """The layer specs, one per registry, in a fixed order (apt first: pip may need its libraries)."""
+        return [{"kind": k, "packages": sorted(v)} for k, v in (("apt", self.apt), ("pip", self.pip)) if v]
 
 
 # ---------------------------------------------------------------------------- shell scripts
@@ -237,7 +267,8 @@ def _pkg_args(words: list[str], with_value: tuple[str, ...] = ("-o", "-t")) -> l
     return args
 
 
-def _check_pip(args: list[str], runtime: Runtime, context: dict[str, FileSpec], cwd: str = "/") -> str | None:
+def _check_pip(args: list[str], runtime: Runtime, context: dict[str, FileSpec], cwd: str = "/",
+               layer: LayerWants | None = None) -> str | None:
     """Why the pip arguments are not satisfied by the runtime (None when they are). A `-r FILE`
     is looked up among `context` as an absolute path in the image (a COPY destination, relative
     ones from `cwd`), then as a build-context path."""
@@ -264,12 +295,17 @@ def _check_pip(args: list[str], runtime: Runtime, context: dict[str, FileSpec], 
         if r.startswith((".", "/", "git+", "http")) or "$" in r:
             return f"pip install of {r!r} needs the image"
         name = re.split(r"[\[<>=!~; @]", r, maxsplit=1)[0]
-        if not runtime.has_python(name):
+        if not runtime.has_python(name) and not (layer is not None and layer.add("pip", _requirement(r))):
             return f"python package {name!r} is not in the task runtime"
     return None
 
 
-def _check_uv(words: list[str], runtime: Runtime) -> tuple[str, str | None]:
+def _requirement(line: str) -> str:
+    """`name[extra]==1.0` of a requirement line (markers, hashes and continuations dropped)."""
+    return line.split(";", 1)[0].split()[0].rstrip("\\") if line.split() else line
+
+
+def _check_uv(words: list[str], runtime: Runtime, layer: LayerWants | None = None) -> tuple[str, str | None]:
     """uvx/uv run the runtime's tools offline (sandbox.offline_tools): every `--with`/`--from`
     package must be in the runtime."""
     wanted, it = [], iter(words[1:])
@@ -285,14 +321,24 @@ def _check_uv(words: list[str], runtime: Runtime) -> tuple[str, str | None]:
             wanted.append(tool)
     for r in filter(None, wanted):
         name = re.split(r"[\[<>=!~; @]", r, maxsplit=1)[0]
-        if name and not runtime.has_python(name) and not runtime.has_binary(name):
+        if name and not runtime.has_python(name) and not runtime.has_binary(name) \
+                and not (layer is not None and r != tool_req(words, wanted) and layer.add("pip", _requirement(r))):
             return "needs", f"python package {name!r} is not in the task runtime (for {words[0]})"
     return "keep", None
 
 
+def tool_req(words: list[str], wanted: list[str]) -> str | None:
+    """The tool uvx runs (the last of `wanted` when it was appended as the command), else None:
+    a layer may add `--with` packages, not the command itself (it must be on PATH)."""
+    if words[0].endswith("uvx") or words[1:2] == ["run"] or words[1:3] == ["tool", "run"]:
+        return wanted[-1] if wanted else None
+    return None
+
+
 def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None = None,
-             cwd: str = "/") -> tuple[str, str | None]:
-    """("keep" | "skip" | "needs", reason) for one shell segment run in `cwd`."""
+             cwd: str = "/", layer: LayerWants | None = None) -> tuple[str, str | None]:
+    """("keep" | "skip" | "needs", reason) for one shell segment run in `cwd`. With `layer`, an
+    apt or pip install the runtime lacks is recorded there (a skip: the layer provides it)."""
     words = command_words(segment)
     if not words:
         return "keep", None
@@ -302,9 +348,16 @@ def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None
         sub = next((w for w in words[1:] if not w.startswith("-")), "")
         if sub not in ("install", "add"):
             return "skip", f"package manager: {segment[:60]}"
+        layered = []
         for pkg in _pkg_args(words[words.index(sub) + 1:]):
-            if not runtime.has_apt(pkg):
-                return "needs", f"apt package {pkg!r} is not installed on this host"
+            if runtime.has_apt(pkg):
+                continue
+            if layer is not None and cmd in ("apt-get", "apt") and layer.add("apt", pkg):
+                layered.append(pkg)
+                continue
+            return "needs", f"apt package {pkg!r} is not installed on this host"
+        if layered:
+            return "skip", f"layer (apt): {' '.join(layered)}"
         return "skip", f"satisfied: {segment[:60]}"
     pip = None
     if re.fullmatch(r"pip[0-9.]*", cmd):
@@ -314,15 +367,20 @@ def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None
     elif cmd == "uv" and words[1:2] == ["pip"]:
         pip = words[2:]
     elif cmd in ("uv", "uvx"):
-        return _check_uv(words, runtime)
+        return _check_uv(words, runtime, layer)
     if cmd in ("curl", "wget") and any(UV_INSTALLER.match(w) for w in words):
         return "keep", None  # the runtime's stand-in "installs" uv: wrappers of its own uv/uvx
     if pip is not None:
         sub = next((w for w in pip if not w.startswith("-")), "")
         if sub != "install":
             return "skip", f"pip: {segment[:60]}"
-        reason = _check_pip(pip[pip.index(sub) + 1:], runtime, context, cwd)
-        return ("needs", reason) if reason else ("skip", f"satisfied: {segment[:60]}")
+        before = len(layer.pip) if layer is not None else 0
+        reason = _check_pip(pip[pip.index(sub) + 1:], runtime, context, cwd, layer)
+        if reason:
+            return "needs", reason
+        if layer is not None and len(layer.pip) > before:
+            return "skip", f"layer (pip): {' '.join(layer.pip[before:])}"
+        return "skip", f"satisfied: {segment[:60]}"
     if cmd in _NETWORK or (cmd == "git" and "clone" in words[1:3]):
         return "needs", f"needs the network: {segment.splitlines()[0][:80]}"
     if cmd == "ln" and len(words) >= 3 and words[-1].startswith(("/usr/bin/", "/usr/local/bin/", "/bin/")) \
@@ -337,23 +395,24 @@ def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None
     return "keep", None
 
 
-def check_script(script: str, runtime: Runtime) -> str | None:
-    """Why a script (e.g. tests/test.sh) cannot run on the task runtime, or None."""
+def check_script(script: str, runtime: Runtime, layer: LayerWants | None = None) -> str | None:
+    """Why a script (e.g. tests/test.sh) cannot run on the task runtime, or None (with `layer`:
+    its installs the runtime lacks are recorded there)."""
     for seg in shell_segments(script):
-        kind, reason = classify(seg.text, runtime)
+        kind, reason = classify(seg.text, runtime, layer=layer)
         if kind == "needs":
             return reason
     return None
 
 
 def filter_run(command: str, runtime: Runtime, context: dict[str, FileSpec],
-               cwd: str = "/") -> tuple[str, list[str], str | None]:
+               cwd: str = "/", layer: LayerWants | None = None) -> tuple[str, list[str], str | None]:
     """Drop satisfied installs from one RUN command run in `cwd`: (kept command, skipped notes,
     needs). `context` maps build-context paths and absolute image paths (COPY destinations) to files."""
     kept: list[Segment] = []
     skipped: list[str] = []
     for seg in shell_segments(command):
-        kind, reason = classify(seg.text, runtime, context, cwd)
+        kind, reason = classify(seg.text, runtime, context, cwd, layer)
         if kind == "needs":
             return "", skipped, reason
         if kind == "skip":
