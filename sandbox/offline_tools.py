@@ -9,7 +9,8 @@ so these stand-ins answer from what is there and fail clearly, naming the packag
 
 - `apt-get install P...` succeeds when every P is installed on the host (the list
   `dpkg-installed.txt` next to this script, written when the runtime is built from
-  `dpkg-query`), or is a python3-X whose X is in the runtime; else exit 100 naming P.
+  `dpkg-query`) or in an environment layer merged into the sandbox (its list in
+  /usr/share/clawloop-layers), or is a python3-X whose X is in the runtime; else exit 100 naming P.
   `update`, `clean`, `autoremove` ... succeed and do nothing.
 - `curl` of the uv installer prints a script that puts uv/uvx wrappers and an `env` file in
   $HOME/.local/bin, as the real installer does; any other URL goes to the host's curl (which
@@ -25,6 +26,7 @@ classifier and the stand-in agree on what an offline apt-get can do.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -36,6 +38,9 @@ PYTHON_APT = frozenset({"python3", "python3-pip", "python3-venv", "python3-dev",
 UV_INSTALLER = re.compile(r"^https?://(astral\.sh/uv/([0-9.]+/)?install\.sh|github\.com/astral-sh/uv/)")
 DPKG_LIST = "dpkg-installed.txt"
 """Names of the host's installed apt packages, one a line, next to this script in the runtime."""
+LAYER_LISTS = "/usr/share/clawloop-layers"
+"""Where environment layers merged over /usr list their apt packages (`KEY.list`, sandbox/layers.py):
+installed too, as far as this stand-in is concerned."""
 
 
 def norm(name: str) -> str:
@@ -76,12 +81,17 @@ def _has_python(dist: str) -> bool:
 
 
 def _dpkg_installed() -> frozenset[str]:
-    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), DPKG_LIST)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return frozenset(line.strip() for line in f if line.strip())
-    except OSError:
-        return frozenset()
+    paths = [os.path.join(os.path.dirname(os.path.realpath(__file__)), DPKG_LIST)]
+    with contextlib.suppress(OSError):  # no layer merged: the host's list alone
+        paths += sorted(os.path.join(LAYER_LISTS, n) for n in os.listdir(LAYER_LISTS) if n.endswith(".list"))
+    names: set[str] = set()
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                names.update(line.strip() for line in f if line.strip())
+        except OSError:
+            continue
+    return frozenset(names)
 
 
 def _say(tool: str, msg: str) -> None:

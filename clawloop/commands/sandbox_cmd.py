@@ -1,4 +1,4 @@
-"""`clawloop sandbox run|doctor|build-image|reap`: the sandbox package from the command line."""
+"""`clawloop sandbox run|doctor|build-image|reap|layers`: the sandbox package from the command line."""
 
 from __future__ import annotations
 
@@ -90,3 +90,42 @@ def reap(all_: bool = typer.Option(False, "--all", help="Remove every clawloop c
         print(f"removed {do_reap(everything=all_)} container(s)")
     else:
         print(f"docker: {why}")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+@sandbox_app.command("layers")
+def layers(
+    prune: bool = typer.Option(False, "--prune", help="Remove layers (all, or those named / unused for "
+                               "--older-than) and unfinished builds."),
+    keys: list[str] = typer.Argument(None, help="Layer keys to prune (with --prune); none: every layer."),
+    older_than_days: float | None = typer.Option(None, "--older-than", help="With --prune: only layers "
+                                                 "unused for this many days."),
+    cache: Path | None = typer.Option(None, "--cache", help="The cache dir (default $CLAWLOOP_LAYER_CACHE, "
+                                      "else ~/.cache/clawloop/layers)."),
+) -> None:
+    """Show the environment-layer cache (one line per layer: key, kind, size, packages) and the
+    disk it takes; --prune removes layers (a sandbox that has one mounted keeps it until it closes)."""
+    from sandbox.layers import cache_root, list_layers
+    from sandbox.layers import prune as do_prune
+
+    root = cache or cache_root()
+    if prune:
+        if keys and older_than_days is not None:
+            raise ClawloopError("--prune: name layer keys or give --older-than, not both")
+        n, freed = do_prune(root, keys=list(keys) if keys else None,
+                            older_than_s=older_than_days * 86400 if older_than_days is not None else None)
+        print(f"removed {n} layer(s), {_size(freed)} freed")
+    found = list_layers(root)
+    for c in found:
+        pkgs = " ".join(c.packages)
+        state = "" if c.complete else " (unfinished build)"
+        print(f"{c.key:<29} {c.kind:<4} {_size(c.size_bytes):>10}  {pkgs[:100]}{state}")
+    total = sum(c.size_bytes for c in found)
+    print(f"{len(found)} layer(s), {_size(total)} in {root}")
