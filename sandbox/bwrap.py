@@ -381,6 +381,15 @@ class BwrapSandbox(BwrapContainers, Backend):
                 host = mirror
             elif owner and writable:
                 _give(host, owner)
+            if owner and self._userns and not writable:
+                # Several uids: a read-only mount is root's alone inside, as files Docker copies
+                # in become root's and a verifier's `chmod -R go-rwx /tests` leaves them (a bind
+                # cannot be chmodded): a copy owned by the sandbox's root, group and other bits
+                # cleared, so a process run as another user cannot read the hidden tests.
+                mirror = Path(tempfile.mkdtemp(dir=self.disk, prefix="mnt-"))
+                shutil.copytree(host, mirror, symlinks=True, dirs_exist_ok=True)
+                _private(mirror, owner)
+                host = mirror
             if inside is None and t.count("/") == 1:
                 self._stub(t)  # a new top-level mount point such as /tests
             else:
@@ -466,6 +475,16 @@ def _give(root: Path, owner: tuple[int, int] | None) -> None:
                 os.chown(p, *owner)
             else:
                 os.chmod(p, os.stat(p).st_mode | (0o555 if p == dirpath else 0o444))
+
+
+def _private(root: Path, owner: tuple[int, int]) -> None:
+    """chown a tree to the sandbox uid and clear its group and other permission bits."""
+    for dirpath, _, filenames in os.walk(root):
+        for p in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
+            if os.path.islink(p):
+                continue
+            os.chown(p, *owner)
+            os.chmod(p, os.stat(p).st_mode & 0o700)
 
 
 def _tree_readable(path: Path) -> bool:
