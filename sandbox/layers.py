@@ -66,6 +66,12 @@ _SLAVE = re.compile(r"--slave\s+(\S+)\s+(\S+)\s+(\S+)")
 BUILD_TIMEOUT_S = 600.0
 
 
+def max_download_bytes() -> int:
+    """Most bytes one layer may fetch ($CLAWLOOP_LAYER_MAX_MB, default 1024): a Dockerfile that
+    installs a desktop suite is a skip naming the size, not a download that fills the disk."""
+    return int(float(os.environ.get("CLAWLOOP_LAYER_MAX_MB", "1024")) * 2**20)
+
+
 class LayerError(SandboxError):
     """A layer cannot be built: a refused name, a package the registry lacks, a failed fetch."""
 
@@ -236,9 +242,21 @@ def resolve_apt(packages: tuple[str, ...], cwd: Path) -> list[tuple[str, str, st
     return sorted(out)
 
 
+def apt_download_size(pins: list[tuple[str, str, str]], cwd: Path) -> int:
+    """Bytes of the .debs of `pins`, from the apt lists (no download)."""
+    if not pins:
+        return 0
+    r = _run(["apt-cache", "show", "--no-all-versions", "--", *(f"{n}={v}" for n, v, _ in pins)], cwd)
+    return sum(int(x) for x in re.findall(r"^Size: (\d+)$", r.stdout, re.M))
+
+
 def _fetch_debs(pins: list[tuple[str, str, str]], cwd: Path) -> dict[str, Path]:
     if not pins:
         return {}
+    size = apt_download_size(pins, cwd)
+    if size > max_download_bytes():
+        raise LayerError(f"apt layer of {len(pins)} packages would fetch {size / 2**20:.0f} MiB, more than "
+                         f"CLAWLOOP_LAYER_MAX_MB={max_download_bytes() / 2**20:g}")
     r = _run(["apt-get", "-q", "-o", "Debug::NoLocking=1", "download", "--",
               *(f"{n}:{a}={v}" if a != "all" else f"{n}={v}" for n, v, a in pins)], cwd)
     if r.returncode != 0:

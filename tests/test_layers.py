@@ -154,6 +154,13 @@ def test_list_and_prune_the_cache(tmp_path: Path) -> None:
     assert L.prune(tmp_path)[0] == 1 and L.list_layers(tmp_path) == []
 
 
+def test_a_layer_too_big_to_fetch_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAWLOOP_LAYER_MAX_MB", "0.001")
+    monkeypatch.setattr(L, "apt_download_size", lambda pins, cwd: 5 * 2**20)
+    with pytest.raises(L.LayerError, match="5 MiB, more than"):
+        L._fetch_debs([("x", "1", "all")], tmp_path)
+
+
 def test_a_manifest_with_a_bad_key_is_refused(tmp_path: Path) -> None:
     with pytest.raises(L.LayerError, match="not a layer key"):
         L.build_from_manifest({"key": "../../etc", "kind": "apt", "packages": ["hello"]}, root=tmp_path)
@@ -193,11 +200,18 @@ def _harbor_dir(tmp_path: Path, dockerfile: str, test_py: str = "def test_x():\n
     return d
 
 
-def test_import_records_layers_and_uids(tmp_path: Path) -> None:
+def test_import_records_layers_and_uids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clawloop.tasks.environment as environment
+
     d = _harbor_dir(tmp_path, "FROM python:3.12\nRUN apt-get update && apt-get install -y asciinema\n",
                     "import subprocess\ndef test_x():\n    subprocess.run(['id'], user='nobody')\n")
+    # A runner that does not mount layers yet: the task keeps its old skip (and its record).
+    old = load_harbor_task(d, runtime=RT)
+    assert "apt package 'asciinema' is not installed" in (old.needs_image or "")
+    monkeypatch.setattr(environment, "layer_skip_reason", layer_skip_reason, raising=False)
+    monkeypatch.setattr(environment, "attach_layers", lambda sb, task: None, raising=False)
     t = load_harbor_task(d, runtime=RT)
-    assert t.needs_image is None and t.setup == []
+    assert t.needs_image is None and t.setup == [] and t.metadata[SANDBOX_KEY] == old.metadata[SANDBOX_KEY]
     assert t.metadata[SANDBOX_KEY]["layers"] == [{"kind": "apt", "packages": ["asciinema"]}]
     assert "tests/test_outputs.py:3" in t.metadata[SANDBOX_KEY]["uids"]
     assert [s.packages for s in layer_specs(t)] == [("asciinema",)]

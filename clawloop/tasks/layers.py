@@ -23,6 +23,15 @@ SANDBOX_KEY = "sandbox"
 """task.metadata key of what the sandbox must provide beyond the runtime (layers, uids)."""
 
 
+def runner_supports_layers() -> bool:
+    """Does TaskEnvironment call `layer_skip_reason` and `attach` (clawloop/tasks/environment.py
+    imports them)? Until it does, import keeps the old skip (needs_image) for such tasks, so none
+    runs without its layers."""
+    import clawloop.tasks.environment as environment
+
+    return hasattr(environment, "layer_skip_reason") and hasattr(environment, "attach_layers")
+
+
 def _record(task: Task) -> dict[str, Any]:
     rec = task.metadata.get(SANDBOX_KEY) if isinstance(task.metadata, dict) else None
     return rec if isinstance(rec, dict) else {}
