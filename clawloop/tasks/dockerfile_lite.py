@@ -37,6 +37,9 @@ from clawloop.tasks.shell_lite import (  # noqa: F401  (re-exported: the runtime
 )
 from clawloop.tasks.task import FileSpec
 
+TASK_FAULT = " (`docker build` of that context fails on this line too: the task's fault)"
+"""Said of a COPY whose source is not in the build context: Harbor builds environment/ (a
+Terminal-Bench 1 task: its own dir), so Docker refuses the same line; clawloop is not the cause."""
 DEFAULT_WORKDIR = "/workspace"
 """Task.workdir when the Dockerfile sets no WORKDIR."""
 
@@ -189,7 +192,7 @@ def _copy(kw: str, rest: str, cur_wd: str, variables: dict[str, str], context: d
             tops |= {"/".join(d.split("/")[:depth]) for d in dirs if d.count("/") >= depth - 1}
             subdirs = sorted(t for t in tops if fnmatch.fnmatch(t, src_n))
             if not matches and not subdirs:
-                raise ClawloopError(f"{where}: {kw} source {src!r} matches nothing in the build context")
+                raise ClawloopError(f"{where}: {kw} source {src!r} matches nothing in the build context{TASK_FAULT}")
             for k in matches:
                 out.put(posixpath.join(dest, posixpath.basename(k)), k, context[k], mode)
             for d in subdirs:
@@ -203,7 +206,7 @@ def _copy(kw: str, rest: str, cur_wd: str, variables: dict[str, str], context: d
         elif src_n == "." or src_n in dirs or any(k.startswith(src_n + "/") for k in [*context, *dirs]):
             out.put_dir(src_n, dest, context, dirs, mode)
         else:
-            raise ClawloopError(f"{where}: {kw} source {src!r} is not in the build context")
+            raise ClawloopError(f"{where}: {kw} source {src!r} is not in the build context{TASK_FAULT}")
     return out
 
 

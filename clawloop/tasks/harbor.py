@@ -120,7 +120,12 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     instruction = _read_text(path / "instruction.md")
     tests = read_tree(path / "tests")
     if "test.sh" not in tests:
-        raise ClawloopError(f"{path}/tests/test.sh: file not found")
+        raise ClawloopError(f"{path}/tests/test.sh: file not found (Harbor runs it to verify: the task's fault)")
+    if not any(b"reward" in spec.data() for spec in tests.values()):
+        # Harbor reads /logs/verifier/reward.txt or reward.json; no file of the verifier names
+        # one, so it would end without a reward under Harbor + Docker too.
+        raise ClawloopError(f"{path}/tests: no verifier file writes a reward (/logs/verifier/reward.txt or "
+                            "reward.json, which Harbor reads: the task's fault)")
     tests["test.sh"] = _executable(tests["test.sh"])
     entry = _get(cl, "verifier_entry", str, f"{where}: metadata.clawloop") or "test.sh"
     if entry != "test.sh" and tests["test.sh"].content == entry_wrapper(entry):
@@ -165,8 +170,11 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     except ValueError as e:
         raise ClawloopError(f"{where}: metadata.clawloop.metadata_json: not valid JSON ({e})") from None
     metadata = extra if cl.get("origin") == "clawloop" else {**extra, HARBOR_KEY: _prune_empty(harbor)}
+    # Recomputed from the Dockerfile and tests on every import (an export carries the old one in
+    # metadata_json): after the harbor record, so an export-import round trip is byte-identical.
+    metadata = {k: v for k, v in metadata.items() if k != SANDBOX_KEY}
     if sandbox_rec:
-        metadata = {**metadata, SANDBOX_KEY: sandbox_rec}
+        metadata[SANDBOX_KEY] = sandbox_rec
 
     lim = Limits().model_dump()
     lim.update({k: cl[k] for k in ("max_turns", "command_timeout_s") if k in cl})
