@@ -201,15 +201,14 @@ def _harbor_dir(tmp_path: Path, dockerfile: str, test_py: str = "def test_x():\n
 
 
 def test_import_records_layers_and_uids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import clawloop.tasks.environment as environment
+    import clawloop.tasks.layers as task_layers
 
     d = _harbor_dir(tmp_path, "FROM python:3.12\nRUN apt-get update && apt-get install -y asciinema\n",
                     "import subprocess\ndef test_x():\n    subprocess.run(['id'], user='nobody')\n")
     # A runner that does not mount layers yet: the task keeps its old skip (and its record).
     old = load_harbor_task(d, runtime=RT)
     assert "apt package 'asciinema' is not installed" in (old.needs_image or "")
-    monkeypatch.setattr(environment, "layer_skip_reason", layer_skip_reason, raising=False)
-    monkeypatch.setattr(environment, "attach_layers", lambda sb, task: None, raising=False)
+    monkeypatch.setattr(task_layers, "RUNNER_MOUNTS_LAYERS", True)
     t = load_harbor_task(d, runtime=RT)
     assert t.needs_image is None and t.setup == [] and t.metadata[SANDBOX_KEY] == old.metadata[SANDBOX_KEY]
     assert t.metadata[SANDBOX_KEY]["layers"] == [{"kind": "apt", "packages": ["asciinema"]}]

@@ -23,13 +23,15 @@ SANDBOX_KEY = "sandbox"
 """task.metadata key of what the sandbox must provide beyond the runtime (layers, uids)."""
 
 
-def runner_supports_layers() -> bool:
-    """Does TaskEnvironment call `layer_skip_reason` and `attach` (clawloop/tasks/environment.py
-    imports them)? Until it does, import keeps the old skip (needs_image) for such tasks, so none
-    runs without its layers."""
-    import clawloop.tasks.environment as environment
+RUNNER_MOUNTS_LAYERS = False
+"""Whether TaskEnvironment calls `layer_skip_reason` and `attach` (clawloop/tasks/environment.py,
+issue #36's hook). Until it does, import keeps the old skip (needs_image) of such tasks, so none
+runs without its layers; set True in the commit that adds the hook."""
 
-    return hasattr(environment, "layer_skip_reason") and hasattr(environment, "attach_layers")
+
+def runner_supports_layers() -> bool:
+    """See RUNNER_MOUNTS_LAYERS."""
+    return RUNNER_MOUNTS_LAYERS
 
 
 def _record(task: Task) -> dict[str, Any]:
