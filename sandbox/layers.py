@@ -47,7 +47,7 @@ from sandbox._layout import RUNTIME_MOUNT
 from sandbox.base import SandboxError
 
 KINDS = ("apt", "pip")
-FORMAT = 1
+FORMAT = 2
 """Layout version of a layer dir; part of the key, so a change of layout never reuses old ones."""
 MANIFEST = "manifest.json"
 APT_LIST_DIR = "usr/share/clawloop-layers"
@@ -387,28 +387,35 @@ def _pip_base(runtime_dir: Path, prefix: Path) -> list[str]:
 
 def _build_pip(spec: LayerSpec, pins: list[dict[str, str]] | None, stage: Path, work: Path,
                runtime_dir: Path) -> dict[str, object]:
+    """Resolve against the runtime (`--dry-run --report`: what pip would add or replace, nothing
+    written), then install exactly those pins, hash-checked, into a prefix of their own. A pin
+    that replaces a runtime distribution (another version) is installed beside it and the
+    runtime's files it does not ship again are whited out (`_whiteout_replaced`), so the merged
+    runtime shows one version; the runtime itself is never written (pip never uninstalls)."""
     prefix = work / "prefix"
     if pins is None:
         report = work / "report.json"
-        r = _run([*_pip_base(runtime_dir, prefix), "--report", str(report), "--", *spec.packages], work)
+        r = _run([*_pip_base(runtime_dir, prefix), "--dry-run", "--report", str(report), "--", *spec.packages], work)
         if r.returncode != 0:
             text = r.stdout + r.stderr
             m = re.search(r"No matching distribution found for (\S+)", text)
             if m:
                 raise LayerError(f"python package {m.group(1)!r} is not in the registry")
             raise LayerError(f"pip install {' '.join(spec.packages)} failed: {_tail(text)}")
-        installed = json.loads(report.read_text()).get("install", [])
         pins = []
-        for item in installed:
+        for item in json.loads(report.read_text()).get("install", []):
             info = item.get("download_info") or {}
-            sha = ((info.get("archive_info") or {}).get("hashes") or {}).get("sha256") \
-                or (info.get("archive_info") or {}).get("hash", "").partition("sha256=")[2]
+            archive = info.get("archive_info") or {}
+            sha = (archive.get("hashes") or {}).get("sha256") or archive.get("hash", "").partition("sha256=")[2]
+            if not sha:
+                raise LayerError(f"pip: {item['metadata']['name']} has no sha256 to pin")
             pins.append({"name": item["metadata"]["name"], "version": item["metadata"]["version"],
                          "url": info.get("url", ""), "sha256": sha})
-    else:
+    if pins:
         lock = work / "pins.txt"
         lock.write_text("".join(f"{p['name']}=={p['version']} --hash=sha256:{p['sha256']}\n" for p in pins))
-        r = _run([*_pip_base(runtime_dir, prefix), "--no-deps", "--require-hashes", "-r", str(lock)], work)
+        r = _run([*_pip_base(runtime_dir, prefix), "--no-deps", "--ignore-installed", "--require-hashes",
+                  "-r", str(lock)], work)
         if r.returncode != 0:
             raise LayerError(f"pip install of the pinned layer failed: {_tail(r.stdout + r.stderr)}")
     tree = stage / "tree"
@@ -420,7 +427,44 @@ def _build_pip(spec: LayerSpec, pins: list[dict[str, str]] | None, stage: Path, 
         _relocate_script(script)
     for info in tree.glob("lib/python*/site-packages/*.dist-info"):
         _drop_install_notes(info)
-    return {"resolved": sorted(pins, key=lambda p: p["name"].lower())}
+    replaced = _whiteout_replaced(tree, runtime_dir)
+    return {"resolved": sorted(pins, key=lambda p: p["name"].lower()), "replaces": replaced}
+
+
+def _dist_name(info_dir: str) -> str:
+    return re.sub(r"[-_.]+", "-", info_dir[:-len(".dist-info")].rsplit("-", 1)[0]).lower()
+
+
+def _whiteout_replaced(tree: Path, runtime_dir: Path) -> list[str]:
+    """Hide, in the merged runtime, the files of runtime distributions the layer installs in
+    another version (their dist-info dir and every RECORD entry the layer does not ship):
+    overlayfs whiteouts (0/0 character devices), which only root can make; elsewhere the stale
+    files stay visible beside the new version."""
+    ours = {_dist_name(p.name): p for p in tree.glob("lib/python*/site-packages/*.dist-info")}
+    replaced = []
+    for site in sorted(runtime_dir.glob("lib/python*/site-packages")):
+        rel_site = site.relative_to(runtime_dir)
+        for info in sorted(site.glob("*.dist-info")):
+            name = _dist_name(info.name)
+            if name not in ours or ours[name].name == info.name:
+                continue
+            replaced.append(info.name[:-len(".dist-info")])
+            if os.geteuid() != 0:
+                continue
+            entries = [info.name]
+            record = info / "RECORD"
+            if record.is_file():
+                for line in record.read_text(errors="replace").splitlines():
+                    path = line.rsplit(",", 2)[0] if line.count(",") >= 2 else line.split(",")[0]
+                    if path and not path.startswith(info.name + "/"):
+                        entries.append(path)
+            for rel in entries:
+                target = os.path.normpath(tree / rel_site / rel)
+                if not target.startswith(str(tree) + os.sep) or os.path.lexists(target):
+                    continue  # outside the prefix, or shipped again by the layer
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.mknod(target, stat.S_IFCHR | 0o000, os.makedev(0, 0))
+    return replaced
 
 
 def _drop_install_notes(info: Path) -> None:
@@ -463,7 +507,13 @@ def tree_digest(root: Path) -> str:
                 h.update(f"D {rel} {stat.S_IMODE(st.st_mode):o}\n".encode())
             elif stat.S_ISREG(st.st_mode):
                 h.update(f"F {rel} {stat.S_IMODE(st.st_mode):o} {_sha(p.read_bytes())}\n".encode())
+            elif _is_whiteout(st):
+                h.update(f"W {rel}\n".encode())
     return h.hexdigest()
+
+
+def _is_whiteout(st: os.stat_result) -> bool:
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
 
 
 def _seal(tree: Path) -> None:
@@ -473,7 +523,7 @@ def _seal(tree: Path) -> None:
         for n in filenames:
             p = Path(dirpath) / n
             st = os.lstat(p)
-            if stat.S_ISLNK(st.st_mode):
+            if stat.S_ISLNK(st.st_mode) or _is_whiteout(st):
                 continue
             if not stat.S_ISREG(st.st_mode):
                 p.unlink()
