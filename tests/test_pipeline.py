@@ -5,6 +5,7 @@ sandboxes, TRL training), `clawloop check` validates every artifact, a second `d
 nothing, and editing one generator dirties only the stages downstream of it.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -42,6 +43,9 @@ def smoke_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, repo / rel)
     shutil.copy2(ROOT / "profiles" / "smoke.yaml", repo / "params.yaml")
+    # The smoke profile's optional InterCode-Bash suite: the hand-written fixture stands in for
+    # the export (git ignores benchmarks/intercode/tasks, as a real export is not ours to commit).
+    shutil.copytree(ROOT / "tests" / "fixtures" / "intercode-mini", repo / "benchmarks" / "intercode" / "tasks")
     git = ["git", "-c", "user.name=ci", "-c", "user.email=ci@localhost"]
     _run(["git", "init", "-q"], repo)
     _run([*git, "add", "-A"], repo)
@@ -58,7 +62,15 @@ def test_smoke_loop_writes_valid_artifacts(smoke_repo: Path) -> None:
     assert (smoke_repo / "runs/report/report.html").is_file()
     assert (smoke_repo / "runs/transfer/transfer.json").is_file()
     shows = _run(["dvc", "metrics", "show"], smoke_repo).stdout
-    assert "heldout_pass_rate" in shows
+    assert "heldout_pass_rate" in shows and "vs_base_p" in shows and "gate_p_worse" in shows
+    summary = json.loads((smoke_repo / "runs/iter-2/eval/summary.json").read_text())
+    assert summary["suites"]["intercode-bash"]["tasks"] == 4                  # the optional suite, present
+    assert summary["suites"]["intercode-bash"]["baselines"]["GPT-4"]["tasks"] == 4
+    held = json.loads((smoke_repo / "runs/iter-2/heldout.json").read_text())
+    assert {k.split("/")[0] for k in held["base"]} == {"shell-core", "intercode-bash"}
+    md = (smoke_repo / "runs/report/report.md").read_text()
+    assert "against iteration 0" in md or "still iteration 0's" in md
+    assert "intercode-bash beside published results" in md and "GPT-4 (published, 10 turns)" in md
 
 
 def test_second_repro_does_nothing(smoke_repo: Path) -> None:

@@ -270,7 +270,7 @@ def _record(s: _Slot, policy_id: str, iteration: int, suite: str) -> EpisodeReco
     st = s.state
     outcome = s.outcome or "error"
     return EpisodeRecord(
-        task_id=s.task.id, name=s.task.id, suite=suite, skill=s.task.skill, level=s.task.level, agent="model",
+        task_id=s.task.id, name=s.task.name, suite=suite, skill=s.task.skill, level=s.task.level, agent="model",
         outcome=outcome,  # type: ignore[arg-type]
         reward=s.reward if outcome in ("passed", "failed") else None,
         reason=s.error if outcome in ("error", "skipped") else None,

@@ -146,6 +146,16 @@ class Task(_Frozen):
         """sha256 of the canonical JSON of the content fields (first 16 hex digits)."""
         return content_hash(self.model_dump(mode="json", exclude=_NON_CONTENT))
 
+    @property
+    def name(self) -> str:
+        """A readable name: the one its importer kept (a Harbor directory, InterCode's `fsN-II`),
+        else the id. Episodes carry it, so flip tables and the viewer name tasks as their suite does."""
+        for key in ("harbor", "intercode"):
+            meta = self.metadata.get(key)
+            if isinstance(meta, dict) and isinstance(meta.get("name"), str) and meta["name"]:
+                return meta["name"]
+        return self.id
+
     def to_json(self) -> dict[str, Any]:
         """The task as a JSON-ready dict, id included."""
         return self.model_dump(mode="json")
