@@ -9,9 +9,13 @@ policy's own successful rollouts on held-in tasks (the probe's, and the last eva
 suite; never a held-out suite). GRPO trains on the tasks the probe labelled learnable.
 `playbook` keeps the weights (the checkpoint is the policy, hard-linked) and evolves the
 playbook from the report and the same held-in rollouts (clawloop.training.playbook);
-`sft+playbook` does SFT, then the playbook. The playbook goes into the checkpoint directory
-(`playbook.json`, rendered by every later rollout of it) and into the versioned artifact
-`<out>/../playbook/` (empty for the weight-only methods).
+`sft+playbook` does SFT, then the playbook. With `train.playbook.reflector: model` the policy
+(the new checkpoint) reads its own held-in episodes and proposes the tips (clawloop.training.reflect);
+then harness edits are tried on a development split of the validated pool and kept after a paired
+win there (clawloop.training.harness_search). The playbook, with what the harness learned, goes
+into the checkpoint directory (`playbook.json`, applied by every later rollout of it) and into the
+versioned artifact `<out>/../playbook/` (playbook.json, playbook.md, reflection.json, harness.json;
+empty for the weight-only methods).
 """
 
 from pathlib import Path
@@ -33,7 +37,9 @@ def main(params: Params) -> None:
 
     from clawloop.io import hand_over, write_json
     from clawloop.loop import loop_context
+    from clawloop.paired import outcomes_of
     from clawloop.tasks.pool import read_pool
+    from clawloop.training.guards import BudgetLimits
     from clawloop.training.playbook import evolve_checkpoint, write_artifact
     from clawloop.training.run import describe, train
     from clawloop.validation.probe import read_probe, select_by_label
@@ -57,11 +63,34 @@ def main(params: Params) -> None:
     else:  # weights frozen: the checkpoint is the policy (hard links), its playbook replaced below
         hand_over(args.policy, args.out)
         metrics = {"method": method, "steps": 0}
-    playbook, figures = evolve_checkpoint(method, policy=args.policy, report=args.report, out=args.out,
-                                          iteration=args.iteration, rollouts=rollouts,
-                                          params=options.playbook, harness_config=harness)
-    metrics.update(figures)
-    write_artifact(args.playbook or args.out.parent / "playbook", playbook, harness)
+    loaded: list = []
+
+    def policy():  # loaded once, only when the reflector or the harness search needs it
+        if not loaded:
+            loaded.append(ctx.load_policy(args.out, policy_id=f"iter-{args.iteration}-train"))
+        return loaded[0]
+
+    def generate(messages):  # the reflector: the policy itself, greedy, its own reply budget
+        sampling = ctx.sampling.model_copy(update={"temperature": 0.0,
+                                                   "max_new_tokens": options.playbook.reflection.max_new_tokens})
+        return policy().generate([messages], sampling, tools=None)[0].text
+
+    def run_dev(dev_tasks, dev_harness):  # the held-in development split, at the evaluation's sampling
+        episodes = ctx.rollouts(dev_tasks, policy(), harness=dev_harness, suite="dev", iteration=args.iteration,
+                                progress=False)
+        return outcomes_of(episodes, "dev")
+
+    r = params.rollout
+    evo = evolve_checkpoint(method, policy=args.policy, report=args.report, out=args.out, iteration=args.iteration,
+                            rollouts=rollouts, params=options.playbook, harness_config=harness,
+                            generate=generate, run_dev=run_dev, pool=pool,
+                            limits=BudgetLimits(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
+                                                max_new_tokens=r.max_new_tokens))
+    metrics.update(evo.figures)
+    write_artifact(args.playbook or args.out.parent / "playbook", evo.playbook, harness, previous=evo.previous,
+                   reflection=evo.reflection, search=evo.search)
+    if evo.search is not None:
+        print(f"[train] {evo.search.describe()}")
     logs.mkdir(parents=True, exist_ok=True)  # a declared output, empty when nothing was trained
     write_json(args.metrics or args.out.parent / "train.json", metrics)
     print(f"[train] iteration {args.iteration}: {describe(method, len(tasks), metrics)} → {args.out}")

@@ -309,3 +309,53 @@ def test_call_formats_are_the_trajectory_contract() -> None:
 
     assert tool_calls.CALL_FORMATS == trajectory.CALL_FORMATS
     assert tool_calls.LENIENT_FORMATS == trajectory.LENIENT_FORMATS
+
+
+# --- what the harness learned (HarnessEdits, carried by the playbook) --------------------------
+
+def _learned(**edits: object) -> HarnessConfig:
+    from clawloop.agent.playbook import HarnessEdits, Playbook
+
+    return HarnessConfig(max_turns=6, command_timeout_s=10,
+                         playbook=Playbook(token_budget=10, harness=HarnessEdits(**edits)))  # type: ignore[arg-type]
+
+
+def test_learned_variants_change_prompt_hint_tools_and_observations() -> None:
+    from clawloop.agent.harness import hint_message
+    from clawloop.agent.playbook import METHOD_HEADER, strip_playbook
+
+    task = _task()
+    plain = system_prompt(task, HarnessConfig(max_turns=6, command_timeout_s=10))
+    steps = system_prompt(task, _learned(system_template="steps"))
+    assert steps.startswith(plain + "\n\n" + METHOD_HEADER) and "Check the result" in steps
+    # the weights still train on the plain prompt: the variant's section is cut off like a playbook
+    assert strip_playbook(initial_messages(task, _learned(system_template="steps"))) == \
+        initial_messages(task, HarnessConfig(max_turns=6, command_timeout_s=10))
+    err = FormatError("no_tool_call", "no tool call found")
+    for variant, marker in (("json_fence", "```json"), ("short", "next step of the task")):
+        hint = hint_message(err, _learned(format_hint=variant))["content"]
+        assert marker in hint and "<tool_call>" not in hint
+        for concrete in ("ls", "cat ", "pwd", "echo"):  # a placeholder at most, never a command to copy
+            assert f'"command": "{concrete}' not in hint
+    explicit = tools_for(_learned(tool_descriptions="explicit"))
+    assert [t["function"]["name"] for t in explicit] == ["bash", "submit"]
+    assert [t["function"]["parameters"] for t in explicit] == [t["function"]["parameters"] for t in TOOLS]
+    assert explicit[0]["function"]["description"] != TOOLS[0]["function"]["description"]
+    assert tools_for(HarnessConfig()) == TOOLS
+    st = EpisodeState(task, _learned(observation_chars=300))
+    st.on_generation(gen(bash("seq 1000")))
+    st.on_result(ExecResult(exit_code=0, output="x" * 5000, timed_out=False, duration_s=0.01))
+    assert len(st.messages[-1]["content"]) < 400 and "characters cut" in st.messages[-1]["content"]
+
+
+def test_a_learned_budget_never_raises_the_harness_or_the_task_limit() -> None:
+    """The guard at application: whatever a playbook.json says, a budget edit only lowers."""
+    task = _task(limits=Limits(max_turns=4, command_timeout_s=5))
+    raised = EpisodeState(task, _learned(max_turns=50, command_timeout_s=600))
+    assert (raised.max_turns, raised.command_timeout_s) == (4, 5)  # min(edit, harness 6/10, task 4/5)
+    lowered = EpisodeState(task, _learned(max_turns=2, command_timeout_s=1))
+    assert (lowered.max_turns, lowered.command_timeout_s) == (2, 1)
+    assert "Limits: 2 turns, 1 s per command" in lowered.messages[0]["content"]
+    # the eval path (no harness budget): the task's own limit caps the edit
+    free = EpisodeState(task, HarnessConfig(playbook=_learned(max_turns=9).playbook))
+    assert free.max_turns == 4

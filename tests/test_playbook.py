@@ -281,7 +281,8 @@ def test_a_policy_without_a_tokenizer_is_counted_by_estimate(tmp_path: Path) -> 
 # --- the train stage -----------------------------------------------------------------------------
 
 def _stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, policy: Path, out: Path,
-           rep: CapabilityReport, rollouts: Path) -> dict[str, Any]:
+           rep: CapabilityReport, rollouts: Path, *, reflector: str = "rules",
+           pool: list[Task] | None = None) -> dict[str, Any]:
     import sys
 
     import yaml
@@ -293,10 +294,11 @@ def _stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, policy:
 
     raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml").read_text())
     raw["train"]["method"] = method
+    raw["train"]["playbook"]["reflector"] = reflector  # the rule tips unless a test drives the reflector
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     validated = tmp_path / "validated"
     validated.mkdir(exist_ok=True)
-    write_pool(validated / "valid.jsonl", [TASK])
+    write_pool(validated / "valid.jsonl", pool or [TASK])
     write_probe(validated / "probe.jsonl", [])
     write_json(tmp_path / "diagnosis.json", rep.model_dump(mode="json"))
     monkeypatch.setattr(sys, "argv", ["stages/train.py", "--iteration", "1", "--validated", str(validated),

@@ -15,7 +15,14 @@ The model writes calls in the Qwen3 style, `<tool_call>\\n{"name": "bash", "argu
 as a ```json fence or the bare reply is accepted too (`lenient_calls`; the step records its
 `format`). A reply without a valid call gets a short hint (a user turn, with a placeholder where a
 command goes, never one the model could copy) and counts as a format error; `max_format_errors`
-in a row end the episode. `EpisodeState` holds the turn logic without any I/O, so the lockstep rollout and the
+in a row end the episode.
+
+What the harness learned rides in the playbook (`config.playbook.harness`, a
+clawloop.agent.playbook.HarnessEdits) and is applied here, to every episode of a policy that carries
+it: the format-hint variant (`hint_message`), the observation length (`EpisodeState.on_result`), the
+tool descriptions (`tools_for`), the system-template variant (`system_prompt`) and the turn and
+command-time budgets (`_limits`). A budget edit only ever lowers a budget: it is applied as
+`min(edit, the harness's limit, the task's own limit)`. `EpisodeState` holds the turn logic without any I/O, so the lockstep rollout and the
 training code drive it the same way; `run_episode` is the sequential one-episode loop.
 """
 
@@ -29,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clawloop.agent.playbook import Playbook
-from clawloop.agent.tool_calls import (
+from clawloop.agent.playbook import FORMAT_HINTS, SYSTEM_VARIANTS, HarnessEdits, Playbook
+from clawloop.agent.tool_calls import (  # noqa: F401  (TOOLS, BASH_TOOL: re-exported)
     BASH_TOOL,
     TOOLS,
     FormatError,
@@ -38,6 +45,7 @@ from clawloop.agent.tool_calls import (
     clean_text,
     parse_reply,
     tool_message,
+    tools_variant,
 )
 from clawloop.tasks.task import FileSpec, Task, Verifier
 from clawloop.trajectory import Step
@@ -90,7 +98,7 @@ def _template(name: str) -> Any:
 
     path = Path(name) if Path(name).is_absolute() else TEMPLATES / name
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
-                             autoescape=False)
+                             autoescape=False, loader=jinja2.FileSystemLoader(str(TEMPLATES)))
     env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False)
     return env.from_string(path.read_text(encoding="utf-8"))
 
@@ -100,22 +108,47 @@ def render(name: str, **variables: Any) -> str:
     return _template(name).render(**variables)
 
 
+def harness_edits(config: HarnessConfig | None) -> HarnessEdits:
+    """What the harness learned, from the playbook `config` carries (none: no edits)."""
+    pb = config.playbook if config is not None else None
+    return pb.harness if pb is not None else HarnessEdits()
+
+
+def with_edits(config: HarnessConfig, edits: HarnessEdits) -> HarnessConfig:
+    """`config` with its playbook's harness edits replaced by `edits` (a playbook made if none)."""
+    pb = config.playbook or Playbook(token_budget=1)
+    return config.model_copy(update={"playbook": pb.model_copy(update={"harness": edits})})
+
+
 def tools_for(config: HarnessConfig | None = None) -> list[dict[str, Any]]:
-    """The tools offered under `config`: bash, plus submit unless disabled."""
-    return TOOLS if (config is None or config.submit_tool) else [BASH_TOOL]
+    """The tools offered under `config`: bash, plus submit unless disabled, described as the
+    learned tool-description variant says (the names and parameters never change)."""
+    return tools_variant(harness_edits(config).tool_descriptions or "default",
+                         submit=config is None or config.submit_tool)
 
 
 def _limits(task: Task, config: HarnessConfig) -> tuple[int, float, float]:
-    return (config.max_turns or task.limits.max_turns,
-            config.command_timeout_s or task.limits.command_timeout_s,
-            config.episode_timeout_s or task.limits.agent_timeout_s)
+    """(turns, command timeout, agent time) of an episode: the harness's, else the task's; a
+    learned budget edit can only lower the first two (the guard against raising one's own budget,
+    enforced here whatever a playbook.json says)."""
+    edits = harness_edits(config)
+    turns = config.max_turns or task.limits.max_turns
+    timeout = config.command_timeout_s or task.limits.command_timeout_s
+    if edits.max_turns is not None:
+        turns = min(turns, edits.max_turns, task.limits.max_turns)
+    if edits.command_timeout_s is not None:
+        timeout = min(timeout, edits.command_timeout_s, task.limits.command_timeout_s)
+    return turns, timeout, config.episode_timeout_s or task.limits.agent_timeout_s
 
 
 def system_prompt(task: Task, config: HarnessConfig | None = None) -> str:
-    """The system turn for `task` (from the system template), then the playbook block if any."""
+    """The system turn for `task` (from the system template, or the learned system variant's),
+    then the playbook block if any."""
     config = config or HarnessConfig()
     max_turns, cmd_timeout, _ = _limits(task, config)
-    text = render(config.system_template, workdir=task.workdir, submit_tool=config.submit_tool,
+    variant = harness_edits(config).system_template
+    template = SYSTEM_VARIANTS[variant] if variant is not None else config.system_template
+    text = render(template, workdir=task.workdir, submit_tool=config.submit_tool,
                   max_turns=max_turns, command_timeout_s=cmd_timeout, task=task)
     block = playbook_block(config.playbook, config)
     return f"{text}\n\n{block}" if block else text
@@ -153,8 +186,8 @@ def format_observation(result: ExecResult, *, limit: int = 2000, timeout_s: floa
 def hint_message(error: FormatError, config: HarnessConfig | None = None) -> dict[str, Any]:
     """The user turn sent back after a format error."""
     config = config or HarnessConfig()
-    return {"role": "user", "content": render("format_hint.j2", reason=error.reason,
-                                              submit_tool=config.submit_tool)}
+    template = FORMAT_HINTS[harness_edits(config).format_hint or "tool_call"]
+    return {"role": "user", "content": render(template, reason=error.reason, submit_tool=config.submit_tool)}
 
 
 @dataclass
@@ -259,7 +292,8 @@ class EpisodeState:
             return
         rec = self.steps[-1]
         timeout = self.command_timeout()
-        obs = format_observation(result, limit=self.config.observation_chars, timeout_s=timeout)
+        limit = harness_edits(self.config).observation_chars or self.config.observation_chars
+        obs = format_observation(result, limit=limit, timeout_s=timeout)
         rec.exit_code, rec.output, rec.timed_out, rec.duration_s = (
             result.exit_code, obs, result.timed_out, result.duration_s)
         self.command_s += result.duration_s

@@ -9,7 +9,11 @@ policy's tokenizer. Teacher-free: the content comes from the report, the project
 
 A policy directory carries its playbook as `playbook.json` beside the weights (`POLICY_FILE`),
 so whatever rolls a policy out (evaluation, the probe, `clawloop eval --model DIR`) renders it,
-and the held-out gate promotes or rejects weights and playbook together. This module is the
+and the held-out gate promotes or rejects weights and playbook together. The playbook also
+carries what the *harness* learned (`Playbook.harness`, a `HarnessEdits`: format-hint variant,
+observation length, turn and command-time budgets, tool descriptions, system-template variant),
+kept only after it beat the current harness on a held-in development split
+(clawloop.training.harness_search); `clawloop.agent.harness` applies it to every episode. This module is the
 schema and its file I/O only; `clawloop.agent.harness` renders it (templates/playbook.j2) and
 `clawloop.training.playbook` builds it.
 """
@@ -29,6 +33,20 @@ POLICY_FILE = "playbook.json"
 PLAYBOOK_HEADER = "## Playbook"
 """First line of every rendered playbook block (templates/playbook.j2 starts with it), so a
 system prompt's playbook can be cut off again (`strip_playbook`)."""
+METHOD_HEADER = "## Method"
+"""First line of the section a system-template variant adds after the plain system prompt
+(templates/system_steps.j2), cut off by `strip_playbook` like the playbook block."""
+
+FORMAT_HINTS = {"tool_call": "format_hint.j2", "json_fence": "format_hint_json.j2",
+                "short": "format_hint_short.j2"}
+"""Format-hint variants → templates (clawloop/agent/templates): the `<tool_call>` form (the
+default), the ```json fence instruction models write zero-shot (lenient parsing accepts it), or
+one line without any form. None shows a command the model could copy."""
+SYSTEM_VARIANTS = {"plain": "system.j2", "steps": "system_steps.j2"}
+"""System-template variants → templates: the plain prompt (the default) or the plain prompt
+followed by a `## Method` section (look, act, check, submit)."""
+TOOL_VARIANTS = ("default", "explicit")
+"""Tool-description variants (clawloop.agent.tool_calls.tools_variant)."""
 
 
 class _Model(BaseModel):
@@ -99,6 +117,40 @@ class PlaybookEntry(_Model):
         return self
 
 
+class HarnessEdits(_Model):
+    """What the harness learned: each field None leaves the harness's own setting.
+
+    A closed set of variants (no free text: nothing task-specific can ride in one) and budgets
+    that only ever lower the harness's: `clawloop.agent.harness` applies `max_turns` and
+    `command_timeout_s` as `min(edit, the harness's limit, the task's own limit)`, so even a
+    hand-written playbook.json cannot raise a budget; the train stage refuses a proposal above
+    params.yaml's `rollout` limits before trying it (clawloop.training.guards)."""
+
+    format_hint: Literal["tool_call", "json_fence", "short"] | None = None
+    """The format-hint variant sent after a reply without a valid call (FORMAT_HINTS)."""
+    observation_chars: int | None = Field(None, ge=100, le=16_000)
+    """Most characters of command output shown to the model (head + tail kept)."""
+    max_turns: int | None = Field(None, gt=0)
+    """Most assistant turns: never above the harness's or the task's own limit."""
+    command_timeout_s: float | None = Field(None, gt=0)
+    """Timeout of one command: never above the harness's or the task's own limit."""
+    tool_descriptions: Literal["default", "explicit"] | None = None
+    """The tool-description variant (TOOL_VARIANTS)."""
+    system_template: Literal["plain", "steps"] | None = None
+    """The system-template variant (SYSTEM_VARIANTS)."""
+
+    def changes(self, before: HarnessEdits | None = None) -> dict[str, tuple[Any, Any]]:
+        """field → (before, after) for every field that differs from `before` (default: none set)."""
+        before = before or HarnessEdits()
+        return {k: (getattr(before, k), v) for k, v in self if v != getattr(before, k)}
+
+    def describe(self, before: HarnessEdits | None = None) -> str:
+        """'observation_chars: default -> 4000; format_hint: default -> json_fence' (or 'no change')."""
+        parts = [f"{k}: {'default' if a is None else a} -> {'default' if b is None else b}"
+                 for k, (a, b) in self.changes(before).items()]
+        return "; ".join(parts) or "no change"
+
+
 class PrunedEntry(_Model):
     """An entry of the previous playbook dropped by this one, and why."""
 
@@ -131,6 +183,8 @@ class Playbook(_Model):
     """Entries of the previous playbook this one dropped (their skill did not improve)."""
     retired: list[str] = Field(default_factory=list)
     """Ids of every entry ever pruned: not tried again."""
+    harness: HarnessEdits = Field(default_factory=HarnessEdits)
+    """What the harness learned so far (kept after a paired win on the held-in development split)."""
 
     @model_validator(mode="after")
     def _check(self) -> Playbook:
@@ -185,12 +239,14 @@ def policy_playbook(policy_dir: str | Path | None) -> Playbook | None:
 
 
 def strip_playbook(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation with any playbook block cut from its system turn (what the weights see:
-    SFT on the agent's own rollouts learns the plain prompt, the playbook stays harness-side)."""
+    """The conversation with any playbook block (and a system variant's `## Method` section) cut
+    from its system turn (what the weights see: SFT on the agent's own rollouts learns the plain
+    prompt, the playbook stays harness-side)."""
     if not messages or messages[0].get("role") != "system":
         return messages
     content = str(messages[0].get("content") or "")
-    cut = content.find("\n\n" + PLAYBOOK_HEADER)
-    if cut == -1:
+    cuts = [i for i in (content.find("\n\n" + h) for h in (METHOD_HEADER, PLAYBOOK_HEADER)) if i != -1]
+    if not cuts:
         return messages
+    cut = min(cuts)
     return [{**messages[0], "content": content[:cut]}, *messages[1:]]

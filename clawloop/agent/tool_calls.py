@@ -43,6 +43,25 @@ SUBMIT_TOOL: dict[str, Any] = {
 TOOLS: list[dict[str, Any]] = [BASH_TOOL, SUBMIT_TOOL]
 """JSON schemas of the tools, for `apply_chat_template(tools=TOOLS)`."""
 
+_EXPLICIT = {
+    "bash": "Run exactly one shell command in the working directory; returns its output and exit code. "
+            "Reply with this one call and nothing else; the command is the next step of the task.",
+    "submit": "Finish the episode. Call it only after checking that every file the task asks for is "
+              "in place with the right content.",
+}
+
+
+def tools_variant(variant: str = "default", *, submit: bool = True) -> list[dict[str, Any]]:
+    """The tools with the descriptions of `variant` (clawloop.agent.playbook.TOOL_VARIANTS):
+    "default" (TOOLS, what SFT data renders) or "explicit" (how to call, when to submit). The
+    names and parameters never change, so parsing and the trajectories stay the same."""
+    tools = TOOLS if submit else [BASH_TOOL]
+    if variant == "default":
+        return tools
+    if variant != "explicit":
+        raise ValueError(f"tool descriptions: {variant!r} is not default or explicit")
+    return [{**t, "function": {**t["function"], "description": _EXPLICIT[t["function"]["name"]]}} for t in tools]
+
 
 CALL_FORMATS = ("tool_call", "json_fence", "bare_json")
 """How a reply wrote its call: inside `<tool_call>` tags (canonical), as a ```json fenced block,

@@ -113,8 +113,51 @@ class GRPOParams(TrainerParams):
     save_steps: int = Field(25, gt=0, description="Steps between checkpoints (for resuming).")
 
 
+class ReflectionParams(_Params):
+    """The reflector (train.playbook.reflector: model): the policy reads its own held-in episodes
+    and proposes playbook edits (clawloop.training.reflect)."""
+
+    groups: int = Field(4, gt=0, description="Most (failure mode, skill) groups shown, most frequent first.")
+    failed_per_group: int = Field(2, gt=0, description="Failed episodes shown per group.")
+    passed: int = Field(2, ge=0, description="Passed episodes shown (the groups' skills first).")
+    episode_chars: int = Field(700, gt=0, description="Characters of one condensed episode in the prompt.")
+    max_new_tokens: int = Field(384, gt=0, description="Most tokens of the reflector's reply.")
+    max_edits: int = Field(6, gt=0, description="Most edits read from one reply (the rest dropped).")
+    max_tip_chars: int = Field(220, gt=0, description="A longer tip line is dropped.")
+    template: str = Field("reflect.j2", description="The prompt (clawloop/agent/templates or an absolute path).")
+
+
+class HarnessSearchParams(_Params):
+    """Harness edits tried on a held-in development split (clawloop.training.harness_search)."""
+
+    search: bool = Field(True, description="Propose and try harness edits (false: the harness stays as it is).")
+    dev_tasks: int = Field(16, gt=0, description="Tasks of the development split: a fixed subset of the "
+                           "iteration's validated pool (never a held-out suite).")
+    min_dev_tasks: int = Field(4, gt=0, description="With fewer validated tasks no edit is tried.")
+    max_candidates: int = Field(2, ge=0, description="Most edits tried per iteration (each costs one "
+                                "rollout of the dev split).")
+    min_net_gain: int = Field(1, gt=0, description="An edit is kept only when it gains at least this many "
+                              "more dev tasks than it loses (paired, same tasks).")
+    alpha: float = Field(0.5, gt=0, le=1, description="... and the exact one-sided sign test that it is better "
+                         "has p <= alpha (0.5: any net gain of 1 over no loss; lower is stricter).")
+    min_observation_chars: int = Field(200, ge=100, description="Shortest observation an edit may set.")
+    max_observation_chars: int = Field(8000, le=16_000, description="Longest observation an edit may set.")
+    format_error_share: float = Field(0.25, ge=0, le=1, description="Share of episodes with format errors "
+                                      "above which the other format-hint and tool-description variants are tried.")
+    truncated_share: float = Field(0.1, ge=0, le=1, description="Share of commands whose output was cut above "
+                                   "which a longer observation is tried.")
+    mode_share: float = Field(0.25, ge=0, le=1, description="Share of episodes of a failure mode (max_turns, "
+                              "timeout, wrong_result, premature_submit) above which its edit is tried.")
+
+
 class PlaybookParams(_Params):
     """The playbook methods (train.method playbook | sft+playbook): what the playbook may hold."""
+
+    reflector: Literal["model", "rules"] = Field(
+        "model", description="Who proposes the tips: the policy itself, reading its own held-in episodes "
+        "(model; the rule tips are the fallback when it proposes nothing valid) or playbook_tips.yaml (rules).")
+    reflection: ReflectionParams = Field(default_factory=ReflectionParams)
+    harness: HarnessSearchParams = Field(default_factory=HarnessSearchParams)
 
     token_budget: int = Field(
         384, gt=0, description="Most tokens of the rendered playbook block, counted with the policy's "

@@ -17,8 +17,15 @@ Growth and pruning, each iteration:
 The report is the previous iteration's, whether the gate promoted its checkpoint or not (as the
 curriculum reads it); the previous playbook is the one the current policy carries.
 
-Teacher-free: nothing here asks another model; the text is the report's, the project's tip lines
-and the agent's own commands.
+With `reflector: model` (clawloop.training.reflect) the new tips are the policy's own proposals
+on its held-in episodes (add / revise / remove deltas, checked by clawloop.training.guards); the
+tip lines of step 2 are the fallback when it proposes nothing valid, and `reflector: rules` the
+ablation. Then (clawloop.training.harness_search) harness edits proposed from the report are tried
+on a held-in development split and kept only after a paired win there; the playbook carries
+the result (`Playbook.harness`).
+
+Teacher-free: nothing here asks another model; the text is the report's, the project's tip lines,
+the agent's own commands and the policy's own reflection.
 """
 
 from __future__ import annotations
@@ -27,17 +34,19 @@ import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import ValidationError
 
-from clawloop.agent.harness import HarnessConfig, playbook_block
+from clawloop.agent.harness import HarnessConfig, playbook_block, with_edits
 from clawloop.agent.playbook import (
     POLICY_FILE,
     ExampleStep,
+    HarnessEdits,
     Playbook,
     PlaybookEntry,
     PrunedEntry,
@@ -49,6 +58,13 @@ from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.io import read_json
 from clawloop.training.config import PlaybookParams
+
+if TYPE_CHECKING:
+    from clawloop.paired import Outcomes
+    from clawloop.tasks.task import Task
+    from clawloop.training.guards import BudgetLimits
+    from clawloop.training.harness_search import HarnessSearch
+    from clawloop.training.reflect import Generate, Reflection
 
 TIPS = Path(__file__).parent / "playbook_tips.yaml"
 TokenCounter = Callable[[str], int]
@@ -220,30 +236,51 @@ def _candidates(report: CapabilityReport, rates: dict[str, tuple[int, int]], mod
 def build_playbook(report: CapabilityReport, *, iteration: int, previous: Playbook | None,
                    rollouts: Sequence[str | Path], count: TokenCounter, params: PlaybookParams | None = None,
                    harness_config: HarnessConfig | None = None, tokenizer: str = "",
-                   report_path: str = "") -> Playbook:
-    """The playbook of `iteration` (see the module docstring)."""
+                   report_path: str = "", reflection: Reflection | None = None) -> Playbook:
+    """The playbook of `iteration` (see the module docstring). With a `reflection` that holds valid
+    tip edits, its removals and revisions apply to the entries the report kept and its new tips
+    replace the rule tips (the worked examples come from the agent's episodes either way); the
+    harness edits of `previous` are carried over (the search may change them afterwards)."""
     params = params or PlaybookParams()
     harness_config = harness_config or HarnessConfig()
     rates, modes = skill_rates(report), mode_shares(report)
     retired = list(previous.retired) if previous else []
     kept: list[PlaybookEntry] = []
     pruned: list[PrunedEntry] = []
+    reflected = reflection is not None and not reflection.fallback
+    revived: list[PlaybookEntry] = []  # a rewording of an entry the report pruned: a fresh candidate
+
+    def retire(e: PlaybookEntry, reason: str) -> None:
+        pruned.append(PrunedEntry(id=e.id, kind=e.kind, skill=e.skill, failure_mode=e.failure_mode, reason=reason))
+        retired.append(e.id)
+
     for e in previous.entries if previous else []:
         verdict = judge(e, rates, modes)
         if verdict is None:
-            kept.append(e)
+            judged = e
         elif verdict[0] or not params.prune:
-            kept.append(e.model_copy(update={"baseline": verdict[1], "evidence": verdict[2]}))
+            judged = e.model_copy(update={"baseline": verdict[1], "evidence": verdict[2]})
         else:
-            pruned.append(PrunedEntry(id=e.id, kind=e.kind, skill=e.skill, failure_mode=e.failure_mode,
-                                      reason=verdict[2]))
-            retired.append(e.id)
+            retire(e, verdict[2])
+            if reflected and e.id in reflection.revisions:  # type: ignore[union-attr]
+                revived.append(reflection.revisions[e.id].model_copy(update={"baseline": (verdict[1])}))  # type: ignore[union-attr]
+            continue
+        if reflected and e.id in reflection.removals:  # type: ignore[union-attr]
+            retire(e, f"removed by the reflector: {reflection.removals[e.id]}")  # type: ignore[union-attr]
+        elif reflected and e.id in reflection.revisions:  # type: ignore[union-attr]
+            retire(e, "revised by the reflector")
+            kept.append(reflection.revisions[e.id].model_copy(update={"baseline": judged.baseline}))  # type: ignore[union-attr]
+        else:
+            kept.append(judged)
     taken = set(retired) | {e.id for e in kept}
-    # A kept entry already answers its key: no second tip for the same skill or failure mode.
+    # A kept entry already answers its key: no second rule tip for the same skill or failure mode.
     answered = {(e.skill, e.failure_mode) for e in kept if e.kind == "tip"}
-    fresh = [c for c in _candidates(report, rates, modes, load_examples(rollouts, params), taken,
-                                    iteration, params)
-             if not (c.kind == "tip" and (c.skill, c.failure_mode) in answered)]
+    candidates = _candidates(report, rates, modes, load_examples(rollouts, params), taken, iteration, params)
+    if reflected:
+        tips = [t for t in [*revived, *reflection.adds] if t.id not in taken]  # type: ignore[union-attr]
+        fresh = [*tips, *(c for c in candidates if c.kind == "example")]
+    else:
+        fresh = [c for c in candidates if not (c.kind == "tip" and (c.skill, c.failure_mode) in answered)]
 
     def render(entries: list[PlaybookEntry]) -> str:
         return playbook_block(Playbook(token_budget=params.token_budget, entries=entries), harness_config)
@@ -264,7 +301,8 @@ def build_playbook(report: CapabilityReport, *, iteration: int, previous: Playbo
     chosen = _ordered(chosen)
     return Playbook(iteration=iteration, token_budget=params.token_budget,
                     tokens=count(render(chosen)) if chosen else 0, tokenizer=tokenizer, report=report_path,
-                    entries=chosen, pruned=pruned, retired=retired)
+                    entries=chosen, pruned=pruned, retired=retired,
+                    harness=previous.harness if previous else HarnessEdits())
 
 
 def _ordered(entries: list[PlaybookEntry]) -> list[PlaybookEntry]:
@@ -283,10 +321,13 @@ def summary(playbook: Playbook, previous: Playbook | None) -> dict[str, Any]:
             "playbook_pruned": len(playbook.pruned)}
 
 
-def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessConfig | None = None) -> None:
-    """runs/iter-N/playbook/: playbook.json and playbook.md (the rendered block, then why each
-    entry is there and why each pruned one went)."""
-    from clawloop.io import write_text
+def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessConfig | None = None, *,
+                   previous: Playbook | None = None, reflection: Reflection | None = None,
+                   search: HarnessSearch | None = None) -> None:
+    """runs/iter-N/playbook/: playbook.json, playbook.md (the rendered block, then why each entry is
+    there and why each pruned one went, the reflector's edits and what the harness learned, as a
+    diff against the previous playbook's), reflection.json and harness.json when they ran."""
+    from clawloop.io import write_json, write_text
 
     out = Path(out)
     write_playbook(out / POLICY_FILE, playbook)
@@ -298,26 +339,111 @@ def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessC
               f"{e.evidence}" for e in playbook.entries] or ["(none)"]
     lines += ["", "## Pruned", ""]
     lines += [f"- {p.kind} {p.skill or p.failure_mode}: {p.reason}" for p in playbook.pruned] or ["(none)"]
+    if reflection is not None:
+        lines += ["", f"## Reflector ({reflection.reflector})", ""]
+        if reflection.parse_error:
+            lines.append(f"reply not read: {reflection.parse_error}")
+        if reflection.fallback and reflection.reflector == "model":
+            lines.append("no valid tip edit: the rule tips (playbook_tips.yaml) were used")
+        lines += [f"- {r.status}: {r.edit.get('op')} {r.edit.get('skill') or r.edit.get('failure_mode') or r.edit.get('id') or r.edit.get('field') or ''}"
+                  f" {str(r.edit.get('text') or r.edit.get('value') or '')[:120]!r} — {r.reason}"
+                  for r in reflection.edits] or ["(no edits)"]
+        write_text(out / "reflection.json", _dumps(reflection))
+    before = previous.harness if previous else HarnessEdits()
+    lines += ["", "## Harness", "", f"learned so far: {playbook.harness.describe()}",
+              f"this iteration: {playbook.harness.describe(before)}"]
+    lines += [f"- {k}: {'default' if a is None else a} -> {'default' if b is None else b}"
+              for k, (a, b) in playbook.harness.changes(before).items()]
+    if search is not None:
+        lines += ["", search.describe()]
+        lines += [f"- {'kept' if t.kept else 'rejected'} ({t.source}): {t.change} — {t.why}; {t.verdict}"
+                  for t in search.trials]
+        lines += [f"- refused before trying: {r}" for r in search.refused]
+        write_json(out / "harness.json", search.model_dump(mode="json"))
     write_text(out / "playbook.md", "\n".join(lines) + "\n")
+
+
+def _dumps(model: Any) -> str:
+    import json
+
+    return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+RunDev = Callable[[Sequence["Task"], HarnessConfig], "Outcomes"]
+"""Roll the policy out on development tasks under a harness; per-task verdicts (clawloop.paired)."""
+
+
+@dataclass
+class Evolution:
+    """What the playbook methods' train step produced."""
+
+    playbook: Playbook
+    figures: dict[str, Any]
+    previous: Playbook | None = None
+    reflection: Reflection | None = None
+    search: HarnessSearch | None = None
 
 
 def evolve_checkpoint(method: str, *, policy: Path, report: Path | None, out: Path, iteration: int,
                       rollouts: Sequence[Path], params: PlaybookParams, harness_config: HarnessConfig,
-                      ) -> tuple[Playbook, dict[str, Any]]:
+                      generate: Generate | None = None, run_dev: RunDev | None = None,
+                      pool: Sequence[Task] = (), limits: BudgetLimits | None = None) -> Evolution:
     """The playbook train.method `method` leaves in checkpoint `out`, and its train.json figures.
 
     `playbook` and `sft+playbook` evolve the playbook `policy` carries from the previous
     iteration's `report` and the held-in `rollouts`, and write it into `out`; a weight-only
-    method leaves an empty one (and no figures), so its artifact is empty too."""
+    method leaves an empty one (and no figures), so its artifact is empty too. `generate` is the
+    policy's reply (reflector: model); `run_dev` rolls the policy out on the development split
+    drawn from the validated `pool` (harness search); `limits` are params.yaml's rollout budgets."""
+    from clawloop.training import harness_search as hs
+    from clawloop.training import reflect as rf
+    from clawloop.training.guards import BudgetLimits
+
     playbook = Playbook(iteration=iteration, token_budget=params.token_budget)
     if "playbook" not in method:
-        return playbook, {}
+        return Evolution(playbook, {})
     if report is None:
         raise ClawloopError(f"--report: train.method {method} needs the previous diagnosis.json")
     previous = policy_playbook(policy)
     count, tokenizer = token_counter(policy)
-    playbook = build_playbook(read_report(report), iteration=iteration, previous=previous, rollouts=rollouts,
-                              count=count, params=params, harness_config=harness_config, tokenizer=tokenizer,
-                              report_path=str(report))
+    rep = read_report(report)
+    hp = params.harness
+    limits = limits or BudgetLimits(max_turns=harness_config.max_turns,
+                                    command_timeout_s=harness_config.command_timeout_s)
+    limits = BudgetLimits(max_turns=limits.max_turns, command_timeout_s=limits.command_timeout_s,
+                          max_new_tokens=limits.max_new_tokens, min_observation_chars=hp.min_observation_chars,
+                          max_observation_chars=hp.max_observation_chars)
+    current = previous.harness if previous else HarnessEdits()
+    episodes = rf.read_episodes(rollouts)
+    reflection: Reflection
+    if params.reflector == "model":
+        if generate is None:
+            raise ClawloopError("train.playbook.reflector model: no policy to reflect with")
+        shown = {**harness_config.model_dump(include={"max_turns", "command_timeout_s", "observation_chars"}),
+                 **{k: v for k, v in current.model_dump().items() if v is not None}}
+        reflection = rf.reflect(generate, report=rep, episodes=episodes, previous=previous, tasks=pool,
+                                limits=limits, iteration=iteration, harness=shown, params=params.reflection)
+    else:
+        reflection = rf.Reflection(iteration=iteration, reflector="rules", fallback=True)
+    playbook = build_playbook(rep, iteration=iteration, previous=previous, rollouts=rollouts, count=count,
+                              params=params, harness_config=harness_config, tokenizer=tokenizer,
+                              report_path=str(report), reflection=reflection)
+    if not hp.search:
+        search = hs.HarnessSearch(iteration=iteration, before=current, after=current, skipped="search off")
+    elif run_dev is None or len(pool) < hp.min_dev_tasks:
+        search = hs.HarnessSearch(iteration=iteration, before=current, after=current,
+                                  skipped=f"{len(pool)} validated tasks, fewer than min_dev_tasks {hp.min_dev_tasks}"
+                                  if run_dev is not None else "no policy to try edits with")
+    else:
+        split = hs.dev_split(pool, hp.dev_tasks)
+        cands = hs.propose(rep, episodes, current, limits, hp)
+        cands += [hs.Candidate(edits=e, why=w, source="reflector")
+                  for e, w in zip(reflection.harness, reflection.harness_why, strict=True)]
+        base = harness_config.model_copy(update={"playbook": playbook})
+        search = hs.search(cands, current, lambda edits: run_dev(split, with_edits(base, edits)), params=hp,
+                           limits=limits, iteration=iteration, dev_tasks=[t.name or t.id for t in split])
+    playbook = playbook.model_copy(update={"harness": search.after})
     write_playbook(out / POLICY_FILE, playbook)
-    return playbook, summary(playbook, previous)
+    figures = {**summary(playbook, previous), **rf.summary(reflection),
+               "harness_trials": len(search.trials), "harness_changed": int(search.after != search.before)}
+    return Evolution(playbook, figures, previous, reflection, search)

@@ -1,0 +1,481 @@
+"""Reflection by the loop model itself: the policy reads its own episodes and proposes playbook edits.
+
+Teacher-free, ACE-style (generator → reflector → curator, incremental deltas): after an iteration
+the *same* policy reads a sample of its own held-in episodes (the probe's and the pool
+evaluation's, never a held-out suite), grouped by failure mode and skill (the modes of
+clawloop.diagnosis.taxonomy.classify on each episode's steps, the groups ordered by how often the
+report saw them), and replies with a small JSON list of deltas, prompted by
+clawloop/agent/templates/reflect.j2:
+
+    {"edits": [{"op": "add", "skill": "csv", "text": "..."},          # a new tip line
+               {"op": "add", "failure_mode": "error_ignored", "text": "..."},
+               {"op": "revise", "id": "T2", "text": "..."},           # a current tip, reworded
+               {"op": "remove", "id": "T1", "reason": "..."},         # a current entry dropped
+               {"op": "harness", "field": "observation_chars", "value": 4000}]}
+
+`parse_edits` reads a reply leniently (a ```json fence, bare JSON anywhere in the reply, a list
+instead of {"edits": ...}, aliases such as "action"/"tip"/"mode"); `curate` checks each edit and
+keeps it or drops it with the reason recorded: an unknown op, skill or failure mode, a tip that is
+empty, too long or a duplicate, an id that names no current entry, a tip naming a task, path,
+file, quoted value or number of a task it saw (clawloop.training.guards.check_text), a harness
+edit that raises a budget or names an unknown variant (guards.check_edits). Accepted tip edits go
+into the playbook (clawloop.training.playbook.build_playbook, within its token budget; judged
+and pruned by the next report like any entry); accepted harness edits become candidates of the
+development-split search (clawloop.training.harness_search). When nothing valid comes back, the
+rule-based tips of playbook_tips.yaml are used instead (`Reflection.fallback`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clawloop.agent.playbook import (
+    FORMAT_HINTS,
+    SYSTEM_VARIANTS,
+    TOOL_VARIANTS,
+    HarnessEdits,
+    Playbook,
+    PlaybookEntry,
+)
+from clawloop.diagnosis.schema import FAILURE_MODES, CapabilityReport
+from clawloop.errors import ClawloopError
+from clawloop.training.config import ReflectionParams
+from clawloop.training.guards import (
+    BUDGET_FIELDS,
+    BudgetLimits,
+    Specifics,
+    check_budget_field,
+    check_edits,
+    check_text,
+)
+
+Generate = Callable[[list[dict[str, Any]]], str]
+"""One reply of the policy to one conversation (the train stage wraps `policy.generate`)."""
+
+MODES = tuple(m for m in FAILURE_MODES if m != "infra_error")
+"""The failure modes a tip may answer (an infrastructure error is no agent's fault)."""
+LEARNABLE = {"format_hint": tuple(FORMAT_HINTS), "observation_chars": "a number of characters",
+             "max_turns": "a number of turns (never above the current budget)",
+             "command_timeout_s": "seconds (never above the current budget)",
+             "tool_descriptions": TOOL_VARIANTS, "system_template": tuple(SYSTEM_VARIANTS)}
+"""The harness fields a reflector may propose, with their choices (shown in the prompt)."""
+_OPS = {"add": "add", "new": "add", "insert": "add", "create": "add",
+        "revise": "revise", "update": "revise", "edit": "revise", "modify": "revise", "replace": "revise",
+        "rewrite": "revise", "remove": "remove", "delete": "remove", "drop": "remove", "prune": "remove",
+        "harness": "harness", "set": "harness", "config": "harness"}
+_KEYS = {"op": ("op", "action", "operation", "type", "kind"),
+         "text": ("text", "tip", "content", "rule", "advice", "line", "new_text"),
+         "id": ("id", "entry", "entry_id", "target", "label", "tip_id"),
+         "skill": ("skill", "skill_family"), "failure_mode": ("failure_mode", "mode", "failure"),
+         "field": ("field", "setting", "name", "key"), "value": ("value", "new_value", "to"),
+         "reason": ("reason", "why", "because")}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EditRecord(_Model):
+    """One edit of the reflector's reply and what became of it."""
+
+    edit: dict[str, Any]
+    """As read from the reply (keys normalized)."""
+    status: Literal["accepted", "dropped"]
+    reason: str = ""
+    """Why it was dropped (or what it did)."""
+
+
+class Reflection(_Model):
+    """runs/iter-N/playbook/reflection.json: the reflector's prompt, reply and verdicts."""
+
+    iteration: int = Field(0, ge=0)
+    reflector: Literal["model", "rules"] = "model"
+    episodes: list[str] = Field(default_factory=list)
+    """The held-in episodes shown (ids)."""
+    prompt: list[dict[str, Any]] = Field(default_factory=list)
+    reply: str = ""
+    parse_error: str | None = None
+    edits: list[EditRecord] = Field(default_factory=list)
+    fallback: bool = False
+    """No valid tip edit: the rule tips (playbook_tips.yaml) were used instead."""
+    adds: list[PlaybookEntry] = Field(default_factory=list)
+    """Accepted new tips, in the reply's order (the playbook keeps what fits its budget)."""
+    revisions: dict[str, PlaybookEntry] = Field(default_factory=dict)
+    """Id of a current tip → its accepted rewording."""
+    removals: dict[str, str] = Field(default_factory=dict)
+    """Id of a current entry → why the reflector removed it."""
+    harness: list[HarnessEdits] = Field(default_factory=list)
+    """Accepted harness edits: candidates of the development-split search."""
+    harness_why: list[str] = Field(default_factory=list)
+
+    @property
+    def tip_edits(self) -> int:
+        return len(self.adds) + len(self.revisions) + len(self.removals)
+
+
+# --- the episodes -------------------------------------------------------------------------------
+
+def read_episodes(rollouts: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The held-in episodes under `rollouts` (directories of episodes-*.parquet, with their
+    steps-*.parquet when present): one dict per episode, `messages` decoded, `steps` its step rows."""
+    import pyarrow.parquet as pq
+
+    cols = ["episode_id", "task_id", "skill", "level", "passed", "outcome", "termination", "n_format_errors",
+            "messages"]
+    out: list[dict[str, Any]] = []
+    for root in rollouts:
+        root = Path(root)
+        files = [root] if root.is_file() else sorted(root.glob("**/episodes*.parquet"))
+        for f in files:
+            try:
+                rows = pq.read_table(f, columns=cols).to_pylist()
+            except Exception as e:  # noqa: BLE001
+                raise ClawloopError(f"{f}: not an episodes table ({str(e).splitlines()[0]})") from None
+            steps: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            sf = f.with_name(f.name.replace("episodes", "steps", 1))
+            if sf.is_file():
+                for s in pq.read_table(sf).to_pylist():
+                    steps[s["episode_id"]].append(s)
+            for r in rows:
+                r["messages"] = orjson.loads(r["messages"] or "[]")
+                r["steps"] = sorted(steps.get(r["episode_id"], []), key=lambda s: s["step"])
+                out.append(r)
+    return sorted(out, key=lambda r: r["episode_id"])
+
+
+def modes_of(episode: Mapping[str, Any]) -> set[str]:
+    """The failure modes of one episode (the diagnosis's taxonomy)."""
+    from clawloop.diagnosis.taxonomy import classify
+
+    return classify(episode, episode.get("steps") or []) - {"infra_error"}
+
+
+def condense(episode: Mapping[str, Any], limit: int) -> str:
+    """One episode as a few lines: the task, each turn (command and exit code, or the reply without
+    a valid call), how it ended; cut to `limit` characters."""
+    msgs = episode.get("messages") or []
+    task = next((str(m.get("content") or "") for m in msgs if m.get("role") == "user"), "")
+    parts = [f"Task: {' '.join(task.split())[:240]}"]
+    for i, m in enumerate(msgs):
+        if m.get("role") != "assistant":
+            continue
+        calls = m.get("tool_calls") or []
+        if not calls:
+            parts.append(f"reply without a valid tool call: {' '.join(str(m.get('content') or '').split())[:100]!r}")
+            continue
+        fn = calls[0].get("function", calls[0])
+        args = fn.get("arguments") or {}
+        if fn.get("name") == "submit":
+            parts.append("submit")
+            continue
+        cmd = args.get("command") if isinstance(args, dict) else None
+        obs = next((str(n.get("content") or "") for n in msgs[i + 1:i + 2] if n.get("role") == "tool"), "")
+        code = re.findall(r"\[exit code (-?\d+)", obs)
+        head = " ".join(obs[: obs.rfind("[exit code")].split())[:80] if "[exit code" in obs else ""
+        parts.append(f"$ {cmd} -> exit {code[-1] if code else '?'}" + (f": {head}" if head else ""))
+    parts.append(f"ended by {episode.get('termination')}, {episode.get('outcome')}")
+    text = " | ".join(parts)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def sample(episodes: Sequence[Mapping[str, Any]], report: CapabilityReport,
+           params: ReflectionParams) -> list[dict[str, Any]]:
+    """The groups shown to the reflector: (failure mode, skill) of failed episodes, most frequent
+    first (the report's examples of a mode first within a group), each with a passed episode of
+    its skill when there is one; deterministic."""
+    by_group: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    passed: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for e in episodes:
+        skill = e.get("skill") or "unknown"
+        if e.get("outcome") == "passed":
+            passed[skill].append(e)
+        elif e.get("outcome") == "failed":
+            for m in sorted(modes_of(e)) or ["unclassified"]:
+                by_group[(m, skill)].append(e)
+    examples = {m.mode: set(m.examples) for m in report.failure_modes}
+    order = sorted(by_group, key=lambda k: (-len(by_group[k]), -report.mode_count(k[0]), k))
+    groups, shown_passed = [], 0
+    for mode, skill in order[: params.groups]:
+        eps = sorted(by_group[(mode, skill)],
+                     key=lambda e: (e["episode_id"] not in examples.get(mode, ()), e["episode_id"]))
+        g = {"mode": mode, "skill": skill, "count": len(by_group[(mode, skill)]),
+             "failed": list(eps[: params.failed_per_group]), "passed": []}
+        if shown_passed < params.passed and passed.get(skill):
+            g["passed"] = [passed[skill].pop(0)]
+            shown_passed += 1
+        groups.append(g)
+    return groups
+
+
+# --- the prompt and the reply -----------------------------------------------------------------------
+
+def _labels(previous: Playbook | None) -> dict[str, PlaybookEntry]:
+    """T1, T2, ... for the current tips; E1, ... for the current examples (what the prompt names)."""
+    out: dict[str, PlaybookEntry] = {}
+    for prefix, entries in (("T", previous.tips if previous else []), ("E", previous.examples if previous else [])):
+        for i, e in enumerate(entries, 1):
+            out[f"{prefix}{i}"] = e
+    return out
+
+
+def prompt(report: CapabilityReport, groups: list[dict[str, Any]], previous: Playbook | None,
+           harness: Mapping[str, Any], params: ReflectionParams) -> list[dict[str, Any]]:
+    """The reflector's conversation (one user turn, rendered from `params.template`)."""
+    from clawloop.agent.harness import render
+    from clawloop.training.playbook import load_tips, skill_rates
+
+    rates = skill_rates(report)
+    skills = sorted(((s, p, n) for s, (p, n) in rates.items() if n), key=lambda x: (x[1] / x[2], x[0]))
+    modes = [(m.mode, m.count) for m in sorted(report.failure_modes, key=lambda m: (-m.count, m.mode))
+             if m.count and m.mode in MODES]
+    tips = [(label, e.skill or e.failure_mode, e.text) for label, e in _labels(previous).items() if e.kind == "tip"]
+    shown = [{**g, "failed": [condense(e, params.episode_chars) for e in g["failed"]],
+              "passed": [condense(e, params.episode_chars) for e in g["passed"]]} for g in groups]
+    known = sorted(set(rates) | set(load_tips()["skills"]))
+    text = render(params.template, skills=skills, modes=modes, episodes=report.episodes, tips=tips, groups=shown,
+                  harness=dict(harness), fields={k: " | ".join(v) if isinstance(v, tuple) else v
+                                                  for k, v in LEARNABLE.items()},
+                  modes_known=MODES, skills_known=known, max_edits=params.max_edits)
+    return [{"role": "user", "content": text}]
+
+
+def _json_values(text: str) -> list[Any]:
+    """Every JSON value the reply holds: its fenced blocks first, then bare objects/arrays."""
+    from clawloop.agent.tool_calls import _first_value
+
+    out: list[Any] = []
+    for m in re.finditer(r"```[ \t]*(?:json)?[ \t]*\n(.*?)(?:```|\Z)", text, re.DOTALL):
+        with contextlib.suppress(ValueError, RecursionError):
+            out.append(_first_value(m.group(1).strip()))
+    if out:
+        return out
+    i = 0
+    while i < len(text):
+        j = min((k for k in (text.find("{", i), text.find("[", i)) if k != -1), default=-1)
+        if j == -1:
+            break
+        try:
+            out.append(_first_value(text[j:]))
+            return out
+        except (ValueError, RecursionError):
+            i = j + 1
+    return out
+
+
+def _normalize(obj: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    low = {str(k).lower(): v for k, v in obj.items()}
+    for key, aliases in _KEYS.items():
+        for a in aliases:
+            if a in low and low[a] not in (None, ""):
+                out[key] = low[a]
+                break
+    if isinstance(out.get("op"), str):
+        out["op"] = _OPS.get(out["op"].strip().lower(), out["op"])
+    if "op" not in out:  # {"field": ..., "value": ...} is a harness edit; a bare text an add
+        out["op"] = "harness" if "field" in out and "text" not in out else ("add" if "text" in out else None)
+    return out
+
+
+def parse_edits(text: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The edits of a reply (normalized dicts) and a parse error (None when some were found).
+    Lenient: a fence or bare JSON, {"edits": [...]}, a list, or one edit object."""
+    for value in _json_values(text):
+        items: Any = value
+        if isinstance(value, dict):
+            items = next((value[k] for k in ("edits", "deltas", "changes", "operations") if k in value), [value])
+        if isinstance(items, list):
+            edits = [_normalize(x) for x in items if isinstance(x, dict)]
+            if edits:
+                return edits, None
+    return [], "no JSON edit list found in the reply"
+
+
+# --- curation -------------------------------------------------------------------------------------
+
+def _tip_id(skill: str | None, mode: str | None, text: str) -> str:
+    return hashlib.sha256("\x1f".join(("tip", "reflect", skill or "", mode or "", text)).encode()).hexdigest()[:16]
+
+
+def curate(edits: list[dict[str, Any]], *, report: CapabilityReport, previous: Playbook | None,
+           specifics: Specifics, limits: BudgetLimits, iteration: int, params: ReflectionParams,
+           reflection: Reflection) -> Reflection:
+    """Check each edit (the guards) and record it in `reflection` as accepted or dropped."""
+    from clawloop.training.playbook import load_tips, mode_shares, skill_rates
+
+    rates, shares = skill_rates(report), mode_shares(report)
+    known_skills = set(rates) | set(load_tips()["skills"])
+    labels = _labels(previous)
+    by_id = {e.id: e for e in (previous.entries if previous else [])}
+    retired = set(previous.retired) if previous else set()
+    texts = {e.text.strip().lower() for e in (previous.tips if previous else [])}
+    current = previous.harness if previous else HarnessEdits()
+    touched: set[str] = set()
+
+    def drop(e: dict[str, Any], why: str) -> None:
+        reflection.edits.append(EditRecord(edit=e, status="dropped", reason=why))
+
+    def accept(e: dict[str, Any], what: str) -> None:
+        reflection.edits.append(EditRecord(edit=e, status="accepted", reason=what))
+
+    def target(e: dict[str, Any]) -> PlaybookEntry | None:
+        key = str(e.get("id") or "").strip().strip("[]")
+        return labels.get(key.upper()) or by_id.get(key)
+
+    def checked_text(e: dict[str, Any]) -> tuple[str | None, str | None]:
+        if not isinstance(e.get("text"), str) or not e["text"].strip():
+            return None, "no text"
+        text = " ".join(e["text"].split())
+        if len(text) > params.max_tip_chars:
+            return None, f"text longer than {params.max_tip_chars} characters"
+        if "<" in text and ">" in text and re.search(r"<[^<>]*(line|instruction|tip|skill|mode)[^<>]*>", text):
+            return None, "the prompt's placeholder copied"
+        if text.lower() in texts:
+            return None, "duplicate of a current tip"
+        why = check_text(text, specifics)
+        return (None, f"task-specific: {why}") if why else (text, None)
+
+    for i, e in enumerate(edits):
+        if i >= params.max_edits:
+            drop(e, f"over max_edits ({params.max_edits})")
+            continue
+        op = e.get("op")
+        if op == "add":
+            skill = e.get("skill") if isinstance(e.get("skill"), str) else None
+            mode = e.get("failure_mode") if isinstance(e.get("failure_mode"), str) else None
+            if skill is not None and skill not in known_skills:
+                drop(e, f"unknown skill {skill!r}")
+                continue
+            if mode is not None and mode not in MODES:
+                drop(e, f"unknown failure mode {mode!r}")
+                continue
+            if skill is None and mode is None:
+                drop(e, "names no skill and no failure mode")
+                continue
+            text, why = checked_text(e)
+            if text is None:
+                drop(e, why or "")
+                continue
+            eid = _tip_id(skill, mode, text)
+            if eid in retired:
+                drop(e, "retired earlier (did not help)")
+                continue
+            if skill is not None:
+                p, n = rates.get(skill, (0, 0))
+                base, ev = (p / n if n else 0.0), f"{skill}: {p}/{n} passed"
+            else:
+                base, ev = shares.get(mode or "", 0.0), f"{mode}: {report.mode_count(mode or '')} of {report.episodes} episodes"
+            reflection.adds.append(PlaybookEntry(id=eid, kind="tip", skill=skill, failure_mode=mode if skill is None else None,
+                                                 text=text, added_iteration=iteration, baseline=base,
+                                                 evidence=f"reflector, iteration {iteration}; {ev}"))
+            texts.add(text.lower())
+            accept(e, f"tip for {skill or mode}")
+        elif op in ("revise", "remove"):
+            old = target(e)
+            if old is None:
+                drop(e, f"id {e.get('id')!r} names no current entry")
+                continue
+            if old.id in touched:
+                drop(e, f"entry {e.get('id')!r} already edited")
+                continue
+            if op == "remove":
+                reason = " ".join(str(e.get("reason") or "no reason given").split())[:200]
+                reflection.removals[old.id] = reason
+                touched.add(old.id)
+                accept(e, f"removes {old.kind} {old.skill or old.failure_mode}")
+                continue
+            if old.kind != "tip":
+                drop(e, "only tips are revised (an example is the agent's own episode)")
+                continue
+            text, why = checked_text(e)
+            if text is None:
+                drop(e, why or "")
+                continue
+            eid = _tip_id(old.skill, old.failure_mode, text)
+            reflection.revisions[old.id] = old.model_copy(update={
+                "id": eid, "text": text, "added_iteration": iteration, "tokens": 0,
+                "evidence": f"reflector, iteration {iteration}: revises {old.id}; {old.evidence}"})
+            touched.add(old.id)
+            texts.add(text.lower())
+            accept(e, f"revises tip {old.skill or old.failure_mode}")
+        elif op == "harness":
+            name = str(e.get("field") or "")
+            if name in BUDGET_FIELDS:
+                drop(e, check_budget_field(name, e.get("value"), limits))
+                continue
+            if name not in LEARNABLE:
+                drop(e, f"unknown harness field {name!r}")
+                continue
+            try:
+                edits_ = HarnessEdits.model_validate({**current.model_dump(), name: e.get("value")})
+            except ValidationError as err:
+                drop(e, f"{name}: {err.errors()[0]['msg']}")
+                continue
+            why = check_edits(edits_, limits)
+            if why:
+                drop(e, why)
+            elif edits_ == current or edits_ in reflection.harness:
+                drop(e, "no change to the current harness")
+            else:
+                reflection.harness.append(edits_)
+                reflection.harness_why.append(
+                    f"reflector: {' '.join(str(e.get('reason') or '').split())[:160] or 'no reason given'}")
+                accept(e, f"harness candidate {edits_.describe(current)}")
+        else:
+            drop(e, f"unknown op {op!r}")
+    return reflection
+
+
+def reflect(generate: Generate, *, report: CapabilityReport, episodes: Sequence[Mapping[str, Any]],
+            previous: Playbook | None, tasks: Sequence[Any], limits: BudgetLimits, iteration: int,
+            harness: Mapping[str, Any], params: ReflectionParams | None = None) -> Reflection:
+    """Ask the policy (`generate`) for playbook edits on its own held-in `episodes` (`read_episodes`
+    of the probe's and the pool evaluation's rollouts) and curate them.
+
+    The specifics the text guard refuses are collected from every held-in episode given and every
+    validated task in `tasks`, not only the ones shown."""
+    from clawloop.training.guards import specifics_of
+
+    params = params or ReflectionParams()
+    groups = sample(episodes, report, params)
+    out = Reflection(iteration=iteration, reflector="model",
+                     episodes=[e["episode_id"] for g in groups for e in (*g["failed"], *g["passed"])])
+    if not groups:
+        out.parse_error, out.fallback = "no held-in episode to reflect on", True
+        return out
+    out.prompt = prompt(report, groups, previous, harness, params)
+    out.reply = generate(out.prompt)
+    edits, out.parse_error = parse_edits(out.reply)
+    curate(edits, report=report, previous=previous, specifics=specifics_of(episodes, tasks), limits=limits,
+           iteration=iteration, params=params, reflection=out)
+    out.fallback = out.tip_edits == 0
+    return out
+
+
+def summary(reflection: Reflection | None) -> dict[str, Any]:
+    """Flat figures for train.json."""
+    if reflection is None or reflection.reflector != "model":
+        return {}
+    return {"reflector_edits": len(reflection.edits),
+            "reflector_accepted": sum(r.status == "accepted" for r in reflection.edits),
+            "reflector_dropped": sum(r.status == "dropped" for r in reflection.edits),
+            "reflector_fallback": reflection.fallback}
+
+
+def describe_counts(reflection: Reflection) -> str:
+    reasons = Counter(r.reason.split(":")[0] for r in reflection.edits if r.status == "dropped")
+    return ", ".join(f"{n} {why}" for why, n in reasons.most_common()) or "none dropped"
+
+
+def dumps(reflection: Reflection) -> str:
+    return json.dumps(reflection.model_dump(mode="json"), indent=2, ensure_ascii=False)
