@@ -126,6 +126,8 @@ class HarnessEdits(_Model):
     hand-written playbook.json cannot raise a budget; the train stage refuses a proposal above
     params.yaml's `rollout` limits before trying it (clawloop.training.guards)."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     format_hint: Literal["tool_call", "json_fence", "short"] | None = None
     """The format-hint variant sent after a reply without a valid call (FORMAT_HINTS)."""
     observation_chars: int | None = Field(None, ge=100, le=16_000)

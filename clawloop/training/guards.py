@@ -156,6 +156,7 @@ def check_text(text: str, specifics: Specifics) -> str | None:
         if key in low:
             return f"names a task ({key!r}, {origin})"
     for p in _PATHLIKE.findall(text):
+        p = p.rstrip(".,;:")
         if _SED.match(p):
             continue
         if p.startswith(("/", "~")):

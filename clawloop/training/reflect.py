@@ -148,9 +148,28 @@ def read_episodes(rollouts: Sequence[str | Path]) -> list[dict[str, Any]]:
                     steps[s["episode_id"]].append(s)
             for r in rows:
                 r["messages"] = orjson.loads(r["messages"] or "[]")
-                r["steps"] = sorted(steps.get(r["episode_id"], []), key=lambda s: s["step"])
+                r["steps"] = (sorted(steps[r["episode_id"]], key=lambda s: s["step"]) if r["episode_id"] in steps
+                              else steps_of(r["messages"]))
                 out.append(r)
     return sorted(out, key=lambda r: r["episode_id"])
+
+
+def steps_of(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Step rows rebuilt from a conversation (a part written without its steps table): each
+    assistant turn's tool, command and the exit code of the tool turn after it."""
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        if m.get("role") != "assistant":
+            continue
+        calls = m.get("tool_calls") or []
+        fn = calls[0].get("function", calls[0]) if calls else {}
+        args = fn.get("arguments") if isinstance(fn.get("arguments"), dict) else {}
+        obs = next((str(n.get("content") or "") for n in messages[i + 1:i + 2] if n.get("role") == "tool"), None)
+        code = re.findall(r"\[exit code (-?\d+)", obs or "")
+        out.append({"step": len(out), "tool": fn.get("name"), "command": args.get("command"),
+                    "format_error": not calls, "exit_code": int(code[-1]) if code else None,
+                    "output": obs, "timed_out": "timed out after" in (obs or "")})
+    return out
 
 
 def modes_of(episode: Mapping[str, Any]) -> set[str]:
@@ -214,6 +233,10 @@ def sample(episodes: Sequence[Mapping[str, Any]], report: CapabilityReport,
             g["passed"] = [passed[skill].pop(0)]
             shown_passed += 1
         groups.append(g)
+    rest = [e for skill in sorted(passed) for e in passed[skill]]
+    for e in rest[: max(0, params.passed - shown_passed)]:
+        groups.append({"mode": "passed", "skill": e.get("skill") or "unknown", "count": 1, "failed": [],
+                       "passed": [e]})
     return groups
 
 
