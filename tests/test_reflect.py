@@ -11,7 +11,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clawloop.agent.playbook import POLICY_FILE, HarnessEdits, Playbook, PlaybookEntry, read_playbook, write_playbook
+from clawloop.agent.playbook import (
+    POLICY_FILE,
+    HarnessEdits,
+    Playbook,
+    PlaybookEntry,
+    read_playbook,
+    write_playbook,
+)
 from clawloop.agent.tool_calls import assistant_message, tool_message
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
 from clawloop.policy.scripted import ScriptedPolicy

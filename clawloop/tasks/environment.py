@@ -25,6 +25,8 @@ import sandbox as sandboxes
 from clawloop.errors import ClawloopError
 from clawloop.tasks.adapters import FormatAdapter, Transcript, adapter_for
 from clawloop.tasks.harbor_docker import docker_skip_reason, task_image
+from clawloop.tasks.layers import attach as attach_layers
+from clawloop.tasks.layers import layer_skip_reason
 from clawloop.tasks.shell_lite import default_runtime_dir
 from clawloop.tasks.task import Task
 from clawloop.tasks.verifier import Verdict
@@ -62,12 +64,13 @@ def open_sandbox(backend: str, config: SandboxConfig | dict[str, Any] | None = N
 
 def image_skip_reason(task: Task, backend: str) -> str | None:
     """Why the task cannot run on this backend (it needs its Docker image, or on docker more
-    than the image has), or None."""
+    than the image has, or environment layers or uids this host cannot give it), or None.
+    Builds the task's missing layers into the cache (sandbox/layers.py)."""
     if backend == "docker":  # judged against the docker image, not the host
         return docker_skip_reason(task)
     if task.needs_image:
         return f"needs its Docker image: {task.needs_image}"
-    return None
+    return layer_skip_reason(task, backend)
 
 
 def write_files(sb: Sandbox, task: Task) -> None:
@@ -139,7 +142,19 @@ class TaskEnvironment:
                 if self.image is not None:
                     config = config.model_copy(update={"image": self.image})
             self._sb = sandboxes.create(self.backend, config)
+            if self.backend != "docker":  # the image has what the layers would add
+                self._attach_layers()
         return self
+
+    def _attach_layers(self) -> None:
+        """Mount the task's environment layers and uids (clawloop.tasks.layers)."""
+        try:
+            attach_layers(self._sb, self.task)
+        except Exception as e:  # a layer that cannot be built or mounted is the task's setup error
+            sb, self._sb = self._sb, None
+            if sb is not None:
+                sb.close()
+            raise TaskSetupError(f"task {self.task.id}: cannot attach its layers ({e})") from None
 
     @property
     def setup_task(self) -> Task:

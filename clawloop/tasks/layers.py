@@ -23,10 +23,10 @@ SANDBOX_KEY = "sandbox"
 """task.metadata key of what the sandbox must provide beyond the runtime (layers, uids)."""
 
 
-RUNNER_MOUNTS_LAYERS = False
-"""Whether TaskEnvironment calls `layer_skip_reason` and `attach` (clawloop/tasks/environment.py,
-issue #36's hook). Until it does, import keeps the old skip (needs_image) of such tasks, so none
-runs without its layers; set True in the commit that adds the hook."""
+RUNNER_MOUNTS_LAYERS = True
+"""Whether TaskEnvironment calls `layer_skip_reason` and `attach` (clawloop/tasks/environment.py).
+While False, import keeps the old skip (needs_image) of such tasks, so none runs without its
+layers (a runner that cannot mount them sets it False)."""
 
 
 def runner_supports_layers() -> bool:
