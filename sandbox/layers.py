@@ -8,8 +8,9 @@ set of files those installs would add to the sandbox's system:
 - `apt`: the dependency closure of the packages minus what the host already has (bwrap's /usr is
   the host's), resolved by `apt-get -s install` against the host's own dpkg database and apt
   lists, fetched with `apt-get download` and unpacked with `dpkg-deb -x`. Maintainer scripts
-  never run: the two post-install steps that matter are redone statically (merged-/usr moves,
-  `update-alternatives --install` links read from postinst); libraries land in the multiarch
+  never run: the post-install steps that matter are redone statically (merged-/usr moves,
+  `update-alternatives --install` links and `ucf NEW /etc/CONF` first-install copies read from
+  postinst); libraries land in the multiarch
   dirs the loader searches without a cache.
 - `pip`: `pip install --prefix` with the task runtime's own interpreter, so only what the
   runtime lacks is installed; console scripts are rewritten to the runtime's path inside.
@@ -47,7 +48,7 @@ from sandbox._layout import RUNTIME_MOUNT
 from sandbox.base import SandboxError
 
 KINDS = ("apt", "pip")
-FORMAT = 2
+FORMAT = 3
 """Layout version of a layer dir; part of the key, so a change of layout never reuses old ones."""
 MANIFEST = "manifest.json"
 APT_LIST_DIR = "usr/share/clawloop-layers"
@@ -63,6 +64,7 @@ _SHEBANG = re.compile(rb"^#!\S*/python[0-9.]*(\s|$)")
 _ALT = re.compile(r"update-alternatives\s+(?:--quiet\s+)?--install\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+)"
                   r"((?:\s+--slave\s+\S+\s+\S+\s+\S+)*)")
 _SLAVE = re.compile(r"--slave\s+(\S+)\s+(\S+)\s+(\S+)")
+_UCF = re.compile(r"(?m)^\s*ucf\s+((?:--?[a-z][a-z-]*\s+)*)([^\s;&|]+)\s+([^\s;&|]+)\s*$")
 BUILD_TIMEOUT_S = 600.0
 
 
@@ -271,7 +273,7 @@ def _fetch_debs(pins: list[tuple[str, str, str]], cwd: Path) -> dict[str, Path]:
 
 
 def _unpack_debs(debs: dict[str, Path], dest: Path, cwd: Path) -> list[str]:
-    """`dpkg-deb -x` each (as the builder uid), and the postinst scripts' text for alternatives."""
+    """`dpkg-deb -x` each (as the builder uid), and the postinst scripts' text (alternatives, ucf)."""
     scripts = []
     for name, deb in sorted(debs.items()):
         r = _run(["dpkg-deb", "-x", str(deb), str(dest)], cwd)
@@ -328,6 +330,36 @@ def alternatives(scripts: list[str]) -> dict[str, tuple[str, str, int]]:
     return best
 
 
+def ucf_copies(scripts: list[str]) -> list[tuple[str, str]]:
+    """(new file, config file) of the `ucf NEW DEST` lines of postinst scripts: on a first install
+    ucf copies the packaged default into /etc (libreoffice-common's registry, for one); lines
+    built from shell variables are not reproducible statically and are left out."""
+    out: list[tuple[str, str]] = []
+    for text in scripts:
+        for m in _UCF.finditer(re.sub(r"\\\n\s*", " ", text)):
+            src, dest = m.group(2).strip("'\""), m.group(3).strip("'\"")
+            if "$" in src + dest or not (src.startswith("/") and dest.startswith("/etc/")):
+                continue
+            if (src, dest) not in out:
+                out.append((src, dest))
+    return out
+
+
+def install_ucf(root: Path, copies: list[tuple[str, str]], host: Path = Path("/")) -> list[str]:
+    """Copy each packaged default to its config file, as ucf does on a first install, where
+    neither the host nor the layer has that config file (the host's stands)."""
+    made = []
+    for src, dest in copies:
+        src_rel, dest_rel = _usr_path(src), dest.lstrip("/")
+        if ".." in Path(src_rel).parts + Path(dest_rel).parts or not (root / src_rel).is_file() \
+                or os.path.lexists(host / dest_rel) or os.path.lexists(root / dest_rel):
+            continue
+        (root / dest_rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / src_rel, root / dest_rel)
+        made.append(dest)
+    return made
+
+
 def _usr_path(p: str) -> str:
     """/bin/nc → usr/bin/nc (relative, merged /usr)."""
     rel = p.lstrip("/")
@@ -370,12 +402,13 @@ def _build_apt(spec: LayerSpec, pins: list[tuple[str, str, str]] | None, stage: 
     shutil.copytree(raw, tree, symlinks=True)
     merge_usr(tree)
     alts = link_alternatives(tree, alternatives(scripts))
+    configs = install_ucf(tree, ucf_copies(scripts))
     listing = tree / APT_LIST_DIR
     listing.mkdir(parents=True, exist_ok=True)
     (listing / f"{key}.list").write_text("".join(f"{n}\n" for n, _, _ in pins) +
                                          "".join(f"{p.split('=')[0].split(':')[0]}\n" for p in spec.packages))
     return {"resolved": [{"package": n, "version": v, "arch": a, "sha256": hashes[n]} for n, v, a in pins],
-            "alternatives": alts}
+            "alternatives": alts, "ucf": configs}
 
 
 # ------------------------------------------------------------------------------------- pip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,7 @@ def test_read_reward(tmp_path: Path) -> None:
     assert read_reward(tmp_path)[0] is None
 
 
-@pytest.mark.parametrize("name", ["region-totals", "word-count"])
+@pytest.mark.parametrize("name", ["region-totals", "word-count", "convert-slides"])  # the last: an apt layer
 def test_fixture_oracle_passes_noop_fails(name: str, backend: str) -> None:
     task = load_harbor_task(FIXTURES / name)
     ok = run_episode(task, "oracle", backend)
@@ -62,9 +63,16 @@ def test_fixture_oracle_passes_noop_fails(name: str, backend: str) -> None:
     assert row["passed"] and row["termination"] == "submit" and row["n_turns"] == 1
 
 
-def test_needs_image_is_skipped_off_docker(backend: str) -> None:
-    rec = run_episode(load_harbor_task(FIXTURES / "convert-slides"), "oracle", backend)
-    assert rec.outcome == "skipped" and "libreoffice-impress" in (rec.reason or "")
+def test_what_no_layer_can_give_is_skipped_off_docker(backend: str, tmp_path: Path) -> None:
+    rec = run_episode(make_task(CHECK, needs_image="prebuilt image acme/solver:1 and no Dockerfile"), "oracle",
+                      backend)
+    assert rec.outcome == "skipped" and "acme/solver:1" in (rec.reason or "")
+    task = tmp_path / "convert-slides"
+    shutil.copytree(FIXTURES / "convert-slides", task)
+    (task / "environment" / "Dockerfile").write_text(
+        "FROM ubuntu:24.04\nRUN apt-get update && apt-get install -y clawloop-no-such-package\n")
+    rec = run_episode(load_harbor_task(task), "oracle", backend)
+    assert rec.outcome == "skipped" and "clawloop-no-such-package" in (rec.reason or ""), rec.reason
 
 
 def test_agent_cannot_fake_the_reward(backend: str) -> None:

@@ -44,7 +44,8 @@ def test_fixture_mapping() -> None:
     assert set(w.solution.files) == {"solve.sh", "count.sh"}  # type: ignore[union-attr]
 
     c = load_harbor_task(FIXTURES / "convert-slides")
-    assert c.needs_image and "libreoffice-impress" in c.needs_image and c.level == 5
+    assert c.needs_image is None and c.level == 5  # runs with an apt layer (tests/test_layers.py)
+    assert c.metadata["sandbox"]["layers"] == [{"kind": "apt", "packages": ["libreoffice-impress"]}]
 
 
 def _roundtrip(t: Task, tmp: Path) -> Task:
@@ -282,13 +283,21 @@ def test_offline_template_fixture_oracle_passes_noop_fails() -> None:
     ("check.sh", "#!/bin/bash\nsu nobody -s /bin/sh -c 'cat /tests/x'\n", "tests/check.sh: runs a command"),
     ("check.sh", "#!/bin/bash\nsudo -n -u appuser ls /app\n", "tests/check.sh: runs a command"),
 ])
-def test_a_verifier_that_switches_users_is_skipped_on_bwrap(tmp_path: Path, name: str, text: str,
-                                                            where: str) -> None:
-    """bwrap maps one uid (EINVAL on a switch, measured): the task is skipped, the place named."""
+def test_a_verifier_that_switches_users_needs_several_uids(tmp_path: Path, name: str, text: str,
+                                                           where: str) -> None:
+    """A plain bwrap sandbox maps one uid (EINVAL on a switch, measured): the import records the
+    place that switches; the runner gives such a task uids 0..65535 where it can (root) and
+    skips it, naming why, where it cannot."""
+    from clawloop.tasks.layers import layer_skip_reason, uids_unavailable
+
     d = _copy_fixture(tmp_path)
     (d / "tests" / name).write_text(text)
     t = load_harbor_task(d)
-    assert t.needs_image is not None and where in t.needs_image and "maps one uid" in t.needs_image
+    assert t.needs_image is None and where in t.metadata["sandbox"]["uids"]
+    assert "only the bwrap backend" in (layer_skip_reason(t, "local") or "")
+    why = uids_unavailable()
+    assert layer_skip_reason(t, "bwrap") == (None if why is None else
+                                             f"runs a process as another user; the sandbox maps one uid: {why}")
 
 
 @pytest.mark.parametrize("text", [

@@ -74,6 +74,35 @@ def test_cache_root_honours_the_environment(monkeypatch: pytest.MonkeyPatch, tmp
 
 
 # --------------------------------------------------------------- post-install, statically
+def test_ucf_first_install_copies_are_redone(tmp_path: Path) -> None:
+    """libreoffice-common's postinst has ucf copy its registry into /etc (soffice aborts without it)."""
+    postinst = textwrap.dedent("""\
+        #!/bin/sh
+        if [ "$1" = "configure" ]; then
+          ucf --three-way "/usr/lib/lo/share/.registry/main.xcd" "/etc/lo/registry/main.xcd"
+          ucfr --force lo-common "/etc/lo/registry/main.xcd"
+          ucf /usr/share/x/default.conf /etc/x.conf
+          ucf --debconf-ok $NEW /etc/y.conf
+          ucf /usr/share/x/escape.conf /usr/lib/not-etc.conf
+          ucf /usr/share/x/dots.conf /etc/../usr/bin/evil
+        fi
+        """)
+    copies = L.ucf_copies([postinst])
+    assert copies[:2] == [("/usr/lib/lo/share/.registry/main.xcd", "/etc/lo/registry/main.xcd"),
+                          ("/usr/share/x/default.conf", "/etc/x.conf")]
+    assert all("$" not in a + b and b.startswith("/etc/") for a, b in copies)
+    root, host = tmp_path / "layer", tmp_path / "host"
+    for f in ("usr/lib/lo/share/.registry/main.xcd", "usr/share/x/default.conf", "usr/share/x/dots.conf"):
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_text(f)
+    (host / "etc").mkdir(parents=True)
+    (host / "etc/x.conf").write_text("the host's")
+    made = L.install_ucf(root, copies, host)
+    assert made == ["/etc/lo/registry/main.xcd"]  # the host's x.conf stands; ../ is refused
+    assert (root / "etc/lo/registry/main.xcd").read_text() == "usr/lib/lo/share/.registry/main.xcd"
+    assert not (root / "etc/x.conf").exists() and not (root / "usr/bin/evil").exists()
+
+
 def test_alternatives_are_read_from_postinst_and_linked(tmp_path: Path) -> None:
     postinst = textwrap.dedent("""\
         #!/bin/sh
@@ -205,10 +234,11 @@ def test_import_records_layers_and_uids(tmp_path: Path, monkeypatch: pytest.Monk
 
     d = _harbor_dir(tmp_path, "FROM python:3.12\nRUN apt-get update && apt-get install -y asciinema\n",
                     "import subprocess\ndef test_x():\n    subprocess.run(['id'], user='nobody')\n")
-    # A runner that does not mount layers yet: the task keeps its old skip (and its record).
+    # A runner that cannot mount layers: the task keeps its old skip (and its record).
+    monkeypatch.setattr(task_layers, "RUNNER_MOUNTS_LAYERS", False)
     old = load_harbor_task(d, runtime=RT)
     assert "apt package 'asciinema' is not installed" in (old.needs_image or "")
-    monkeypatch.setattr(task_layers, "RUNNER_MOUNTS_LAYERS", True)
+    monkeypatch.setattr(task_layers, "RUNNER_MOUNTS_LAYERS", True)  # TaskEnvironment's (the default)
     t = load_harbor_task(d, runtime=RT)
     assert t.needs_image is None and t.setup == [] and t.metadata[SANDBOX_KEY] == old.metadata[SANDBOX_KEY]
     assert t.metadata[SANDBOX_KEY]["layers"] == [{"kind": "apt", "packages": ["asciinema"]}]

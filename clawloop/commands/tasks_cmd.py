@@ -46,6 +46,7 @@ def import_(
 ) -> None:
     """Import task directories (Harbor, or another --format) into a JSONL pool or Harbor directories."""
     from clawloop.errors import ClawloopError
+    from clawloop.tasks.layers import layer_specs
     from clawloop.tasks.pool import write_pool
     from clawloop.tasks.suite import load_suite
 
@@ -63,7 +64,10 @@ def import_(
     if bad and not skip_bad:
         raise ClawloopError(f"{len(bad)} of {len(suite.items)} tasks failed to load; nothing written (--skip-bad)")
     skipped = sum(1 for t in suite.tasks if t.needs_image)
-    note = f" ({skipped} need their Docker image)" if skipped else ""
+    layered = sum(1 for t in suite.tasks if not t.needs_image and layer_specs(t))
+    notes = [f"{skipped} need their Docker image"] * bool(skipped) + \
+        [f"{layered} need environment layers, built on first run"] * bool(layered)
+    note = f" ({'; '.join(notes)})" if notes else ""
     if harbor:
         from clawloop.tasks.harbor_export import export_tasks
 

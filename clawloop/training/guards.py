@@ -41,6 +41,7 @@ from functools import cache
 from typing import Any
 
 from clawloop.agent.playbook import HarnessEdits
+from clawloop.training.tips import load_tips
 
 GENERIC_PATHS = frozenset({"/workspace", "/tmp", "/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr",
                            "/bin/sh", "/bin/bash", "/usr/bin/env"})
@@ -70,8 +71,6 @@ _WORD = re.compile(r"[\w][\w.+-]*")
 def generic_vocabulary() -> frozenset[str]:
     """Lower-cased words, names and literals of the project's own tip lines (playbook_tips.yaml,
     general shell advice per skill family) and common command names: never task-specific."""
-    from clawloop.training.playbook import load_tips
-
     words: set[str] = set(COMMANDS) | {c for p in GENERIC_PATHS for c in p.strip("/").split("/")}
     for group in load_tips().values():
         for variants in group.values():

@@ -35,7 +35,6 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,28 +56,22 @@ from clawloop.agent.playbook import (
 from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.io import read_json
+from clawloop.training import harness_search as hs
+from clawloop.training import reflect as rf
 from clawloop.training.config import PlaybookParams
+from clawloop.training.guards import BudgetLimits
+from clawloop.training.tips import TIPS, load_tips, mode_shares, skill_rates
+
+__all__ = ["TIPS", "load_tips", "mode_shares", "skill_rates"]  # the rule tips, read here and by the reflector
 
 if TYPE_CHECKING:
     from clawloop.paired import Outcomes
     from clawloop.tasks.task import Task
-    from clawloop.training.guards import BudgetLimits
     from clawloop.training.harness_search import HarnessSearch
     from clawloop.training.reflect import Generate, Reflection
 
-TIPS = Path(__file__).parent / "playbook_tips.yaml"
 TokenCounter = Callable[[str], int]
 _EXIT = re.compile(r"\[exit code (-?\d+)")
-
-
-@cache
-def load_tips(path: Path = TIPS) -> dict[str, dict[str, list[str]]]:
-    """The tip lines: {"failure_modes": {mode: [variants]}, "skills": {skill: [variants]}}."""
-    import yaml
-
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return {k: {key: [str(v) for v in vs] for key, vs in (data.get(k) or {}).items()}
-            for k in ("failure_modes", "skills")}
 
 
 def token_counter(policy_dir: str | Path | None) -> tuple[TokenCounter, str]:
@@ -102,21 +95,6 @@ def read_report(path: str | Path) -> CapabilityReport:
 
 def _entry_id(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
-
-
-def skill_rates(report: CapabilityReport) -> dict[str, tuple[int, int]]:
-    """(passes, episodes) per skill, over every level of the report's cells."""
-    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for c in report.cells:
-        out[c.skill][0] += c.passes
-        out[c.skill][1] += c.episodes
-    return {k: (p, n) for k, (p, n) in out.items()}
-
-
-def mode_shares(report: CapabilityReport) -> dict[str, float]:
-    """Each failure mode's count over the report's episodes."""
-    n = max(report.episodes, 1)
-    return {m.mode: m.count / n for m in report.failure_modes if m.mode != "infra_error"}
 
 
 def judge(entry: PlaybookEntry, rates: dict[str, tuple[int, int]], modes: dict[str, float],
@@ -395,9 +373,6 @@ def evolve_checkpoint(method: str, *, policy: Path, report: Path | None, out: Pa
     method leaves an empty one (and no figures), so its artifact is empty too. `generate` is the
     policy's reply (reflector: model); `run_dev` rolls the policy out on the development split
     drawn from the validated `pool` (harness search); `limits` are params.yaml's rollout budgets."""
-    from clawloop.training import harness_search as hs
-    from clawloop.training import reflect as rf
-    from clawloop.training.guards import BudgetLimits
 
     playbook = Playbook(iteration=iteration, token_budget=params.token_budget)
     if "playbook" not in method:

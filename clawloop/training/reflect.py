@@ -58,6 +58,7 @@ from clawloop.training.guards import (
     check_edits,
     check_text,
 )
+from clawloop.training.tips import load_tips, mode_shares, skill_rates
 
 Generate = Callable[[list[dict[str, Any]]], str]
 """One reply of the policy to one conversation (the train stage wraps `policy.generate`)."""
@@ -255,7 +256,6 @@ def prompt(report: CapabilityReport, groups: list[dict[str, Any]], previous: Pla
            harness: Mapping[str, Any], params: ReflectionParams) -> list[dict[str, Any]]:
     """The reflector's conversation (one user turn, rendered from `params.template`)."""
     from clawloop.agent.harness import render
-    from clawloop.training.playbook import load_tips, skill_rates
 
     rates = skill_rates(report)
     skills = sorted(((s, p, n) for s, (p, n) in rates.items() if n), key=lambda x: (x[1] / x[2], x[0]))
@@ -334,7 +334,6 @@ def curate(edits: list[dict[str, Any]], *, report: CapabilityReport, previous: P
            specifics: Specifics, limits: BudgetLimits, iteration: int, params: ReflectionParams,
            reflection: Reflection) -> Reflection:
     """Check each edit (the guards) and record it in `reflection` as accepted or dropped."""
-    from clawloop.training.playbook import load_tips, mode_shares, skill_rates
 
     rates, shares = skill_rates(report), mode_shares(report)
     known_skills = set(rates) | set(load_tips()["skills"])
