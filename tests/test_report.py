@@ -263,3 +263,48 @@ def test_viewer_in_headless_chromium(runs: Path, tmp_path: Path) -> None:
     for text in ("Task unk: do the git thing.", "$ frobnicate --now", "frobnicate: not found", "exit 127",
                  "verifier says unk0", "unknown_command"):
         assert text in detail, text
+
+
+def test_the_report_shows_what_the_harness_learned(runs: Path, tmp_path: Path) -> None:
+    """A playbook iteration's artifact, written by the train stage's own writer, becomes a readable
+    section: tips added and pruned, the reflector's verdicts, the harness edits tried and kept."""
+    from clawloop.agent.playbook import HarnessEdits, Playbook, PlaybookEntry, PrunedEntry
+    from clawloop.training.harness_search import HarnessSearch, Trial
+    from clawloop.training.playbook import write_artifact
+    from clawloop.training.reflect import EditRecord, Reflection
+
+    mine = tmp_path / "runs"
+    shutil.copytree(runs, mine)
+    tip = PlaybookEntry(id="t1", kind="tip", skill="git", text="Run git status before committing.",
+                        added_iteration=1, baseline=0.25, evidence="reflector: git 1/4")
+    book = Playbook(iteration=1, token_budget=384, tokens=12, entries=[tip],
+                    pruned=[PrunedEntry(id="t0", kind="tip", failure_mode="wrong_result", reason="it did not help")],
+                    harness=HarnessEdits(format_hint="json_fence"))
+    refl = Reflection(iteration=1, edits=[
+        EditRecord(edit={"op": "add", "skill": "git", "text": tip.text}, status="accepted", reason="tip for git"),
+        EditRecord(edit={"op": "add", "text": "Write to out/q3.txt."}, status="dropped",
+                   reason="task-specific: names a path ('out/q3.txt')")])
+    search = HarnessSearch(iteration=1, after=book.harness, dev_tasks=["a", "b", "c"], trials=[
+        Trial(edits=book.harness, change="format_hint default -> json_fence", why="format errors in 40% of episodes",
+              kept=True, verdict="+2 tasks of 3, p = 0.25"),
+        Trial(edits=HarnessEdits(observation_chars=4000), change="observation_chars 2000 -> 4000",
+              why="outputs cut", verdict="no change")])
+    write_artifact(mine / "iter-1" / "playbook", book, reflection=refl, search=search)
+    write_artifact(mine / "iter-0" / "playbook", Playbook(token_budget=384))  # weight-only: no section row
+
+    data = collect(mine)
+    assert list(data["learned"]) == [1]
+    page = write_report(mine, tmp_path / "report")
+    md = (tmp_path / "report" / "report.md").read_text()
+    section = md[md.index("## What the harness learned"):md.index("## Diagnosis")]
+    assert "### Iteration 1: 1 tips, 0 worked examples, 12/384 tokens; harness format_hint json_fence" in section
+    assert "Reflector (model): 1 edits accepted, 1 dropped" in section and "names a path ('out/q3.txt')" in section
+    assert "- added tip (git): Run git status before committing." in section
+    assert "- pruned tip (wrong_result): it did not help" in section
+    assert "| format_hint default -> json_fence | rules | yes | +2 tasks of 3, p = 0.25 |" in section
+    assert "| observation_chars 2000 -> 4000 | rules | no | no change |" in section
+    html = page.read_text()
+    assert html.index("What the harness learned") < html.index("Diagnosis → synthesis")
+    assert 'href="#learned"' in html and "held-in dev tasks" not in html.split("What the harness learned")[0]
+    plain = write_report(runs, tmp_path / "plain").read_text()  # no playbook artifacts: no section
+    assert "What the harness learned" not in plain

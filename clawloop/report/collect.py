@@ -95,6 +95,39 @@ def _wall(d: Path, metrics: dict[str, Any] | None, train: dict[str, Any] | None)
     return wall
 
 
+def _harness_words(edits: dict[str, Any] | None) -> list[str]:
+    return [f"{k} {v}" for k, v in sorted((edits or {}).items()) if v is not None]
+
+
+def _learned(art: Path, iteration: int) -> dict[str, Any] | None:
+    """What the playbook methods learned in one iteration (runs/iter-N/playbook/): the tips added
+    and pruned, the reflector's edits, the harness edits tried on the dev split and kept; None
+    for weight-only methods (an empty playbook)."""
+    book = _read(art / "playbook.json")
+    if not book or not (book.get("entries") or book.get("pruned") or _harness_words(book.get("harness"))):
+        return None
+    added = [{"kind": e["kind"], "about": e.get("skill") or e.get("failure_mode") or "",
+              "text": e.get("text") or ((e.get("example") or {}).get("instruction") or "")[:160],
+              "evidence": e.get("evidence", "")}
+             for e in book.get("entries", []) if e.get("added_iteration") == iteration]
+    pruned = [{"kind": p["kind"], "about": p.get("skill") or p.get("failure_mode") or "", "reason": p.get("reason", "")}
+              for p in book.get("pruned", [])]
+    reflection = _read(art / "reflection.json") or {}
+    verdicts = Counter(r.get("status") for r in reflection.get("edits", []))
+    dropped = [r.get("reason", "") for r in reflection.get("edits", []) if r.get("status") != "accepted"]
+    search = _read(art / "harness.json") or {}
+    trials = [{"change": t.get("change", ""), "source": t.get("source", ""), "kept": t.get("kept", False),
+               "verdict": t.get("verdict", ""), "why": t.get("why", "")} for t in search.get("trials", [])]
+    return {"tips": len([e for e in book.get("entries", []) if e.get("kind") == "tip"]),
+            "examples": len([e for e in book.get("entries", []) if e.get("kind") == "example"]),
+            "tokens": book.get("tokens", 0), "token_budget": book.get("token_budget"),
+            "added": added, "pruned": pruned, "harness": _harness_words(book.get("harness")),
+            "reflector": reflection.get("reflector"), "accepted": verdicts.get("accepted", 0),
+            "dropped": len(dropped), "dropped_reasons": dropped[:6], "fallback": bool(reflection.get("fallback")),
+            "parse_error": reflection.get("parse_error"), "trials": trials,
+            "dev_tasks": len(search.get("dev_tasks") or []), "search_skipped": search.get("skipped")}
+
+
 def collect(runs: str | Path) -> dict[str, Any]:
     """Gather every figure the report shows from the runs directory."""
     runs = Path(runs)
@@ -103,7 +136,7 @@ def collect(runs: str | Path) -> dict[str, Any]:
         raise ClawloopError(f"{runs}: no iteration directories (iter-N) found; run `dvc repro` first")
     data: dict[str, Any] = {"iterations": [], "suites": {}, "skills": {}, "modes": {}, "pools": {},
                             "metrics": {}, "heldout": {}, "diagnoses": {}, "synthesis": {}, "wall": {},
-                            "mtimes": {}, "records": {}, "baselines": {}}
+                            "mtimes": {}, "records": {}, "baselines": {}, "learned": {}}
     for i, d in iters:
         data["iterations"].append(i)
         metrics = _read(d / "metrics.json")
@@ -128,6 +161,9 @@ def collect(runs: str | Path) -> dict[str, Any]:
                 data["skills"].setdefault(skill, {})[i] = r
             for fm in rep.get("failure_modes", []):
                 data["modes"].setdefault(fm["mode"], {})[i] = fm["count"]
+        learned = _learned(d / "playbook", i)
+        if learned:
+            data["learned"][i] = learned
         manifest = _read(d / "pool" / "manifest.json")
         if manifest:
             data["synthesis"][i] = _synthesis(manifest)

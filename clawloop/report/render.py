@@ -42,7 +42,7 @@ def context(data: dict[str, Any], images: dict[str, bytes], *, viewer: str | Non
         "iterations": data["iterations"],
         "skills": sorted(data["skills"].items()), "modes": sorted(data["modes"].items()),
         "pools": sorted(data["pools"].items()), "suites": sorted(data["suites"].items()),
-        "transfer": data.get("transfer"), "ablations": ablations, "ablation_keys": KNOBS, "viewer": viewer,
+        "transfer": data.get("transfer"), "learned": sorted(data.get("learned", {}).items()), "ablations": ablations, "ablation_keys": KNOBS, "viewer": viewer,
         "image_names": sorted(images),
         "images": {k: "data:image/png;base64," + base64.b64encode(v).decode("ascii") for k, v in images.items()},
         "ci": ci, "walltime": walltime, "p": format_p,
