@@ -49,7 +49,8 @@ def main(params: Params) -> None:
     options = params.train.options()
     pool = read_pool(args.validated / "valid.jsonl")
     probe = args.validated / "probe.jsonl"
-    tasks = select_by_label(pool, read_probe(probe), [*params.validation.train_labels, "unprobed"])
+    labels = [*params.validation.train_labels, "unprobed"]  # the one owner of which tasks train
+    tasks = select_by_label(pool, read_probe(probe), labels)
     rollouts = [d for d in (args.validated / "probe", args.self_rollouts and args.self_rollouts / "pool")
                 if d and d.is_dir()]
     logs = args.logs or args.out.parent / "train-log"
@@ -58,7 +59,7 @@ def main(params: Params) -> None:
     if weights is not None:
         metrics = train(weights, args.policy, tasks, rollouts, probe, args.out, options, logs=logs,
                         harness_config=harness, backend=ctx.backend, jobs=ctx.jobs, sandbox_config=ctx.sandbox_config,
-                        keep_base_without_tasks=True, executor=params.executor)
+                        keep_base_without_tasks=True, executor=params.executor, sft_labels=labels)
         metrics["method"] = method
     else:  # weights frozen: the checkpoint is the policy (hard links), its playbook replaced below
         hand_over(args.policy, args.out)

@@ -189,3 +189,26 @@ def test_workdir_resumes_only_the_same_run(tmp_path: Path) -> None:
     w2.commit(done)
     assert (out / "model.safetensors").read_text() == "new" and not w2.tmp.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_sft_trains_the_labels_its_caller_chose(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One owner of which tasks train: a label the loop's params add (too_easy) reaches SFT
+    instead of being dropped by a second, hard-coded filter."""
+    pool = tmp_path / "pool.jsonl"
+    tasks = [make_task("a.txt", "alpha"), make_task("b.txt", "beta"), make_task("c.txt", "gamma")]
+    write_pool(pool, tasks)
+    probe = tmp_path / "probe.jsonl"
+    probe.write_text("".join(json.dumps({"task_id": t.id, "k": 2, "passes": p, "errors": 0, "label": lab}) + "\n"
+                             for t, p, lab in zip(tasks, [2, 1, 0], ["too_easy", "learnable", "frontier"], strict=True)))
+    chosen: list[list[str]] = []
+
+    def record(sft_tasks: list[Task], *a: Any, **kw: Any) -> Any:
+        chosen.append(sorted(t.id for t in sft_tasks))
+        raise ClawloopError("stop before training")
+
+    monkeypatch.setattr("clawloop.training.reference.reference_trajectories", record)
+    for labels in (None, ["too_easy", "learnable"]):
+        with pytest.raises(ClawloopError, match="stop before training"):
+            train("sft", tiny_model, pool, None, probe, tmp_path / "out", params=quick(),
+                  **({"sft_labels": labels} if labels else {}))
+    assert chosen == [sorted([tasks[1].id, tasks[2].id]), sorted([tasks[0].id, tasks[1].id])]

@@ -27,7 +27,8 @@ Method = Literal["sft", "grpo", "sft+grpo"]
 METHODS: tuple[str, ...] = ("sft", "grpo", "sft+grpo")
 
 SFT_LABELS = ("learnable", "frontier", "unprobed")
-"""Probe labels whose reference trajectories train SFT (too-easy tasks teach nothing new)."""
+"""Default probe labels whose reference trajectories train SFT (too-easy tasks teach nothing
+new); the loop passes params.yaml's `validation.train_labels` (+ unprobed) instead."""
 GRPO_LABELS = ("learnable",)
 """Probe labels GRPO trains on: only they give groups with differing rewards."""
 
@@ -55,12 +56,13 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
           params: TrainParams | None = None, *, logs: str | Path | None = None,
           harness_config: HarnessConfig | None = None, backend: str = "bwrap", jobs: int = 4,
           sandbox_config: Any = None, keep_base_without_tasks: bool = False,
-          executor: Any = None) -> dict[str, Any]:
+          executor: Any = None, sft_labels: Sequence[str] = SFT_LABELS) -> dict[str, Any]:
     """Train `base` with `method` and write the checkpoint dir `out`; returns the final metrics.
 
     tasks: a pool JSONL (or Task objects): reference solutions for SFT, the environments of GRPO.
     trajectories: rollout dirs or episodes*.parquet files; their passed episodes join SFT.
-    probe: the probe side table; SFT uses learnable/frontier/unprobed tasks, GRPO learnable ones.
+    probe: the probe side table; SFT uses the tasks labelled `sft_labels` (default learnable,
+    frontier, unprobed), GRPO the learnable ones (only they give groups whose rewards differ).
     logs: DVCLive directory (metrics per step); None logs nothing besides train_meta.json.
     harness_config: the harness settings rollouts use (prompt, limits), so the reference
     trajectories and GRPO episodes look like them (default: HarnessConfig()).
@@ -106,7 +108,7 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
     if "sft" in method:
         from clawloop.training.reference import reference_trajectories
 
-        sft_tasks = _select(pool, probe_table, SFT_LABELS)
+        sft_tasks = _select(pool, probe_table, sft_labels)
         refs, results = reference_trajectories(
             sft_tasks, backend, sandbox_config=sandbox_config, harness_config=harness_config, workers=jobs,
             executor=executor)
