@@ -54,6 +54,25 @@ VERIFIER_OUTPUT_CHARS = 4000
 """Most characters of verifier output kept per episode (head and tail): enough to read why."""
 
 
+def episode_parts(rollouts: Any, columns: list[str]) -> Any:
+    """(file, rows) of every episodes*.parquet under `rollouts` (directories or files), with
+    `columns` read; a part without them is a one-line ClawloopError naming the file."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from clawloop.errors import ClawloopError
+
+    for root in rollouts:
+        root = Path(root)
+        for f in [root] if root.is_file() else sorted(root.glob("**/episodes*.parquet")):
+            try:
+                rows = pq.read_table(f, columns=columns).to_pylist()
+            except Exception as e:  # noqa: BLE001 - a part without these columns is no rollout of this harness
+                raise ClawloopError(f"{f}: not an episodes table ({str(e).splitlines()[0]})") from None
+            yield f, rows
+
+
 def clip(text: str | None, limit: int = VERIFIER_OUTPUT_CHARS) -> str | None:
     """`text` cut to `limit` characters, keeping its head and tail (where errors and totals are)."""
     if text is None or len(text) <= limit:

@@ -61,6 +61,7 @@ from clawloop.training import reflect as rf
 from clawloop.training.config import PlaybookParams
 from clawloop.training.guards import BudgetLimits
 from clawloop.training.tips import TIPS, load_tips, mode_shares, skill_rates
+from clawloop.trajectory import episode_parts
 
 __all__ = ["TIPS", "load_tips", "mode_shares", "skill_rates"]  # the rule tips, read here and by the reflector
 
@@ -117,24 +118,15 @@ def judge(entry: PlaybookEntry, rates: dict[str, tuple[int, int]], modes: dict[s
 def load_examples(rollouts: Sequence[str | Path], params: PlaybookParams) -> dict[str, list[WorkedExample]]:
     """The agent's own passed episodes without format errors and with at most
     `max_example_steps` commands, condensed, per skill, shortest first (then by episode id)."""
-    import pyarrow.parquet as pq
-
     cols = ["episode_id", "skill", "passed", "n_format_errors", "messages"]
     by_skill: dict[str, dict[str, WorkedExample]] = defaultdict(dict)
-    for root in rollouts:
-        root = Path(root)
-        files = [root] if root.is_file() else sorted(root.glob("**/episodes*.parquet"))
-        for f in files:
-            try:
-                rows = pq.read_table(f, columns=cols).to_pylist()
-            except Exception as e:  # a part without these columns is no rollout of this harness
-                raise ClawloopError(f"{f}: not an episodes table ({str(e).splitlines()[0]})") from None
-            for r in rows:
-                if not r["passed"] or r["n_format_errors"] or not r["skill"]:
-                    continue
-                ex = condense(orjson.loads(r["messages"] or "[]"), r["episode_id"], params)
-                if ex is not None:
-                    by_skill[r["skill"]].setdefault(_example_key(ex), ex)
+    for _, rows in episode_parts(rollouts, cols):
+        for r in rows:
+            if not r["passed"] or r["n_format_errors"] or not r["skill"]:
+                continue
+            ex = condense(orjson.loads(r["messages"] or "[]"), r["episode_id"], params)
+            if ex is not None:
+                by_skill[r["skill"]].setdefault(_example_key(ex), ex)
     return {s: sorted(d.values(), key=lambda e: (len(e.steps), sum(len(x.command) for x in e.steps),
                                                   e.episode_id))
             for s, d in sorted(by_skill.items())}

@@ -48,7 +48,6 @@ from clawloop.agent.playbook import (
     PlaybookEntry,
 )
 from clawloop.diagnosis.schema import FAILURE_MODES, CapabilityReport
-from clawloop.errors import ClawloopError
 from clawloop.training.config import ReflectionParams
 from clawloop.training.guards import (
     BUDGET_FIELDS,
@@ -59,6 +58,7 @@ from clawloop.training.guards import (
     check_text,
 )
 from clawloop.training.tips import load_tips, mode_shares, skill_rates
+from clawloop.trajectory import episode_parts
 
 Generate = Callable[[list[dict[str, Any]]], str]
 """One reply of the policy to one conversation (the train stage wraps `policy.generate`)."""
@@ -134,24 +134,17 @@ def read_episodes(rollouts: Sequence[str | Path]) -> list[dict[str, Any]]:
     cols = ["episode_id", "task_id", "skill", "level", "passed", "outcome", "termination", "n_format_errors",
             "messages"]
     out: list[dict[str, Any]] = []
-    for root in rollouts:
-        root = Path(root)
-        files = [root] if root.is_file() else sorted(root.glob("**/episodes*.parquet"))
-        for f in files:
-            try:
-                rows = pq.read_table(f, columns=cols).to_pylist()
-            except Exception as e:  # noqa: BLE001
-                raise ClawloopError(f"{f}: not an episodes table ({str(e).splitlines()[0]})") from None
-            steps: dict[str, list[dict[str, Any]]] = defaultdict(list)
-            sf = f.with_name(f.name.replace("episodes", "steps", 1))
-            if sf.is_file():
-                for s in pq.read_table(sf).to_pylist():
-                    steps[s["episode_id"]].append(s)
-            for r in rows:
-                r["messages"] = orjson.loads(r["messages"] or "[]")
-                r["steps"] = (sorted(steps[r["episode_id"]], key=lambda s: s["step"]) if r["episode_id"] in steps
-                              else steps_of(r["messages"]))
-                out.append(r)
+    for f, rows in episode_parts(rollouts, cols):
+        steps: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        sf = f.with_name(f.name.replace("episodes", "steps", 1))
+        if sf.is_file():
+            for s in pq.read_table(sf).to_pylist():
+                steps[s["episode_id"]].append(s)
+        for r in rows:
+            r["messages"] = orjson.loads(r["messages"] or "[]")
+            r["steps"] = (sorted(steps[r["episode_id"]], key=lambda s: s["step"]) if r["episode_id"] in steps
+                          else steps_of(r["messages"]))
+            out.append(r)
     return sorted(out, key=lambda r: r["episode_id"])
 
 
