@@ -141,9 +141,11 @@ def test_published_results_are_counted_on_the_evaluated_tasks() -> None:
     from clawloop.tasks.intercode import published_on, published_results
 
     runs = published_results(FIXTURE)
-    assert sum(runs["gpt-4"].values()) == 5 and len(runs["gpt-4"]) == 9   # fs1-00, -02, ... succeed
+    assert sum(runs["gpt-4"].values()) == 6 and len(runs["gpt-4"]) == 11   # fs1-00, -02, ..., fs2-00 succeed
     assert published_on(FIXTURE, ["fs1-00", "fs1-01", "fs1-02", "fs2-00"]) == {
-        "GPT-4": {"passed": 2, "tasks": 3, "all_passed": 5, "all_tasks": 9}}
+        "GPT-4": {"passed": 3, "tasks": 4, "all_passed": 6, "all_tasks": 11}}
+    assert published_on(FIXTURE, ["fs1-01", "fs3-00"]) == {  # a task the run never saw counts for nobody
+        "GPT-4": {"passed": 0, "tasks": 1, "all_passed": 6, "all_tasks": 11}}
 
 
 def test_report_states_the_paired_gain_and_the_published_baselines(tmp_path: Path) -> None:
