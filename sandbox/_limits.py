@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox._paths import pid_alive
 from sandbox.base import SandboxConfig, SandboxError
 
 _CGROUP_FS = Path("/sys/fs/cgroup")
@@ -182,8 +183,6 @@ class Cgroup:
 
 def reap_cgroups() -> int:
     """Kill and delete the sandbox cgroups of processes that are gone (killed before close)."""
-    from sandbox._paths import pid_alive
-
     host, _ = cgroup_host()
     if host is None:
         return 0

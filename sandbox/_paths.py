@@ -367,28 +367,6 @@ def tmp_root() -> Path:
     return Path(tempfile.gettempdir())
 
 
-def reap_state_dirs(tmp: Path | None = None) -> int:
-    """Delete sandbox state dirs whose owning process is gone (killed, or exited via os._exit),
-    with their tmpfs and cgroups."""
-    import tempfile
-
-    from sandbox._limits import reap_cgroups, unmount_tmpfs
-
-    n = 0
-    for base in {Path(tmp or tempfile.gettempdir()), tmp_root()}:
-        if not base.is_dir():
-            continue
-        for entry in base.iterdir():
-            m = _STATE_RE.match(entry.name)
-            if m and entry.is_dir() and not entry.is_symlink() and not pid_alive(int(m.group(2))):
-                for quota in ("disk", "root"):  # bwrap's disk quota (root/: before 2026-12), if its
-                    unmount_tmpfs(entry / quota)  # process died first
-                rmtree_force(entry)
-                n += 1
-    reap_cgroups()
-    return n
-
-
 def pid_alive(pid: int) -> bool:
     """Is a process `pid` running (perhaps under another uid)?"""
     try:

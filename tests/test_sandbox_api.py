@@ -286,7 +286,7 @@ def test_bwrap_reap_after_a_crashed_owner() -> None:
     import subprocess
     import sys
 
-    from sandbox._paths import reap_state_dirs
+    from sandbox.reap import reap_state_dirs
 
     out = subprocess.run([sys.executable, "-c", _ABANDON], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})

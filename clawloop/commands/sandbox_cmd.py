@@ -80,7 +80,7 @@ def build_image(
 def reap(all_: bool = typer.Option(False, "--all", help="Remove every clawloop container.")) -> None:
     """Remove state dirs and containers left behind by crashed runs."""
     import sandbox
-    from sandbox._paths import reap_state_dirs
+    from sandbox.reap import reap_state_dirs
 
     print(f"removed {reap_state_dirs()} state dir(s)")
     why = sandbox.unavailable_reason("docker")
