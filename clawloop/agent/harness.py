@@ -22,8 +22,9 @@ clawloop.agent.playbook.HarnessEdits) and is applied here, to every episode of a
 it: the format-hint variant (`hint_message`), the observation length (`EpisodeState.on_result`), the
 tool descriptions (`tools_for`), the system-template variant (`system_prompt`) and the turn and
 command-time budgets (`_limits`). A budget edit only ever lowers a budget: it is applied as
-`min(edit, the harness's limit, the task's own limit)`. `EpisodeState` holds the turn logic without any I/O, so the lockstep rollout and the
-training code drive it the same way; `run_episode` is the sequential one-episode loop.
+`min(edit, the harness's limit, the task's own limit)`. `EpisodeState` holds the turn logic
+without any I/O, so the lockstep rollout (clawloop.agent.rollout) and GRPO's environment drive it
+the same way.
 """
 
 from __future__ import annotations
@@ -52,8 +53,7 @@ from clawloop.trajectory import Step
 from sandbox.base import ExecResult, truncate_output
 
 if TYPE_CHECKING:
-    from clawloop.policy.types import Generation, Policy, SamplingParams
-    from sandbox.base import Sandbox
+    from clawloop.policy.types import Generation
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -303,19 +303,3 @@ class EpisodeState:
             self.end("max_turns")
         else:
             self.check_time()
-
-
-def run_episode(sb: Sandbox, task: Task, policy: Policy, *, config: HarnessConfig | None = None,
-                sampling: SamplingParams | None = None) -> EpisodeState:
-    """Run the agent phase of one episode in a prepared sandbox, one turn after another."""
-    from clawloop.policy.types import SamplingParams
-
-    state = EpisodeState(task, config or HarnessConfig())
-    sampling = sampling or SamplingParams()
-    while state.check_time():
-        gen = policy.generate([state.messages], sampling, tools=state.tools)[0]
-        cmd = state.on_generation(gen)
-        if cmd is not None:
-            state.on_result(sb.exec(cmd, timeout=state.command_timeout(), cwd=task.workdir,
-                                    env=dict(task.env) or None))
-    return state
