@@ -134,6 +134,18 @@ def test_the_text_guard_refuses_what_names_a_seen_task() -> None:
         assert guards.check_text(generic, seen) is None, generic
 
 
+def test_a_tip_asking_for_more_budget_is_refused() -> None:
+    """What the frozen Qwen2.5-Coder-0.5B reflector proposed in a measured loop run: the budget
+    raise written as advice, which the agent cannot follow and the harness never grants."""
+    seen = guards.specifics_of([], [])
+    for text in ["Increase the command timeout to 15 seconds to allow for longer tasks.",
+                 "Use more turns when a task is long.", "Set the timeout to 30 and retry."]:
+        assert "asks for more budget" in (guards.check_text(text, seen) or ""), text
+    for text in ["Write more lines with >> instead of >.", "Do not run the same command twice; each turn should make progress.",
+                 "Use head -n 5 to see the first lines."]:
+        assert guards.check_text(text, seen) is None, text
+
+
 def test_budget_guard_refuses_a_raise() -> None:
     assert "not learnable upward" in guards.check_edits(HarnessEdits(max_turns=7), LIMITS)
     assert "not learnable upward" in guards.check_edits(HarnessEdits(command_timeout_s=11), LIMITS)

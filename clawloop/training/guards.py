@@ -18,7 +18,11 @@ when it contains
   (`'ERROR 42'`, also unquoted inside the text), or a number of one (above 10 and not a common
   mode such as 644/755), unless it is generic: in the project's own tip lines
   (playbook_tips.yaml, written for the skill families) or a common command name;
-- a task's id or name.
+- a task's id or name;
+- a request for more budget in words ("increase the command timeout to 15 seconds", "use more
+  turns"): a tip is read by the agent, which cannot change its budgets, and the reflector's
+  budget proposals go through `check_edits` as harness edits (measured: the frozen
+  Qwen2.5-Coder-0.5B reflector wrote exactly this tip).
 
 A variant field of `HarnessEdits` is a closed set of names (no free text), so the type is its
 guard.
@@ -65,6 +69,11 @@ _PATHLIKE = re.compile(r"(?<![\w:<>])(?:~|\.{1,2})?/?[\w.*+-]+(?:/[\w.*+-]*)+|(?
 _BASENAME = re.compile(r"(?<![\w/.-])[\w-]*[A-Za-z0-9_-]\.[A-Za-z][A-Za-z0-9]{0,7}(?:\.[A-Za-z0-9]{1,4})?(?![\w])")
 _SED = re.compile(r"^[sy]/[^/]*/[^/]*/[a-z]*$")
 _WORD = re.compile(r"[\w][\w.+-]*")
+_BUDGET_ASK = re.compile(
+    r"\b(increase|raise|extend|double|lengthen|more|longer|larger|bigger|higher)\b[^.;\n]{0,40}?"
+    r"\b(time-?outs?|turns?|budgets?|tokens?|time limits?|seconds|steps|attempts|retries)\b"
+    r"|\b(time-?outs?|turns?|budgets?|tokens?|time limits?)\b[^.;\n]{0,20}?\b(to|up to|at least)\s+\d+",
+    re.IGNORECASE)
 
 
 @cache
@@ -151,6 +160,8 @@ def check_text(text: str, specifics: Specifics) -> str | None:
     """Why `text` (a tip line) is refused as task-specific, or None when it is generic."""
     generic = generic_vocabulary()
     low = text.lower()
+    if m := _BUDGET_ASK.search(text):
+        return f"asks for more budget ({m.group(0)!r}): budgets are not learnable upward"
     for key, origin in specifics.tasks.items():
         if key in low:
             return f"names a task ({key!r}, {origin})"
