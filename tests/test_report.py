@@ -297,8 +297,8 @@ def test_the_report_shows_what_the_harness_learned(runs: Path, tmp_path: Path) -
     page = write_report(mine, tmp_path / "report")
     md = (tmp_path / "report" / "report.md").read_text()
     section = md[md.index("## What the harness learned"):md.index("## Diagnosis")]
-    assert "### Iteration 1: 1 tips, 0 worked examples, 12/384 tokens; harness format_hint json_fence" in section
-    assert "Reflector (model): 1 edits accepted, 1 dropped" in section and "names a path ('out/q3.txt')" in section
+    assert "### Iteration 1: 1 tip, 0 worked examples, 12/384 tokens; harness format_hint json_fence" in section
+    assert "Reflector (model): 1 edit accepted, 1 dropped" in section and "names a path ('out/q3.txt')" in section
     assert "- added tip (git): Run git status before committing." in section
     assert "- pruned tip (wrong_result): it did not help" in section
     assert "| format_hint default -> json_fence | rules | yes | +2 tasks of 3, p = 0.25 |" in section
