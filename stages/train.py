@@ -18,6 +18,7 @@ versioned artifact `<out>/../playbook/` (playbook.json, playbook.md, reflection.
 empty for the weight-only methods).
 """
 
+import functools
 from pathlib import Path
 
 from clawloop.params import Params
@@ -64,12 +65,9 @@ def main(params: Params) -> None:
     else:  # weights frozen: the checkpoint is the policy (hard links), its playbook replaced below
         hand_over(args.policy, args.out)
         metrics = {"method": method, "steps": 0}
-    loaded: list = []
-
+    @functools.cache
     def policy():  # loaded once, only when the reflector or the harness search needs it
-        if not loaded:
-            loaded.append(ctx.load_policy(args.out, policy_id=f"iter-{args.iteration}-train"))
-        return loaded[0]
+        return ctx.load_policy(args.out, policy_id=f"iter-{args.iteration}-train")
 
     def generate(messages):  # the reflector: the policy itself, greedy, its own reply budget
         sampling = ctx.sampling.model_copy(update={"temperature": 0.0,

@@ -359,3 +359,14 @@ def test_a_learned_budget_never_raises_the_harness_or_the_task_limit() -> None:
     # the eval path (no harness budget): the task's own limit caps the edit
     free = EpisodeState(task, HarnessConfig(playbook=_learned(max_turns=9).playbook))
     assert free.max_turns == 4
+
+
+def test_read_observation_inverts_format_observation() -> None:
+    from clawloop.agent.harness import format_observation, read_observation
+
+    for output, code, timed_out in [("a.txt\nb.txt\n", 0, False), ("", 1, False), ("partial", -9, True)]:
+        obs = format_observation(ExecResult(exit_code=code, output=output, timed_out=timed_out, duration_s=10.0))
+        head, got = read_observation(obs)
+        assert got == code and head.strip() == output.strip(), obs
+    assert read_observation("no marker here") == ("no marker here", None)
+    assert read_observation("x\n[exit code 2]\nmore\n[exit code 7]") == ("x\n[exit code 2]\nmore\n", 7)

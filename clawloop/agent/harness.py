@@ -30,6 +30,7 @@ the same way.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -181,6 +182,19 @@ def format_observation(result: ExecResult, *, limit: int = 2000, timeout_s: floa
     output, _ = truncate_output(result.output.encode("utf-8", errors="replace"), limit)
     return render("observation.j2", output=output, exit_code=result.exit_code, timed_out=result.timed_out,
                   timeout_s=timeout_s if timeout_s is not None else result.duration_s)
+
+
+_EXIT_MARK = "[exit code"
+_EXIT = re.compile(r"\[exit code (-?\d+)")
+
+
+def read_observation(text: str) -> tuple[str, int | None]:
+    """(output, exit code) of a tool turn `format_observation` wrote: the output before its last
+    exit-code line, and that code (None when the turn has none: the whole text is the output)."""
+    if _EXIT_MARK not in text:
+        return text, None
+    codes = _EXIT.findall(text)
+    return text[: text.rfind(_EXIT_MARK)], int(codes[-1]) if codes else None
 
 
 def hint_message(error: FormatError, config: HarnessConfig | None = None) -> dict[str, Any]:

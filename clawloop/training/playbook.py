@@ -31,7 +31,6 @@ the agent's own commands and the policy's own reflection.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import ValidationError
 
-from clawloop.agent.harness import HarnessConfig, playbook_block, with_edits
+from clawloop.agent.harness import HarnessConfig, playbook_block, read_observation, with_edits
 from clawloop.agent.playbook import (
     POLICY_FILE,
     ExampleStep,
@@ -72,7 +71,6 @@ if TYPE_CHECKING:
     from clawloop.training.reflect import Generate, Reflection
 
 TokenCounter = Callable[[str], int]
-_EXIT = re.compile(r"\[exit code (-?\d+)")
 
 
 def token_counter(policy_dir: str | Path | None) -> tuple[TokenCounter, str]:
@@ -153,10 +151,9 @@ def condense(messages: list[dict[str, Any]], episode_id: str, params: PlaybookPa
             if fn.get("name") != "bash" or not isinstance(args, dict) or not isinstance(args.get("command"), str):
                 continue
             out = next((str(n.get("content") or "") for n in messages[i + 1:i + 2] if n.get("role") == "tool"), "")
-            code = _EXIT.findall(out)
-            head = out[: out.rfind("[exit code")].strip() if "[exit code" in out else out.strip()
-            steps.append(ExampleStep(command=args["command"], exit_code=int(code[-1]) if code else None,
-                                     output=head[: params.example_output_chars].strip()))
+            head, code = read_observation(out)
+            steps.append(ExampleStep(command=args["command"], exit_code=code,
+                                     output=head.strip()[: params.example_output_chars].strip()))
     if not instruction or not steps or len(steps) > params.max_example_steps:
         return None
     cut = params.example_instruction_chars

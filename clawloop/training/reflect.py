@@ -39,6 +39,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from clawloop.agent.harness import read_observation
 from clawloop.agent.playbook import (
     FORMAT_HINTS,
     SYSTEM_VARIANTS,
@@ -159,10 +160,10 @@ def steps_of(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         fn = calls[0].get("function", calls[0]) if calls else {}
         args = fn.get("arguments") if isinstance(fn.get("arguments"), dict) else {}
         obs = next((str(n.get("content") or "") for n in messages[i + 1:i + 2] if n.get("role") == "tool"), None)
-        code = re.findall(r"\[exit code (-?\d+)", obs or "")
         out.append({"step": len(out), "tool": fn.get("name"), "command": args.get("command"),
-                    "format_error": not calls, "exit_code": int(code[-1]) if code else None,
-                    "output": obs, "timed_out": "timed out after" in (obs or "")})
+                    "content": m.get("content"), "format_error": not calls,
+                    "exit_code": read_observation(obs or "")[1], "output": obs,
+                    "timed_out": "timed out after" in (obs or "")})
     return out
 
 
@@ -179,23 +180,16 @@ def condense(episode: Mapping[str, Any], limit: int) -> str:
     msgs = episode.get("messages") or []
     task = next((str(m.get("content") or "") for m in msgs if m.get("role") == "user"), "")
     parts = [f"Task: {' '.join(task.split())[:240]}"]
-    for i, m in enumerate(msgs):
-        if m.get("role") != "assistant":
+    for st in steps_of(msgs):
+        if st["format_error"]:
+            parts.append(f"reply without a valid tool call: {' '.join(str(st['content'] or '').split())[:100]!r}")
             continue
-        calls = m.get("tool_calls") or []
-        if not calls:
-            parts.append(f"reply without a valid tool call: {' '.join(str(m.get('content') or '').split())[:100]!r}")
-            continue
-        fn = calls[0].get("function", calls[0])
-        args = fn.get("arguments") or {}
-        if fn.get("name") == "submit":
+        if st["tool"] == "submit":
             parts.append("submit")
             continue
-        cmd = args.get("command") if isinstance(args, dict) else None
-        obs = next((str(n.get("content") or "") for n in msgs[i + 1:i + 2] if n.get("role") == "tool"), "")
-        code = re.findall(r"\[exit code (-?\d+)", obs)
-        head = " ".join(obs[: obs.rfind("[exit code")].split())[:80] if "[exit code" in obs else ""
-        parts.append(f"$ {cmd} -> exit {code[-1] if code else '?'}" + (f": {head}" if head else ""))
+        output, code = read_observation(st["output"] or "")
+        head = " ".join(output.split())[:80] if code is not None else ""
+        parts.append(f"$ {st['command']} -> exit {'?' if code is None else code}" + (f": {head}" if head else ""))
     parts.append(f"ended by {episode.get('termination')}, {episode.get('outcome')}")
     text = " | ".join(parts)
     return text if len(text) <= limit else text[: limit - 3] + "..."
