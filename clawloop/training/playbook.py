@@ -30,6 +30,7 @@ the agent's own commands and the policy's own reflection.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -315,7 +316,7 @@ def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessC
         lines += [f"- {r.status}: {r.edit.get('op')} {r.edit.get('skill') or r.edit.get('failure_mode') or r.edit.get('id') or r.edit.get('field') or ''}"
                   f" {str(r.edit.get('text') or r.edit.get('value') or '')[:120]!r} — {r.reason}"
                   for r in reflection.edits] or ["(no edits)"]
-        write_text(out / "reflection.json", _dumps(reflection))
+        write_json(out / "reflection.json", reflection.model_dump(mode="json"))
     before = previous.harness if previous else HarnessEdits()
     lines += ["", "## Harness", "", f"learned so far: {playbook.harness.describe()}",
               f"this iteration: {playbook.harness.describe(before)}"]
@@ -328,12 +329,6 @@ def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessC
         lines += [f"- refused before trying: {r}" for r in search.refused]
         write_json(out / "harness.json", search.model_dump(mode="json"))
     write_text(out / "playbook.md", "\n".join(lines) + "\n")
-
-
-def _dumps(model: Any) -> str:
-    import json
-
-    return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
 RunDev = Callable[[Sequence["Task"], HarnessConfig], "Outcomes"]
@@ -372,11 +367,9 @@ def evolve_checkpoint(method: str, *, policy: Path, report: Path | None, out: Pa
     count, tokenizer = token_counter(policy)
     rep = read_report(report)
     hp = params.harness
-    limits = limits or BudgetLimits(max_turns=harness_config.max_turns,
-                                    command_timeout_s=harness_config.command_timeout_s)
-    limits = BudgetLimits(max_turns=limits.max_turns, command_timeout_s=limits.command_timeout_s,
-                          max_new_tokens=limits.max_new_tokens, min_observation_chars=hp.min_observation_chars,
-                          max_observation_chars=hp.max_observation_chars)
+    limits = dataclasses.replace(
+        limits or BudgetLimits(max_turns=harness_config.max_turns, command_timeout_s=harness_config.command_timeout_s),
+        min_observation_chars=hp.min_observation_chars, max_observation_chars=hp.max_observation_chars)
     current = previous.harness if previous else HarnessEdits()
     episodes = rf.read_episodes(rollouts)
     reflection: Reflection

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -479,12 +478,3 @@ def summary(reflection: Reflection | None) -> dict[str, Any]:
             "reflector_accepted": sum(r.status == "accepted" for r in reflection.edits),
             "reflector_dropped": sum(r.status == "dropped" for r in reflection.edits),
             "reflector_fallback": reflection.fallback}
-
-
-def describe_counts(reflection: Reflection) -> str:
-    reasons = Counter(r.reason.split(":")[0] for r in reflection.edits if r.status == "dropped")
-    return ", ".join(f"{n} {why}" for why, n in reasons.most_common()) or "none dropped"
-
-
-def dumps(reflection: Reflection) -> str:
-    return json.dumps(reflection.model_dump(mode="json"), indent=2, ensure_ascii=False)
