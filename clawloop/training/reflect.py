@@ -38,7 +38,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clawloop.agent.harness import read_observation
+from clawloop.agent.harness import read_observation, render
 from clawloop.agent.playbook import (
     FORMAT_HINTS,
     SYSTEM_VARIANTS,
@@ -47,7 +47,9 @@ from clawloop.agent.playbook import (
     Playbook,
     PlaybookEntry,
 )
+from clawloop.agent.tool_calls import _first_value
 from clawloop.diagnosis.schema import FAILURE_MODES, CapabilityReport
+from clawloop.diagnosis.taxonomy import classify
 from clawloop.training.config import ReflectionParams
 from clawloop.training.guards import (
     BUDGET_FIELDS,
@@ -56,6 +58,7 @@ from clawloop.training.guards import (
     check_budget_field,
     check_edits,
     check_text,
+    specifics_of,
 )
 from clawloop.training.tips import load_tips, mode_shares, skill_rates
 from clawloop.trajectory import episode_parts
@@ -168,8 +171,6 @@ def steps_of(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def modes_of(episode: Mapping[str, Any]) -> set[str]:
     """The failure modes of one episode (the diagnosis's taxonomy)."""
-    from clawloop.diagnosis.taxonomy import classify
-
     return classify(episode, episode.get("steps") or []) - {"infra_error"}
 
 
@@ -241,8 +242,6 @@ def _labels(previous: Playbook | None) -> dict[str, PlaybookEntry]:
 def prompt(report: CapabilityReport, groups: list[dict[str, Any]], previous: Playbook | None,
            harness: Mapping[str, Any], params: ReflectionParams) -> list[dict[str, Any]]:
     """The reflector's conversation (one user turn, rendered from `params.template`)."""
-    from clawloop.agent.harness import render
-
     rates = skill_rates(report)
     skills = sorted(((s, p, n) for s, (p, n) in rates.items() if n), key=lambda x: (x[1] / x[2], x[0]))
     modes = [(m.mode, m.count) for m in sorted(report.failure_modes, key=lambda m: (-m.count, m.mode))
@@ -260,8 +259,6 @@ def prompt(report: CapabilityReport, groups: list[dict[str, Any]], previous: Pla
 
 def _json_values(text: str) -> list[Any]:
     """Every JSON value the reply holds: its fenced blocks first, then bare objects/arrays."""
-    from clawloop.agent.tool_calls import _first_value
-
     out: list[Any] = []
     for m in re.finditer(r"```[ \t]*(?:json)?[ \t]*\n(.*?)(?:```|\Z)", text, re.DOTALL):
         with contextlib.suppress(ValueError, RecursionError):
@@ -452,8 +449,6 @@ def reflect(generate: Generate, *, report: CapabilityReport, episodes: Sequence[
 
     The specifics the text guard refuses are collected from every held-in episode given and every
     validated task in `tasks`, not only the ones shown."""
-    from clawloop.training.guards import specifics_of
-
     params = params or ReflectionParams()
     groups = sample(episodes, report, params)
     out = Reflection(iteration=iteration, reflector="model",
