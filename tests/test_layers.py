@@ -229,18 +229,11 @@ def _harbor_dir(tmp_path: Path, dockerfile: str, test_py: str = "def test_x():\n
     return d
 
 
-def test_import_records_layers_and_uids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import clawloop.tasks.layers as task_layers
-
+def test_import_records_layers_and_uids(tmp_path: Path) -> None:
     d = _harbor_dir(tmp_path, "FROM python:3.12\nRUN apt-get update && apt-get install -y asciinema\n",
                     "import subprocess\ndef test_x():\n    subprocess.run(['id'], user='nobody')\n")
-    # A runner that cannot mount layers: the task keeps its old skip (and its record).
-    monkeypatch.setattr(task_layers, "RUNNER_MOUNTS_LAYERS", False)
-    old = load_harbor_task(d, runtime=RT)
-    assert "apt package 'asciinema' is not installed" in (old.needs_image or "")
-    monkeypatch.setattr(task_layers, "RUNNER_MOUNTS_LAYERS", True)  # TaskEnvironment's (the default)
     t = load_harbor_task(d, runtime=RT)
-    assert t.needs_image is None and t.setup == [] and t.metadata[SANDBOX_KEY] == old.metadata[SANDBOX_KEY]
+    assert t.needs_image is None and t.setup == []
     assert t.metadata[SANDBOX_KEY]["layers"] == [{"kind": "apt", "packages": ["asciinema"]}]
     assert "tests/test_outputs.py:3" in t.metadata[SANDBOX_KEY]["uids"]
     assert [s.packages for s in layer_specs(t)] == [("asciinema",)]

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.tasks.dockerfile_lite import parse_dockerfile
 from clawloop.tasks.file_tree import JUNK, empty_dirs, find_dirs, read_tree
-from clawloop.tasks.layers import SANDBOX_KEY, runner_supports_layers
+from clawloop.tasks.layers import SANDBOX_KEY
 from clawloop.tasks.shell_lite import LayerWants, Runtime, check_script, detect_runtime
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.tasks.uid_check import user_switch
@@ -153,8 +153,6 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     test_needs = check_script(script.data().decode(errors="replace"), runtime, wants)
     needs = lite_needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or cl.get("needs_image")
     sandbox_rec = _sandbox_record(wants, user_switch(tests) if not needs else None)
-    if sandbox_rec and not needs and not runner_supports_layers():
-        needs = _old_needs(context, runtime, script, tests, entry)
 
     residual = copy.deepcopy(raw)
     for k in ("skill", "level", "tags", "clawloop"):
@@ -192,18 +190,6 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
         )
     except ValidationError as e:
         raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
-
-
-def _old_needs(context: dict[str, FileSpec], runtime: Runtime, script: FileSpec, tests: dict[str, FileSpec],
-               entry: str) -> str | None:
-    """What import said before layers (the first install the runtime lacks, the user switch),
-    for runners that do not mount layers yet."""
-    needs = None
-    if "Dockerfile" in context:
-        needs = parse_dockerfile(context["Dockerfile"].data().decode("utf-8", errors="replace"), context, runtime,
-                                 name="environment/Dockerfile").needs_image
-    test_needs = check_script(script.data().decode(errors="replace"), runtime)
-    return needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or user_switch(tests)
 
 
 def _sandbox_record(wants: LayerWants, switch: str | None) -> dict[str, Any]:

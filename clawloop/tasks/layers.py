@@ -23,17 +23,6 @@ SANDBOX_KEY = "sandbox"
 """task.metadata key of what the sandbox must provide beyond the runtime (layers, uids)."""
 
 
-RUNNER_MOUNTS_LAYERS = True
-"""Whether TaskEnvironment calls `layer_skip_reason` and `attach` (clawloop/tasks/environment.py).
-While False, import keeps the old skip (needs_image) of such tasks, so none runs without its
-layers (a runner that cannot mount them sets it False)."""
-
-
-def runner_supports_layers() -> bool:
-    """See RUNNER_MOUNTS_LAYERS."""
-    return RUNNER_MOUNTS_LAYERS
-
-
 def _record(task: Task) -> dict[str, Any]:
     rec = task.metadata.get(SANDBOX_KEY) if isinstance(task.metadata, dict) else None
     return rec if isinstance(rec, dict) else {}
