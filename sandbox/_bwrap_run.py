@@ -34,8 +34,9 @@ class BwrapContainers:
     oneshot_commands = 1
     """Commands per mount set run in a one-shot container before the exec server starts. The
     first is often the only one (a verifier after mount(), a validation run), and a container
-    with bash alone starts in half the time of one with the server (~10 vs ~20 ms); from the
-    second on the server pays off (~2.5 ms per command instead of ~10). 0: always the server."""
+    with bash alone starts faster than one with the server; from the second on the server pays
+    off (a command through it costs a fraction of a container start; figures in
+    benchmarks/perf/README.md). 0: always the server."""
 
     # Set up by BwrapSandbox.__init__ and _setup.
     config: SandboxConfig

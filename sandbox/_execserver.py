@@ -1,8 +1,8 @@
 """Host side of the exec server (sandbox/_server.py): start it in a container, run commands in it.
 
-One long-lived container per sandbox saves the container start (namespaces, mounts: ~10 ms)
-on every command; the server kills whatever a command leaves behind before it answers, so
-commands stay as separate as before. The output comes through a pipe per command whose write
+One long-lived container per sandbox saves the container start (namespaces, mounts) on every
+command; the server kills whatever a command leaves behind before it answers, so commands stay
+as separate as before. The output comes through a pipe per command whose write
 end the server hands to the command: the host reads it as before (head + tail, flat memory).
 """
 
@@ -209,7 +209,7 @@ class ExecServer:
         """End the container now: its pid 1, the server, is killed (and bwrap), and the kernel
         kills what is left of the pid namespace with it.
 
-        Not waiting for the server's own exit saves ~5 ms per sandbox; between commands there
+        Not waiting for the server's own exit makes every close faster; between commands there
         is nothing else in the namespace anyway (the sandbox's close waits on its cgroup)."""
         self.dead = True
         self.sock.close()

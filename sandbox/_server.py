@@ -60,7 +60,7 @@ def script_fd(script: bytes) -> int:
 
 def libc_functions(*names: str) -> tuple:
     """C functions of libc returning int, with errno kept. Built on _ctypes directly: the ctypes
-    package costs 4 ms of the start, a third of the interpreter's own."""
+    package would be a large share of this server's start (once per sandbox)."""
     try:
         import _ctypes
 

@@ -7,12 +7,12 @@ network but the sandbox's own loopback, a pid namespace, no host environment, an
 rlimits.
 
 Commands run through an exec server (sandbox/_server.py), pid 1 of the container, so that a
-command costs ~2.5 ms instead of a container start (~10 ms). Per command it spawns `bash -c` in a
-new session and, once bash exits or times out, kills every other process of the pid namespace
-before it answers: nothing a command starts outlives it, as with a container per command. Bind
-mounts are fixed when bwrap starts, so the first command after open() or a `mount()` change
-runs in a one-shot container of its own (as every command used to: often it is the only one),
-and the server (re)starts at the next; one that died is replaced.
+command costs a fraction of a container start (benchmarks/perf/README.md). Per command it spawns
+`bash -c` in a new session and, once bash exits or times out, kills every other process of the
+pid namespace before it answers: nothing a command starts outlives it, as with a container per
+command. Bind mounts are fixed when bwrap starts, so the first command after open() or a
+`mount()` change runs in a one-shot container of its own (as every command used to: often it is
+the only one), and the server (re)starts at the next; one that died is replaced.
 
 When clawloop runs as root, bwrap runs as an unprivileged host uid (sandbox/_host.py), which owns
 the sandbox's state dir. Limits of the whole sandbox (a cgroup for memory and processes, a tmpfs

@@ -106,7 +106,7 @@ unset __cl_d
 """Per-driver keys (filter.<name>.clean, ...) cannot be listed in advance: the names are the repo's
 own. This runs before the verifier (same exec) and neutralizes those the workdir's repo defines
 (identity filters, `cat` as textconv, no external diff or merge driver: git fails instead); a
-bash walk up from the workdir skips git (~2 ms) where there is no repo."""
+bash walk up from the workdir skips starting git where there is no repo."""
 
 
 @dataclass(frozen=True)
