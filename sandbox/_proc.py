@@ -79,6 +79,29 @@ def run_captured(
     still hold the pipe open).
     """
     start = time.monotonic()
+    proc, out = _spawn(argv, env, cwd, popen_kw)
+    kill = kill or _kill
+    if started is not None:
+        try:
+            started(proc)
+        except BaseException:
+            kill(proc)
+            proc.wait()
+            os.close(out)
+            raise
+    buf = HeadTail(output_limit)
+    timed_out, exited = _pump(proc, out, buf, start + timeout, kill, after_exit)
+    if after_exit and not exited:
+        after_exit(proc)
+    output, truncated = buf.result()
+    code = 124 if timed_out else exit_status(proc.returncode)
+    return ExecResult(exit_code=code, output=output, timed_out=timed_out,
+                      duration_s=time.monotonic() - start, truncated=truncated)
+
+
+def _spawn(argv: Sequence[str], env: dict[str, str], cwd: str | None,
+           popen_kw: dict[str, Any]) -> tuple[subprocess.Popen[bytes], int]:
+    """The process, stdout+stderr into one pipe, and the pipe's read end."""
     out, w = os.pipe()
     open_to_sandbox_uid(w)
     try:
@@ -91,17 +114,14 @@ def run_captured(
         raise SandboxError(f"cannot start the command: {e}") from None
     finally:
         os.close(w)  # only the command holds the write end: EOF when it and its children are done
-    kill = kill or _kill
-    if started is not None:
-        try:
-            started(proc)
-        except BaseException:
-            kill(proc)
-            proc.wait()
-            os.close(out)
-            raise
-    buf = HeadTail(output_limit)
-    deadline = start + timeout
+    return proc, out
+
+
+def _pump(proc: subprocess.Popen[bytes], out: int, buf: HeadTail, deadline: float,
+          kill: Callable[[subprocess.Popen[bytes]], None],
+          after_exit: Callable[[subprocess.Popen[bytes]], None] | None) -> tuple[bool, bool]:
+    """Read `out` into `buf` until EOF and the exit, killing the process at `deadline`; closes
+    `out`. Returns (timed out, exit seen)."""
     timed_out = eof = exited = False
     drain_until: float | None = None  # stop waiting for EOF then (orphans, or after a kill)
     # A pidfd tells the exit without polling; without one, check every 100 ms.
@@ -144,12 +164,7 @@ def run_captured(
         os.close(out)
         if pidfd is not None:
             os.close(pidfd)
-    if after_exit and not exited:
-        after_exit(proc)
-    output, truncated = buf.result()
-    code = 124 if timed_out else exit_status(proc.returncode)
-    return ExecResult(exit_code=code, output=output, timed_out=timed_out,
-                      duration_s=time.monotonic() - start, truncated=truncated)
+    return timed_out, exited
 
 
 def read_chunk(fd: int, buf: HeadTail, poller: select.poll) -> bool:

@@ -17,8 +17,11 @@ iteration 0) there is nothing to gate.
 import time
 from pathlib import Path
 
+from clawloop.loop import loop_context, settle, write_metrics
+from clawloop.loop_eval import evaluate_suites, pool_sample
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
+from clawloop.suite_manifest import eval_suites
 
 
 def main(params: Params) -> None:
@@ -28,40 +31,21 @@ def main(params: Params) -> None:
     ap.add_argument("--pool", type=Path, help="validated pool: a sample is rolled out for the diagnosis")
     ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
     args = ap.parse_args()
-    it_dir = args.out.parent
-
-    from clawloop import loop
-    from clawloop.paired import outcomes_of
-    from clawloop.suite_manifest import eval_suites, published_baselines
-    from clawloop.tasks.pool import read_pool
 
     t0 = time.perf_counter()
     suites = eval_suites(params, args.suites)
     if args.pool and params.eval.pool_sample:
-        pool = sorted(read_pool(args.pool), key=lambda t: t.id)[: params.eval.pool_sample]
-        suites.append(("pool", pool, False))
-    ctx = loop.loop_context(params)
+        suites.append(("pool", pool_sample(args.pool, params.eval.pool_sample), False))
+    ctx = loop_context(params)
     harness = ctx.harness_for(args.policy)  # its playbook, if any
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration}")
-    figures, verdicts = {}, {}
-    episodes = 0
     with output_dir(args.out) as tmp:
-        for name, tasks, heldout in suites:
-            summaries = ctx.rollouts(tasks, policy, k=params.eval.samples, harness=harness, out_dir=tmp / name,
-                                     iteration=args.iteration, suite=name, progress=True)
-            figures[name] = loop.suite_metrics(summaries, heldout=heldout).model_copy(update={
-                "baselines": published_baselines(params, name, [e.name for e in summaries])})
-            if heldout:
-                verdicts |= outcomes_of(summaries, name)
-            episodes += len(summaries)
-            print(f"[evaluate] {name}: pass@1 {figures[name].pass_at_1:.3f} over {figures[name].tasks} tasks")
+        results = evaluate_suites(params, ctx, suites, policy=policy, harness=harness, out_dir=tmp,
+                                  iteration=args.iteration)
         wall = time.perf_counter() - t0
-        loop.write_metrics(tmp / "summary.json", loop.EvalDetail(
-            iteration=args.iteration, suites=figures, wall_s=round(wall, 1),
-            episodes_per_s=round(episodes / wall, 3) if wall else 0.0))
-
-    loop.settle(args.iteration, figures, verdicts, checkpoint=args.policy, previous=args.previous,
-                it_dir=it_dir, gate_params=params.gate, wall_s=round(wall, 1))
+        write_metrics(tmp / "summary.json", results.detail(args.iteration, wall))
+    settle(args.iteration, results.figures, results.verdicts, checkpoint=args.policy, previous=args.previous,
+           it_dir=args.out.parent, gate_params=params.gate, wall_s=round(wall, 1))
 
 
 if __name__ == "__main__":

@@ -12,8 +12,15 @@ of runs/iter-N/validated), which is how a smaller model is trained on them elsew
 
 from pathlib import Path
 
+from clawloop.bootstrap.base import make_base
+from clawloop.io import write_json
+from clawloop.loop import loop_context
+from clawloop.loop_eval import heldout_pass_at_1
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
+from clawloop.suite_manifest import eval_suites
+from clawloop.tasks.pool import read_pool
+from clawloop.training.run import EpisodeSetup, TrainJob, train
 
 
 def main(params: Params) -> None:
@@ -24,37 +31,23 @@ def main(params: Params) -> None:
     ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
     args = ap.parse_args()
 
-    from clawloop import loop
-    from clawloop.bootstrap.base import make_base
-    from clawloop.io import write_json
-    from clawloop.suite_manifest import eval_suites
-    from clawloop.tasks.pool import read_pool
-    from clawloop.training.run import train
-
     tr = params.transfer
     base_name = tr.base or params.model.base
     result: dict = {"base": base_name, "pass_at_1": {}, "tasks": {}}
     if not tr.enabled:
         print("[transfer] disabled (transfer.enabled: false)")
     heldout = [(name, tasks) for name, tasks, held in eval_suites(params, args.suites) if held]
-    ctx = loop.loop_context(params)
+    ctx = loop_context(params)
     with output_dir(args.out / "models") as tmp:
         fresh = args.base
         if tr.enabled and tr.base is not None:
             fresh = tmp / "fresh"
             make_base(tr.base, fresh, seed=params.model.seed, bootstrap=params.model.bootstrap)
-        for name, validated in (("first", args.first), ("final", args.final)):
-            if not tr.enabled:
-                break
+        for name, validated in (("first", args.first), ("final", args.final)) if tr.enabled else ():
             tasks = read_pool(validated / "valid.jsonl")
-            train("sft", fresh, tasks, [], None, tmp / name, tr.train, harness_config=ctx.harness,
-                  backend=ctx.backend, jobs=ctx.jobs, sandbox_config=ctx.sandbox_config, executor=params.executor)
+            train(TrainJob("sft", fresh, tasks, tmp / name), tr.train, EpisodeSetup.of_loop(ctx, params.executor))
             policy = ctx.load_policy(tmp / name, policy_id=f"transfer-{name}")
-            rates = []
-            for suite, suite_tasks in heldout:
-                summaries = ctx.rollouts(suite_tasks, policy, suite=suite, progress=True)
-                rates.append(loop.suite_metrics(summaries, heldout=True).pass_at_1)
-            result["pass_at_1"][name] = sum(rates) / len(rates) if rates else 0.0
+            result["pass_at_1"][name] = heldout_pass_at_1(ctx, policy, heldout)
             result["tasks"][name] = len(tasks)
             print(f"[transfer] fresh {base_name} trained on {name} ({len(tasks)} tasks): "
                   f"held-out pass@1 {result['pass_at_1'][name]:.3f}")

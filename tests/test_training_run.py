@@ -1,4 +1,4 @@
-"""`train(...)` and `clawloop train`: bad input leaves OUT alone, atomic output, resuming."""
+"""`train(job, ...)` and `clawloop train`: bad input leaves OUT alone, atomic output, resuming."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from clawloop.errors import ClawloopError
 from clawloop.tasks.pool import write_pool
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.training.config import TrainParams
-from clawloop.training.run import train
+from clawloop.training.run import TrainJob, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -59,35 +59,35 @@ def test_bad_inputs_raise_and_leave_out_untouched(tiny_model: Path, pool: Path, 
     for f in ("config.json", "model.safetensors"):
         shutil.copy(tiny_model / f, no_tok / f)
     with pytest.raises(ClawloopError, match=r"no-tokenizer: tokenizer: missing"):
-        train("sft", no_tok, pool, None, None, out, params=quick())
+        train(TrainJob("sft", no_tok, pool, out), quick())
     with pytest.raises(ClawloopError, match=r"checkpoint directory not found"):
-        train("sft", tmp_path / "nope", pool, None, None, out, params=quick())
+        train(TrainJob("sft", tmp_path / "nope", pool, out), quick())
     with pytest.raises(ClawloopError, match="--method"):
-        train("dpo", tiny_model, pool, None, None, out, params=quick())
+        train(TrainJob("dpo", tiny_model, pool, out), quick())
 
     bad = tmp_path / "traj" / "episodes-00000.parquet"
     bad.parent.mkdir()
     pq.write_table(pa.table({"task_id": ["x"], "passed": ["yes"], "messages": ["[]"]}), bad)
     with pytest.raises(ClawloopError, match=r"episodes-00000.parquet: passed: expected type bool"):
-        train("sft", tiny_model, pool, [bad.parent], None, out, params=quick())
+        train(TrainJob("sft", tiny_model, pool, out, trajectories=[bad.parent]), quick())
 
     unsolvable = tmp_path / "unsolvable.jsonl"
     write_pool(unsolvable, [make_task("a.txt", "alpha", ["echo wrong > a.txt"])])
     with pytest.raises(ClawloopError, match="training set is empty"):
-        train("sft", tiny_model, unsolvable, None, None, out, params=quick())
+        train(TrainJob("sft", tiny_model, unsolvable, out), quick())
 
     broken_pool = tmp_path / "broken.jsonl"
     broken_pool.write_text('{"instruction": "x"}\n')
     with pytest.raises(ClawloopError, match=r"broken.jsonl:1: verifier"):
-        train("sft", tiny_model, broken_pool, None, None, out, params=quick())
+        train(TrainJob("sft", tiny_model, broken_pool, out), quick())
     probe = tmp_path / "probe.jsonl"
     probe.write_text(json.dumps({"task_id": make_task("f0.txt", "v0").id, "k": 2, "passes": 2,
                                  "errors": 0, "label": "too_easy"}) + "\n")
     with pytest.raises(ClawloopError, match="no learnable task"):
-        train("grpo", tiny_model, pool, None, probe, out, params=quick())
+        train(TrainJob("grpo", tiny_model, pool, out, probe=probe), quick())
     # the loop's stage asks for the base back instead: nothing to learn is not a failure there
     kept = tmp_path / "kept"
-    metrics = train("grpo", tiny_model, pool, None, probe, kept, params=quick(), keep_base_without_tasks=True)
+    metrics = train(TrainJob("grpo", tiny_model, pool, kept, probe=probe, keep_base_without_tasks=True), quick())
     assert metrics == {"method": "grpo", "steps": 0, "grpo_tasks": 0}
     assert (kept / "model.safetensors").read_bytes() == (tiny_model / "model.safetensors").read_bytes()
     assert json.loads((kept / "train_meta.json").read_text())["stages"]["grpo"] == {"skipped": "no learnable task"}
@@ -122,12 +122,12 @@ def test_interrupted_sft_resumes_from_its_checkpoint(tiny_model: Path, pool: Pat
     out = old_out(tmp_path)
     params = quick(max_steps=4, save_steps=2)
     with pytest.raises(KeyboardInterrupt):
-        train("sft", tiny_model, pool, None, None, out, params)
+        train(TrainJob("sft", tiny_model, pool, out), params)
     tmp = tmp_path / "out.tmp"
     assert (tmp / "sft" / "checkpoint-2").is_dir() and (out / "keep.txt").exists()  # old OUT intact
 
     crash["on"] = False
-    metrics = train("sft", tiny_model, pool, None, None, out, params, logs=tmp_path / "logs")
+    metrics = train(TrainJob("sft", tiny_model, pool, out, logs=tmp_path / "logs"), params)
     meta = json.loads((out / "train_meta.json").read_text())
     assert meta["resumed"] and meta["stages"]["sft"]["resumed_from"].endswith("checkpoint-2")
     assert meta["steps"] == 4 and metrics["steps"] == 4
@@ -206,9 +206,9 @@ def test_sft_trains_the_labels_its_caller_chose(tmp_path: Path, tiny_model: Path
         chosen.append(sorted(t.id for t in sft_tasks))
         raise ClawloopError("stop before training")
 
-    monkeypatch.setattr("clawloop.training.reference.reference_trajectories", record)
+    monkeypatch.setattr("clawloop.training.run.reference_trajectories", record)
     for labels in (None, ["too_easy", "learnable"]):
         with pytest.raises(ClawloopError, match="stop before training"):
-            train("sft", tiny_model, pool, None, probe, tmp_path / "out", params=quick(),
-                  **({"sft_labels": labels} if labels else {}))
+            train(TrainJob("sft", tiny_model, pool, tmp_path / "out", probe=probe,
+                           **({"sft_labels": labels} if labels else {})), quick())
     assert chosen == [sorted([tasks[1].id, tasks[2].id]), sorted([tasks[0].id, tasks[1].id])]

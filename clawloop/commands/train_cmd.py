@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from clawloop.commands import app, parse_sets
+from clawloop.errors import ClawloopError
+from clawloop.executor import executor_params
+from clawloop.training.config import TrainParams, field_help, load_section, merge
+from clawloop.training.run import EpisodeSetup, TrainJob
+from clawloop.training.run import train as run_training
 
 
 def _sandbox_section(params: Path | None) -> dict:
@@ -18,9 +24,6 @@ def _sandbox_section(params: Path | None) -> dict:
 
 def _section(params: Path | None, name: str) -> Any:
     """A top-level section of params.yaml, as written (None without --params or without the section)."""
-    from clawloop.errors import ClawloopError
-    from clawloop.training.config import load_section
-
     if params is None:
         return None
     try:
@@ -56,11 +59,6 @@ def train(
     help_params: bool = typer.Option(False, "--help-params", help="List every knob with its default and exit."),
 ) -> None:
     """Fine-tune a checkpoint on the task pool: SFT on successful trajectories, GRPO on the verifier."""
-    import json
-
-    from clawloop.errors import ClawloopError
-    from clawloop.training.config import TrainParams, field_help, load_section, merge
-
     overrides = parse_sets(sets)
     if profile is not None:
         overrides["profile"] = profile
@@ -78,13 +76,10 @@ def train(
     for flag, value in (("--base", base), ("--tasks", tasks), ("--out", out)):
         if value is None:
             raise ClawloopError(f"{flag}: required")
-    from clawloop.executor import executor_params
-    from clawloop.training.run import train as run
-
     sandbox = _sandbox_section(params)
-    ex = executor_params(executor if executor is not None else _section(params, "executor"))
-    metrics = run(method or "sft", base, tasks, trajectories, probe, out, p, logs=logs,
-                  backend=backend or sandbox.get("backend", "bwrap"), jobs=jobs or sandbox.get("jobs", 4),
-                  executor=ex)
+    setup = EpisodeSetup(backend=backend or sandbox.get("backend", "bwrap"), jobs=jobs or sandbox.get("jobs", 4),
+                         executor=executor_params(executor if executor is not None else _section(params, "executor")))
+    job = TrainJob(method or "sft", base, tasks, out, trajectories=trajectories, probe=probe, logs=logs)
+    metrics = run_training(job, p, setup)
     typer.echo(json.dumps(metrics, sort_keys=True))
     typer.echo(f"wrote {out}")

@@ -243,84 +243,114 @@ def parse_dockerfile(text: str, context: dict[str, FileSpec], runtime: Runtime |
     are content and so must not depend on where the task lies. `layers`: installs of registry
     packages the runtime lacks go to `LiteResult.layer` instead of `needs_image`.
     """
-    runtime = runtime or detect_runtime()
     lr = LiteResult(layer=LayerWants() if layers else None)
-    cur_wd = "/"
-    variables: dict[str, str] = {}
-    runs: list[tuple[str | None, str]] = []  # (dir the command ran in, or None: any), command
-    ran = False
-    froms = 0
-    late_files: dict[str, FileSpec] = {}  # every COPY destination so far (for `pip install -r`)
+    build = _Build(context, runtime or detect_runtime(), context_dirs, lr)
     for lineno, kw, rest in _logical_lines(text):
-        at = f"{name or where}:{lineno}"
         try:
-            if kw == "FROM":
-                froms += 1
-                if froms == 1:
-                    lr.base_image = rest.split()[0] if rest else None
-                else:
-                    lr.needs_image = lr.needs_image or f"{at}: multi-stage build"
-            elif kw == "ARG":
-                name, eq, default = rest.partition("=")
-                variables.setdefault(name.strip(), _expand(default.strip().strip('"\''), variables) if eq else "")
-            elif kw == "ENV":
-                words = shlex.split(rest)
-                pairs = ([tuple(w.split("=", 1)) for w in words] if words and "=" in words[0]
-                         else [(words[0], rest.split(None, 1)[1] if len(words) > 1 else "")] if words else [])
-                for k, v in pairs:
-                    v = _expand(v, variables)
-                    variables[k] = v
-                    if k == "PATH":
-                        lr.ignored.append(f"ENV PATH={v}")
-                    else:
-                        lr.env[k] = v
-            elif kw == "WORKDIR":
-                cur_wd = posixpath.normpath(posixpath.join(cur_wd, _expand(rest.strip().strip('"'), variables)))
-                lr.workdir = cur_wd
-            elif kw in ("COPY", "ADD"):
-                c = _copy(kw, rest, cur_wd, variables, context, context_dirs, f"{where}:{lineno}", at)
-                lr.needs_image = lr.needs_image or c.needs
-                late_files.update({d: f for d, (f, _) in c.files.items()})
-                if ran:  # after a RUN: write the files at this point of the setup
-                    if c.files:
-                        runs.append((None, write_files_command({d: f for d, (f, _) in c.files.items()})))
-                else:
-                    for d, (f, src) in c.files.items():
-                        lr.files[d] = f
-                        if src is not None:
-                            lr.copy_sources[d] = src
-                        else:
-                            lr.copy_sources.pop(d, None)
-                if c.dirs:
-                    runs.append((None, "mkdir -p " + " ".join(shlex.quote(d) for d in c.dirs)))
-            elif kw == "RUN":
-                first, _, body = rest.partition("\n")
-                if re.match(r"^(--\S+\s+)*<<", first):  # RUN <<EOF: the body is the script
-                    lines = body.split("\n")
-                    cmd = "\n".join(lines[:-1])
-                else:
-                    words = first.split()
-                    while words and words[0].startswith("--"):  # --mount, --network
-                        words.pop(0)
-                    cmd = " ".join(words) + ("\n" + body if body else "")
-                    if cmd.startswith("["):
-                        cmd = shlex.join(_json_or_words(cmd))
-                kept, skipped, needs = filter_run(cmd, runtime, {**context, **late_files}, cur_wd, lr.layer)
-                lr.skipped += skipped
-                if needs:
-                    lr.needs_image = lr.needs_image or f"{at}: {needs}"
-                elif kept:
-                    runs.append((cur_wd, kept))
-                    ran = True
-            elif kw in _IGNORED:
-                lr.ignored.append(kw)
-            else:
-                raise ClawloopError(f"{where}:{lineno}: unknown instruction {kw!r}")
+            build.instruction(kw, rest, f"{where}:{lineno}", f"{name or where}:{lineno}")
         except ValueError as e:
             raise ClawloopError(f"{where}:{lineno}: {kw}: {e}") from None
-    # RUN lines ran in the WORKDIR current at the time; setup runs in the final workdir.
-    for d, cmd in runs:
-        q = shlex.quote(d or "")
-        lr.setup.append(cmd if d is None or d == lr.workdir else f"cd {q} && {cmd}" if d == "/"
-                        else f"mkdir -p {q} && cd {q} && {cmd}")
-    return lr
+    return build.finish()
+
+
+class _Build:
+    """A Dockerfile's instructions applied one by one to the LiteResult `lr`."""
+
+    def __init__(self, context: dict[str, FileSpec], runtime: Runtime, context_dirs: frozenset[str],
+                 lr: LiteResult) -> None:
+        self.context, self.runtime, self.context_dirs, self.lr = context, runtime, context_dirs, lr
+        self.cur_wd = "/"
+        self.variables: dict[str, str] = {}
+        self.runs: list[tuple[str | None, str]] = []  # (dir the command ran in, or None: any), command
+        self.ran = False
+        self.froms = 0
+        self.late_files: dict[str, FileSpec] = {}  # every COPY destination so far (for `pip install -r`)
+
+    def instruction(self, kw: str, rest: str, where: str, at: str) -> None:
+        """Apply one instruction; `where` names its line in errors, `at` in needs_image reasons."""
+        lr = self.lr
+        if kw == "FROM":
+            self.froms += 1
+            if self.froms == 1:
+                lr.base_image = rest.split()[0] if rest else None
+            else:
+                lr.needs_image = lr.needs_image or f"{at}: multi-stage build"
+        elif kw == "ARG":
+            arg, eq, default = rest.partition("=")
+            value = _expand(default.strip().strip('"\''), self.variables) if eq else ""
+            self.variables.setdefault(arg.strip(), value)
+        elif kw == "ENV":
+            self.env(rest)
+        elif kw == "WORKDIR":
+            path = _expand(rest.strip().strip('"'), self.variables)
+            self.cur_wd = posixpath.normpath(posixpath.join(self.cur_wd, path))
+            lr.workdir = self.cur_wd
+        elif kw in ("COPY", "ADD"):
+            self.copy(kw, rest, where, at)
+        elif kw == "RUN":
+            self.run(rest, at)
+        elif kw in _IGNORED:
+            lr.ignored.append(kw)
+        else:
+            raise ClawloopError(f"{where}: unknown instruction {kw!r}")
+
+    def env(self, rest: str) -> None:
+        words = shlex.split(rest)
+        pairs = ([tuple(w.split("=", 1)) for w in words] if words and "=" in words[0]
+                 else [(words[0], rest.split(None, 1)[1] if len(words) > 1 else "")] if words else [])
+        for k, v in pairs:
+            v = _expand(v, self.variables)
+            self.variables[k] = v
+            if k == "PATH":
+                self.lr.ignored.append(f"ENV PATH={v}")
+            else:
+                self.lr.env[k] = v
+
+    def copy(self, kw: str, rest: str, where: str, at: str) -> None:
+        lr = self.lr
+        c = _copy(kw, rest, self.cur_wd, self.variables, self.context, self.context_dirs, where, at)
+        lr.needs_image = lr.needs_image or c.needs
+        self.late_files.update({d: f for d, (f, _) in c.files.items()})
+        if self.ran:  # after a RUN: write the files at this point of the setup
+            if c.files:
+                self.runs.append((None, write_files_command({d: f for d, (f, _) in c.files.items()})))
+        else:
+            for d, (f, src) in c.files.items():
+                lr.files[d] = f
+                if src is not None:
+                    lr.copy_sources[d] = src
+                else:
+                    lr.copy_sources.pop(d, None)
+        if c.dirs:
+            self.runs.append((None, "mkdir -p " + " ".join(shlex.quote(d) for d in c.dirs)))
+
+    def run(self, rest: str, at: str) -> None:
+        first, _, body = rest.partition("\n")
+        if re.match(r"^(--\S+\s+)*<<", first):  # RUN <<EOF: the body is the script
+            lines = body.split("\n")
+            cmd = "\n".join(lines[:-1])
+        else:
+            words = first.split()
+            while words and words[0].startswith("--"):  # --mount, --network
+                words.pop(0)
+            cmd = " ".join(words) + ("\n" + body if body else "")
+            if cmd.startswith("["):
+                cmd = shlex.join(_json_or_words(cmd))
+        kept, skipped, needs = filter_run(cmd, self.runtime, {**self.context, **self.late_files}, self.cur_wd,
+                                          self.lr.layer)
+        self.lr.skipped += skipped
+        if needs:
+            self.lr.needs_image = self.lr.needs_image or f"{at}: {needs}"
+        elif kept:
+            self.runs.append((self.cur_wd, kept))
+            self.ran = True
+
+    def finish(self) -> LiteResult:
+        """The setup commands: RUN lines ran in the WORKDIR current at the time; setup runs in the
+        final workdir."""
+        lr = self.lr
+        for d, cmd in self.runs:
+            q = shlex.quote(d or "")
+            lr.setup.append(cmd if d is None or d == lr.workdir else f"cd {q} && {cmd}" if d == "/"
+                            else f"mkdir -p {q} && cd {q} && {cmd}")
+        return lr

@@ -99,12 +99,7 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     if not (path / "task.toml").is_file() and is_task_dir(path):
         return _load_tb1_task(path, source=source, runtime=runtime)
     where = f"{path}/task.toml"
-    try:
-        raw = _plain(tomllib.loads((path / "task.toml").read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise ClawloopError(f"{where}: file not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ClawloopError(f"{where}: not valid TOML ({e})") from None
+    raw = _read_toml(path / "task.toml", where)
     meta = _table(raw, "metadata", where)
     cl = _table(meta, "clawloop", f"{where}: metadata")
     skill = _get(meta, "skill", str, f"{where}: metadata") or _get(meta, "category", str, f"{where}: metadata")
@@ -118,27 +113,8 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     env_t = _table(raw, "environment", where)
 
     instruction = _read_text(path / "instruction.md")
-    tests = read_tree(path / "tests")
-    if "test.sh" not in tests:
-        raise ClawloopError(f"{path}/tests/test.sh: file not found (Harbor runs it to verify: the task's fault)")
-    if not any(b"reward" in spec.data() for spec in tests.values()):
-        # Harbor reads /logs/verifier/reward.txt or reward.json; no file of the verifier names
-        # one, so it would end without a reward under Harbor + Docker too.
-        raise ClawloopError(f"{path}/tests: no verifier file writes a reward (/logs/verifier/reward.txt or "
-                            "reward.json, which Harbor reads: the task's fault)")
-    tests["test.sh"] = _executable(tests["test.sh"])
-    entry = _get(cl, "verifier_entry", str, f"{where}: metadata.clawloop") or "test.sh"
-    if entry != "test.sh" and tests["test.sh"].content == entry_wrapper(entry):
-        del tests["test.sh"]
-    sol_files = read_tree(path / "solution")
-    solution = None
-    if sol_files:
-        steps = cl.get("solution_steps") or [SOLVE_STEP]
-        if steps != [SOLVE_STEP] and sol_files.get("solve.sh", FileSpec(content="")).content == solve_script(steps):
-            del sol_files["solve.sh"]
-        if "solve.sh" in sol_files:
-            sol_files["solve.sh"] = _executable(sol_files["solve.sh"])
-        solution = Solution(steps=steps, files=sol_files)
+    tests, entry = _verifier_files(path, cl, f"{where}: metadata.clawloop")
+    solution = _solution(path / "solution", cl)
 
     env_dir = path / "environment"
     context = read_tree(env_dir, skip_junk=False)
@@ -153,7 +129,62 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     test_needs = check_script(script.data().decode(errors="replace"), runtime, wants)
     needs = lite_needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or cl.get("needs_image")
     sandbox_rec = _sandbox_record(wants, user_switch(tests) if not needs else None)
+    metadata = _metadata(raw, cl, harbor, sandbox_rec, where)
+    try:
+        return Task(
+            instruction=instruction, **fields, verifier=Verifier(files=tests, entry=entry),
+            solution=solution, skill=skill or "general", level=level, tags=tuple(str(t) for t in tags),
+            source=str(raw.get("source") or source or path.resolve().parent.name), needs_image=needs,
+            limits=_limits(cl, vt, at), metadata=metadata,
+            provenance=Provenance(**cl["provenance"]) if "provenance" in cl else DEFAULT_PROVENANCE,
+        )
+    except ValidationError as e:
+        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
 
+
+def _read_toml(path: Path, where: str) -> dict[str, Any]:
+    try:
+        return _plain(tomllib.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise ClawloopError(f"{where}: file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ClawloopError(f"{where}: not valid TOML ({e})") from None
+
+
+def _verifier_files(path: Path, cl: dict[str, Any], where: str) -> tuple[dict[str, FileSpec], str]:
+    """(files, entry) of the task's tests/: a generated wrapper of a `verifier_entry` undone."""
+    tests = read_tree(path / "tests")
+    if "test.sh" not in tests:
+        raise ClawloopError(f"{path}/tests/test.sh: file not found (Harbor runs it to verify: the task's fault)")
+    if not any(b"reward" in spec.data() for spec in tests.values()):
+        # Harbor reads /logs/verifier/reward.txt or reward.json; no file of the verifier names
+        # one, so it would end without a reward under Harbor + Docker too.
+        raise ClawloopError(f"{path}/tests: no verifier file writes a reward (/logs/verifier/reward.txt or "
+                            "reward.json, which Harbor reads: the task's fault)")
+    tests["test.sh"] = _executable(tests["test.sh"])
+    entry = _get(cl, "verifier_entry", str, where) or "test.sh"
+    if entry != "test.sh" and tests["test.sh"].content == entry_wrapper(entry):
+        del tests["test.sh"]
+    return tests, entry
+
+
+def _solution(path: Path, cl: dict[str, Any]) -> Solution | None:
+    """The task's solution/ (None without one): a generated solve.sh of `solution_steps` undone."""
+    files = read_tree(path)
+    if not files:
+        return None
+    steps = cl.get("solution_steps") or [SOLVE_STEP]
+    if steps != [SOLVE_STEP] and files.get("solve.sh", FileSpec(content="")).content == solve_script(steps):
+        del files["solve.sh"]
+    if "solve.sh" in files:
+        files["solve.sh"] = _executable(files["solve.sh"])
+    return Solution(steps=steps, files=files)
+
+
+def _metadata(raw: dict[str, Any], cl: dict[str, Any], harbor: dict[str, Any], sandbox_rec: dict[str, Any],
+              where: str) -> dict[str, Any]:
+    """Task.metadata: the harbor record (with what of task.toml the Task does not model), the
+    fields of `metadata_json`, the sandbox record."""
     residual = copy.deepcopy(raw)
     for k in ("skill", "level", "tags", "clawloop"):
         residual.get("metadata", {}).pop(k, None)
@@ -173,23 +204,17 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     metadata = {k: v for k, v in metadata.items() if k != SANDBOX_KEY}
     if sandbox_rec:
         metadata[SANDBOX_KEY] = sandbox_rec
+    return metadata
 
+
+def _limits(cl: dict[str, Any], verifier_timeout: float | None, agent_timeout: float | None) -> Limits:
     lim = Limits().model_dump()
     lim.update({k: cl[k] for k in ("max_turns", "command_timeout_s") if k in cl})
-    if vt is not None:
-        lim["verifier_timeout_s"] = float(vt)
-    if at is not None:
-        lim["agent_timeout_s"] = float(at)
-    try:
-        return Task(
-            instruction=instruction, **fields, verifier=Verifier(files=tests, entry=entry),
-            solution=solution, skill=skill or "general", level=level, tags=tuple(str(t) for t in tags),
-            source=str(raw.get("source") or source or path.resolve().parent.name), needs_image=needs,
-            limits=Limits(**lim), metadata=metadata,
-            provenance=Provenance(**cl["provenance"]) if "provenance" in cl else DEFAULT_PROVENANCE,
-        )
-    except ValidationError as e:
-        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
+    if verifier_timeout is not None:
+        lim["verifier_timeout_s"] = float(verifier_timeout)
+    if agent_timeout is not None:
+        lim["agent_timeout_s"] = float(agent_timeout)
+    return Limits(**lim)
 
 
 def _sandbox_record(wants: LayerWants, switch: str | None) -> dict[str, Any]:

@@ -1,23 +1,18 @@
-"""Training: reference trajectories, data mixing, SFT and multi-turn GRPO (TRL), one `train` call.
+"""Training: reference trajectories, data mixing, SFT and multi-turn GRPO (TRL), the playbook.
 
-`train(method, base, tasks, trajectories, probe, out, params)` is the stage entry point;
-torch, transformers and trl are imported only when a function needs them.
+`run.train(job, params, setup)` trains the weights (what `clawloop train` and the train stage
+run); torch, transformers and trl are imported only when a function needs them.
+
+What the train stage (stages/train.py) does with each `train.method`: SFT learns from reference
+trajectories (the tasks' solutions executed in the sandbox) and the policy's own successful
+rollouts on held-in tasks (the probe's, and the last evaluation's pool suite; never a held-out
+suite). GRPO trains on the tasks the probe labelled learnable. `playbook` keeps the weights (the
+checkpoint is the policy, hard-linked) and evolves the playbook from the report and the same
+held-in rollouts (`playbook`); `sft+playbook` does SFT, then the playbook. With
+`train.playbook.reflector: model` the policy (the new checkpoint) reads its own held-in episodes
+and proposes the tips (`reflect`); then harness edits are tried on a development split of the
+validated pool and kept after a paired win there (`harness_search`). The playbook, with what the
+harness learned, goes into the checkpoint directory (`playbook.json`, applied by every later
+rollout of it) and into the versioned artifact `<out>/../playbook/` (playbook.json, playbook.md,
+reflection.json, harness.json; empty for the weight-only methods).
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-__all__ = ["TrainParams", "train"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "train":
-        from clawloop.training.run import train
-
-        return train
-    if name == "TrainParams":
-        from clawloop.training.config import TrainParams
-
-        return TrainParams
-    raise AttributeError(name)

@@ -207,6 +207,12 @@ class BudgetLimits:
     min_observation_chars: int = 200
     max_observation_chars: int = 8000
 
+    @classmethod
+    def of_rollout(cls, rollout: Any) -> BudgetLimits:
+        """The budgets of params.yaml's `rollout` section (observation range: the defaults)."""
+        return cls(max_turns=rollout.max_turns, command_timeout_s=rollout.command_timeout_s,
+                   max_new_tokens=rollout.max_new_tokens)
+
 
 def check_edits(edits: HarnessEdits, limits: BudgetLimits) -> str | None:
     """Why a harness edit is refused as a budget raise (or out of range), or None."""

@@ -31,6 +31,7 @@ the agent's own commands and the policy's own reflection.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -55,7 +56,8 @@ from clawloop.agent.playbook import (
 )
 from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.errors import ClawloopError, describe_validation_error
-from clawloop.io import read_json
+from clawloop.io import read_json, write_json, write_text
+from clawloop.paired import Outcomes, outcomes_of
 from clawloop.training import harness_search as hs
 from clawloop.training import reflect as rf
 from clawloop.training.config import PlaybookParams
@@ -66,7 +68,7 @@ from clawloop.trajectory import episode_parts
 __all__ = ["TIPS", "load_tips", "mode_shares", "skill_rates"]  # the rule tips, read here and by the reflector
 
 if TYPE_CHECKING:
-    from clawloop.paired import Outcomes
+    from clawloop.loop import LoopContext
     from clawloop.tasks.task import Task
     from clawloop.training.harness_search import HarnessSearch
     from clawloop.training.reflect import Generate, Reflection
@@ -295,8 +297,6 @@ def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessC
     """runs/iter-N/playbook/: playbook.json, playbook.md (the rendered block, then why each entry is
     there and why each pruned one went, the reflector's edits and what the harness learned, as a
     diff against the previous playbook's), reflection.json and harness.json when they ran."""
-    from clawloop.io import write_json, write_text
-
     out = Path(out)
     write_playbook(out / POLICY_FILE, playbook)
     block = playbook_block(playbook, harness_config) or "(empty)"
@@ -331,7 +331,7 @@ def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessC
     write_text(out / "playbook.md", "\n".join(lines) + "\n")
 
 
-RunDev = Callable[[Sequence["Task"], HarnessConfig], "Outcomes"]
+RunDev = Callable[[Sequence["Task"], HarnessConfig], Outcomes]
 """Roll the policy out on development tasks under a harness; per-task verdicts (clawloop.paired)."""
 
 
@@ -344,6 +344,35 @@ class Evolution:
     previous: Playbook | None = None
     reflection: Reflection | None = None
     search: HarnessSearch | None = None
+
+    def write_artifact(self, out: str | Path, harness_config: HarnessConfig | None = None) -> None:
+        """This step's versioned artifact (`write_artifact`: the playbook, its reflection and search)."""
+        write_artifact(out, self.playbook, harness_config, previous=self.previous, reflection=self.reflection,
+                       search=self.search)
+
+
+class OwnPolicy:
+    """The new checkpoint's own policy for the playbook methods, loaded on first use (only the
+    model reflector and the harness search need it): the reflector's replies and the development
+    split's rollouts."""
+
+    def __init__(self, ctx: LoopContext, checkpoint: Path, iteration: int, reply_tokens: int) -> None:
+        self.ctx, self.checkpoint, self.iteration, self.reply_tokens = ctx, checkpoint, iteration, reply_tokens
+
+    @functools.cached_property
+    def policy(self) -> Any:
+        return self.ctx.load_policy(self.checkpoint, policy_id=f"iter-{self.iteration}-train")
+
+    def generate(self, messages: list[dict[str, Any]]) -> str:
+        """The reflector's reply: greedy, at the reflection's own reply budget (a `Generate`)."""
+        sampling = self.ctx.sampling.model_copy(update={"temperature": 0.0, "max_new_tokens": self.reply_tokens})
+        return self.policy.generate([messages], sampling, tools=None)[0].text
+
+    def run_dev(self, tasks: Sequence[Task], harness: HarnessConfig) -> Outcomes:
+        """The held-in development split under `harness`, at the evaluation's sampling (a `RunDev`)."""
+        episodes = self.ctx.rollouts(tasks, self.policy, harness=harness, suite="dev", iteration=self.iteration,
+                                     progress=False)
+        return outcomes_of(episodes, "dev")
 
 
 def evolve_checkpoint(method: str, *, policy: Path, report: Path | None, out: Path, iteration: int,

@@ -313,131 +313,139 @@ def _tip_id(skill: str | None, mode: str | None, text: str) -> str:
     return hashlib.sha256("\x1f".join(("tip", "reflect", skill or "", mode or "", text)).encode()).hexdigest()[:16]
 
 
+class _Dropped(Exception):
+    """An edit refused, with the reason recorded."""
+
+
+class _Curator:
+    """What curation checks edits against: the report's figures, the previous playbook's entries,
+    texts and retired ids, the current harness; and what the edits accepted so far touched."""
+
+    def __init__(self, *, report: CapabilityReport, previous: Playbook | None, specifics: Specifics,
+                 limits: BudgetLimits, iteration: int, params: ReflectionParams, reflection: Reflection) -> None:
+        self.report, self.specifics, self.limits = report, specifics, limits
+        self.iteration, self.params, self.reflection = iteration, params, reflection
+        self.rates, self.shares = skill_rates(report), mode_shares(report)
+        self.known_skills = set(self.rates) | set(load_tips()["skills"])
+        self.labels = _labels(previous)
+        self.by_id = {e.id: e for e in (previous.entries if previous else [])}
+        self.retired = set(previous.retired) if previous else set()
+        self.texts = {e.text.strip().lower() for e in (previous.tips if previous else [])}
+        self.current = previous.harness if previous else HarnessEdits()
+        self.touched: set[str] = set()
+
+    def curate(self, i: int, e: dict[str, Any]) -> None:
+        """Record edit number `i` as accepted (applied to the reflection) or dropped."""
+        try:
+            if i >= self.params.max_edits:
+                raise _Dropped(f"over max_edits ({self.params.max_edits})")
+            op = e.get("op")
+            handlers = {"add": self.add, "revise": self.revise, "remove": self.remove, "harness": self.harness}
+            handler = handlers.get(op) if isinstance(op, str) else None
+            if handler is None:
+                raise _Dropped(f"unknown op {op!r}")
+            status, reason = "accepted", handler(e)
+        except _Dropped as why:
+            status, reason = "dropped", str(why)
+        self.reflection.edits.append(EditRecord(edit=e, status=status, reason=reason))
+
+    def new_tip(self, e: dict[str, Any], skill: str | None, mode: str | None) -> tuple[str, str]:
+        """(text, id) of the tip the edit writes, once its text passes the guards."""
+        if not isinstance(e.get("text"), str) or not e["text"].strip():
+            raise _Dropped("no text")
+        text = " ".join(e["text"].split())
+        if len(text) > self.params.max_tip_chars:
+            raise _Dropped(f"text longer than {self.params.max_tip_chars} characters")
+        if "<" in text and ">" in text and re.search(r"<[^<>]*(line|instruction|tip|skill|mode)[^<>]*>", text):
+            raise _Dropped("the prompt's placeholder copied")
+        if text.lower() in self.texts:
+            raise _Dropped("duplicate of a current tip")
+        why = check_text(text, self.specifics)
+        if why:
+            raise _Dropped(f"task-specific: {why}")
+        return text, _tip_id(skill, mode, text)
+
+    def add(self, e: dict[str, Any]) -> str:
+        skill = e.get("skill") if isinstance(e.get("skill"), str) else None
+        mode = e.get("failure_mode") if isinstance(e.get("failure_mode"), str) else None
+        if skill is not None and skill not in self.known_skills:
+            raise _Dropped(f"unknown skill {skill!r}")
+        if mode is not None and mode not in MODES:
+            raise _Dropped(f"unknown failure mode {mode!r}")
+        if skill is None and mode is None:
+            raise _Dropped("names no skill and no failure mode")
+        text, eid = self.new_tip(e, skill, mode)
+        if eid in self.retired:
+            raise _Dropped("retired earlier (did not help)")
+        report, iteration = self.report, self.iteration
+        if skill is not None:
+            p, n = self.rates.get(skill, (0, 0))
+            base, ev = (p / n if n else 0.0), f"{skill}: {p}/{n} passed"
+        else:
+            base, ev = self.shares.get(mode or "", 0.0), f"{mode}: {report.mode_count(mode or '')} of {report.episodes} episodes"
+        self.reflection.adds.append(PlaybookEntry(
+            id=eid, kind="tip", skill=skill, failure_mode=mode if skill is None else None, text=text,
+            added_iteration=iteration, baseline=base, evidence=f"reflector, iteration {iteration}; {ev}"))
+        self.texts.add(text.lower())
+        return f"tip for {skill or mode}"
+
+    def target(self, e: dict[str, Any]) -> PlaybookEntry:
+        """The current entry a revise or remove names, not edited yet."""
+        key = str(e.get("id") or "").strip().strip("[]")
+        old = self.labels.get(key.upper()) or self.by_id.get(key)
+        if old is None:
+            raise _Dropped(f"id {e.get('id')!r} names no current entry")
+        if old.id in self.touched:
+            raise _Dropped(f"entry {e.get('id')!r} already edited")
+        return old
+
+    def remove(self, e: dict[str, Any]) -> str:
+        old = self.target(e)
+        self.reflection.removals[old.id] = " ".join(str(e.get("reason") or "no reason given").split())[:200]
+        self.touched.add(old.id)
+        return f"removes {old.kind} {old.skill or old.failure_mode}"
+
+    def revise(self, e: dict[str, Any]) -> str:
+        old = self.target(e)
+        if old.kind != "tip":
+            raise _Dropped("only tips are revised (an example is the agent's own episode)")
+        text, eid = self.new_tip(e, old.skill, old.failure_mode)
+        self.reflection.revisions[old.id] = old.model_copy(update={
+            "id": eid, "text": text, "added_iteration": self.iteration, "tokens": 0,
+            "evidence": f"reflector, iteration {self.iteration}: revises {old.id}; {old.evidence}"})
+        self.touched.add(old.id)
+        self.texts.add(text.lower())
+        return f"revises tip {old.skill or old.failure_mode}"
+
+    def harness(self, e: dict[str, Any]) -> str:
+        name = str(e.get("field") or "")
+        if name in BUDGET_FIELDS:
+            raise _Dropped(check_budget_field(name, e.get("value"), self.limits))
+        if name not in LEARNABLE:
+            raise _Dropped(f"unknown harness field {name!r}")
+        try:
+            edits = HarnessEdits.model_validate({**self.current.model_dump(), name: e.get("value")})
+        except ValidationError as err:
+            raise _Dropped(f"{name}: {err.errors()[0]['msg']}") from None
+        why = check_edits(edits, self.limits)
+        if why:
+            raise _Dropped(why)
+        if edits == self.current or edits in self.reflection.harness:
+            raise _Dropped("no change to the current harness")
+        self.reflection.harness.append(edits)
+        self.reflection.harness_why.append(
+            f"reflector: {' '.join(str(e.get('reason') or '').split())[:160] or 'no reason given'}")
+        return f"harness candidate {edits.describe(self.current)}"
+
+
 def curate(edits: list[dict[str, Any]], *, report: CapabilityReport, previous: Playbook | None,
            specifics: Specifics, limits: BudgetLimits, iteration: int, params: ReflectionParams,
            reflection: Reflection) -> Reflection:
     """Check each edit (the guards) and record it in `reflection` as accepted or dropped."""
-
-    rates, shares = skill_rates(report), mode_shares(report)
-    known_skills = set(rates) | set(load_tips()["skills"])
-    labels = _labels(previous)
-    by_id = {e.id: e for e in (previous.entries if previous else [])}
-    retired = set(previous.retired) if previous else set()
-    texts = {e.text.strip().lower() for e in (previous.tips if previous else [])}
-    current = previous.harness if previous else HarnessEdits()
-    touched: set[str] = set()
-
-    def drop(e: dict[str, Any], why: str) -> None:
-        reflection.edits.append(EditRecord(edit=e, status="dropped", reason=why))
-
-    def accept(e: dict[str, Any], what: str) -> None:
-        reflection.edits.append(EditRecord(edit=e, status="accepted", reason=what))
-
-    def target(e: dict[str, Any]) -> PlaybookEntry | None:
-        key = str(e.get("id") or "").strip().strip("[]")
-        return labels.get(key.upper()) or by_id.get(key)
-
-    def checked_text(e: dict[str, Any]) -> tuple[str | None, str | None]:
-        if not isinstance(e.get("text"), str) or not e["text"].strip():
-            return None, "no text"
-        text = " ".join(e["text"].split())
-        if len(text) > params.max_tip_chars:
-            return None, f"text longer than {params.max_tip_chars} characters"
-        if "<" in text and ">" in text and re.search(r"<[^<>]*(line|instruction|tip|skill|mode)[^<>]*>", text):
-            return None, "the prompt's placeholder copied"
-        if text.lower() in texts:
-            return None, "duplicate of a current tip"
-        why = check_text(text, specifics)
-        return (None, f"task-specific: {why}") if why else (text, None)
-
+    curator = _Curator(report=report, previous=previous, specifics=specifics, limits=limits,
+                       iteration=iteration, params=params, reflection=reflection)
     for i, e in enumerate(edits):
-        if i >= params.max_edits:
-            drop(e, f"over max_edits ({params.max_edits})")
-            continue
-        op = e.get("op")
-        if op == "add":
-            skill = e.get("skill") if isinstance(e.get("skill"), str) else None
-            mode = e.get("failure_mode") if isinstance(e.get("failure_mode"), str) else None
-            if skill is not None and skill not in known_skills:
-                drop(e, f"unknown skill {skill!r}")
-                continue
-            if mode is not None and mode not in MODES:
-                drop(e, f"unknown failure mode {mode!r}")
-                continue
-            if skill is None and mode is None:
-                drop(e, "names no skill and no failure mode")
-                continue
-            text, why = checked_text(e)
-            if text is None:
-                drop(e, why or "")
-                continue
-            eid = _tip_id(skill, mode, text)
-            if eid in retired:
-                drop(e, "retired earlier (did not help)")
-                continue
-            if skill is not None:
-                p, n = rates.get(skill, (0, 0))
-                base, ev = (p / n if n else 0.0), f"{skill}: {p}/{n} passed"
-            else:
-                base, ev = shares.get(mode or "", 0.0), f"{mode}: {report.mode_count(mode or '')} of {report.episodes} episodes"
-            reflection.adds.append(PlaybookEntry(id=eid, kind="tip", skill=skill, failure_mode=mode if skill is None else None,
-                                                 text=text, added_iteration=iteration, baseline=base,
-                                                 evidence=f"reflector, iteration {iteration}; {ev}"))
-            texts.add(text.lower())
-            accept(e, f"tip for {skill or mode}")
-        elif op in ("revise", "remove"):
-            old = target(e)
-            if old is None:
-                drop(e, f"id {e.get('id')!r} names no current entry")
-                continue
-            if old.id in touched:
-                drop(e, f"entry {e.get('id')!r} already edited")
-                continue
-            if op == "remove":
-                reason = " ".join(str(e.get("reason") or "no reason given").split())[:200]
-                reflection.removals[old.id] = reason
-                touched.add(old.id)
-                accept(e, f"removes {old.kind} {old.skill or old.failure_mode}")
-                continue
-            if old.kind != "tip":
-                drop(e, "only tips are revised (an example is the agent's own episode)")
-                continue
-            text, why = checked_text(e)
-            if text is None:
-                drop(e, why or "")
-                continue
-            eid = _tip_id(old.skill, old.failure_mode, text)
-            reflection.revisions[old.id] = old.model_copy(update={
-                "id": eid, "text": text, "added_iteration": iteration, "tokens": 0,
-                "evidence": f"reflector, iteration {iteration}: revises {old.id}; {old.evidence}"})
-            touched.add(old.id)
-            texts.add(text.lower())
-            accept(e, f"revises tip {old.skill or old.failure_mode}")
-        elif op == "harness":
-            name = str(e.get("field") or "")
-            if name in BUDGET_FIELDS:
-                drop(e, check_budget_field(name, e.get("value"), limits))
-                continue
-            if name not in LEARNABLE:
-                drop(e, f"unknown harness field {name!r}")
-                continue
-            try:
-                edits_ = HarnessEdits.model_validate({**current.model_dump(), name: e.get("value")})
-            except ValidationError as err:
-                drop(e, f"{name}: {err.errors()[0]['msg']}")
-                continue
-            why = check_edits(edits_, limits)
-            if why:
-                drop(e, why)
-            elif edits_ == current or edits_ in reflection.harness:
-                drop(e, "no change to the current harness")
-            else:
-                reflection.harness.append(edits_)
-                reflection.harness_why.append(
-                    f"reflector: {' '.join(str(e.get('reason') or '').split())[:160] or 'no reason given'}")
-                accept(e, f"harness candidate {edits_.describe(current)}")
-        else:
-            drop(e, f"unknown op {op!r}")
+        curator.curate(i, e)
     return reflection
 
 

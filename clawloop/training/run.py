@@ -1,4 +1,4 @@
-"""`train(...)`: the training stage as one call (what `clawloop train` and the DVC stage run).
+"""`train(job, params, setup)`: the training stage as one call (what `clawloop train` and the DVC stage run).
 
 Inputs are checked before anything is written: a bad pool, trajectory file, probe table or
 checkpoint raises ClawloopError and leaves OUT as it was. Training happens in OUT.tmp (resumed
@@ -7,21 +7,38 @@ after an interruption when the inputs are unchanged) and OUT appears only at the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import importlib.util
+import os
+import shutil
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from clawloop.agent.harness import HarnessConfig
+from clawloop.agent.harness import HarnessConfig, tools_for
 from clawloop.errors import ClawloopError
+from clawloop.io import hand_over, link_tree, write_json
 from clawloop.tasks.environment import image_skip_reason
+from clawloop.tasks.pool import read_pool
 from clawloop.tasks.task import Task
+from clawloop.training import data as tdata
 from clawloop.training.checkpoint import WorkDir, check_base
 from clawloop.training.config import TrainParams
+from clawloop.training.grpo import run_grpo
+from clawloop.training.reference import reference_trajectories
+from clawloop.training.sft import run_sft
+from clawloop.validation.probe import read_probe, select_by_label
+
+if TYPE_CHECKING:
+    import datasets
+
+    from clawloop.loop import LoopContext
 
 Method = Literal["sft", "grpo", "sft+grpo"]
 METHODS: tuple[str, ...] = ("sft", "grpo", "sft+grpo")
@@ -31,6 +48,52 @@ SFT_LABELS = ("learnable", "frontier", "unprobed")
 new); the loop passes params.yaml's `validation.train_labels` (+ unprobed) instead."""
 GRPO_LABELS = ("learnable",)
 """Probe labels GRPO trains on: only they give groups with differing rewards."""
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """What one training run reads and writes."""
+
+    method: str
+    """sft | grpo | sft+grpo."""
+    base: str | Path
+    """The checkpoint dir to start from."""
+    tasks: str | Path | Sequence[Task]
+    """A pool JSONL (or Task objects): reference solutions for SFT, the environments of GRPO."""
+    out: str | Path
+    """The checkpoint dir to write (atomically; must differ from `base`)."""
+    trajectories: Sequence[str | Path] = ()
+    """Rollout dirs or episodes*.parquet files; their passed episodes join SFT."""
+    probe: str | Path | None = None
+    """The probe side table: SFT uses the tasks labelled `sft_labels`, GRPO the learnable ones
+    (only they give groups whose rewards differ). None: every task."""
+    logs: str | Path | None = None
+    """DVCLive directory (metrics per step); None logs nothing besides train_meta.json."""
+    sft_labels: Sequence[str] = SFT_LABELS
+    keep_base_without_tasks: bool = False
+    """With method grpo and no learnable task, write the base unchanged (recorded as skipped)
+    instead of failing: the loop goes on, and the next probe may find some; a direct
+    `clawloop train --method grpo` wants the error."""
+
+
+@dataclass(frozen=True)
+class EpisodeSetup:
+    """How training's episodes look and where they run: the reference trajectories (`jobs` in
+    parallel, on `executor`: local threads or Ray tasks) and GRPO's episodes (beside the trainer).
+    Every sandbox opens with the default config (the task runtime mounted), as in rollouts."""
+
+    harness_config: HarnessConfig | None = None
+    """The harness rollouts use (prompt, limits), so training sees what evaluation renders
+    (None: HarnessConfig())."""
+    backend: str = "bwrap"
+    jobs: int = 4
+    executor: Any = None
+    """clawloop.executor's params (params.yaml's `executor`); None: local threads."""
+
+    @classmethod
+    def of_loop(cls, ctx: LoopContext, executor: Any) -> EpisodeSetup:
+        """The loop's setup: the plain harness (the weights never see a playbook), its sandboxes."""
+        return cls(harness_config=ctx.harness, backend=ctx.backend, jobs=ctx.jobs, executor=executor)
 
 
 def _base_fingerprint(base: Path) -> dict[str, Any]:
@@ -44,143 +107,43 @@ def _tasks_sha(tasks: Sequence[Task]) -> str:
 
 
 def _select(tasks: list[Task], probe: dict[str, Any] | None, labels: Sequence[str]) -> list[Task]:
-    if probe is None:
-        return tasks
-    from clawloop.validation.probe import select_by_label
-
-    return select_by_label(tasks, probe, labels)
+    return tasks if probe is None else select_by_label(tasks, probe, labels)
 
 
-def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
-          trajectories: Sequence[str | Path] | None, probe: str | Path | None, out: str | Path,
-          params: TrainParams | None = None, *, logs: str | Path | None = None,
-          harness_config: HarnessConfig | None = None, backend: str = "bwrap", jobs: int = 4,
-          sandbox_config: Any = None, keep_base_without_tasks: bool = False,
-          executor: Any = None, sft_labels: Sequence[str] = SFT_LABELS) -> dict[str, Any]:
-    """Train `base` with `method` and write the checkpoint dir `out`; returns the final metrics.
-
-    tasks: a pool JSONL (or Task objects): reference solutions for SFT, the environments of GRPO.
-    trajectories: rollout dirs or episodes*.parquet files; their passed episodes join SFT.
-    probe: the probe side table; SFT uses the tasks labelled `sft_labels` (default learnable,
-    frontier, unprobed), GRPO the learnable ones (only they give groups whose rewards differ).
-    logs: DVCLive directory (metrics per step); None logs nothing besides train_meta.json.
-    harness_config: the harness settings rollouts use (prompt, limits), so the reference
-    trajectories and GRPO episodes look like them (default: HarnessConfig()).
-    backend, jobs, sandbox_config: the sandboxes of reference trajectories (`jobs` in parallel) and
-    GRPO episodes (params.yaml's `sandbox` section in the loop; None config: the task runtime mounted).
-    executor: where reference trajectories run (clawloop.executor: local threads or Ray tasks;
-    params.yaml's `executor`); GRPO episodes run beside the trainer.
-    keep_base_without_tasks: with method grpo and no learnable task, write the base unchanged
-    (recorded as skipped) instead of failing: the loop goes on, and the next probe may find
-    some; a direct `clawloop train --method grpo` wants the error.
-    """
+def train(job: TrainJob, params: TrainParams | None = None, setup: EpisodeSetup | None = None) -> dict[str, Any]:
+    """Train `job.base` with `job.method` into the checkpoint dir `job.out`; returns the final metrics."""
     t0 = time.time()
     params = params or TrainParams.for_profile("cpu")
-    if method not in METHODS:
-        raise ClawloopError(f"--method: expected one of {', '.join(METHODS)}, got {method!r}")
-    base = check_base(base)
-    out = Path(out)
+    if job.method not in METHODS:
+        raise ClawloopError(f"--method: expected one of {', '.join(METHODS)}, got {job.method!r}")
+    base, out = check_base(job.base), Path(job.out)
     if out.resolve() == base.resolve():
         raise ClawloopError(f"{out}: the output must differ from the base checkpoint")
-    if isinstance(tasks, str | Path):
-        from clawloop.tasks.pool import read_pool
-
-        pool = read_pool(tasks)
-    else:
-        pool = list(tasks)
-    probe_table = None
-    if probe is not None:
-        from clawloop.validation.probe import read_probe
-
-        probe_table = read_probe(probe)
-    from clawloop.training import data as tdata
-
-    self_convs = (tdata.load_self_trajectories(trajectories, params.data.max_per_task)
-                  if trajectories else [])
-    logs_dir = Path(logs) if logs is not None and params.dvclive else None
+    pool = read_pool(job.tasks) if isinstance(job.tasks, str | Path) else list(job.tasks)
+    probe_table = read_probe(job.probe) if job.probe is not None else None
+    self_convs = (tdata.load_self_trajectories(job.trajectories, params.data.max_per_task)
+                  if job.trajectories else [])
     if params.threads:
         import torch
 
         torch.set_num_threads(params.threads)
 
-    meta: dict[str, Any] = {"method": method, "base": str(base), "out": str(out), "stages": {}}
-    sft_data = None
-    if "sft" in method:
-        from clawloop.training.reference import reference_trajectories
-
-        sft_tasks = _select(pool, probe_table, sft_labels)
-        refs, results = reference_trajectories(
-            sft_tasks, backend, sandbox_config=sandbox_config, harness_config=harness_config, workers=jobs,
-            executor=executor)
-        meta["reference"] = dict(Counter(r.outcome for r in results))
-        convs = tdata.mix(refs, self_convs, params.data.self_fraction, params.data.seed)
-        from clawloop.agent.harness import tools_for
-
-        sft_data = tdata.to_dataset(convs, tools_for(harness_config))  # raises when empty
-        meta["data_sha256"] = tdata.data_sha256(convs)
-        meta["examples"] = {"reference": sum(c.source == "reference" for c in convs),
-                            "self": sum(c.source == "self" for c in convs)}
-    grpo_tasks: list[Task] = []
-    if "grpo" in method:
-        grpo_tasks = _select(pool, probe_table, GRPO_LABELS)
-        grpo_tasks = [t for t in grpo_tasks if image_skip_reason(t, backend) is None]
-        meta["grpo_tasks"] = len(grpo_tasks)
-        meta["grpo_tasks_sha256"] = _tasks_sha(grpo_tasks)
-        if not grpo_tasks and method == "grpo" and not keep_base_without_tasks:
-            raise ClawloopError(f"{probe or tasks}: no learnable task to train GRPO on")
-        import importlib.util
-
-        if grpo_tasks and params.grpo.use_vllm and importlib.util.find_spec("vllm") is None:
-            raise ClawloopError("grpo.use_vllm: vLLM is not installed here; install the gpu extra "
-                                "or set grpo.use_vllm=false")
-
-    fingerprint = {"method": method, "base": _base_fingerprint(base), "data": meta.get("data_sha256"),
-                   "grpo_tasks": meta.get("grpo_tasks_sha256"), "params": params.model_dump(mode="json"),
-                   "harness": (harness_config or HarnessConfig()).model_dump(mode="json")}
-    work = WorkDir(out, fingerprint)
+    run = _Run(job, params, setup or EpisodeSetup(), base,
+               {"method": job.method, "base": str(base), "out": str(out), "stages": {}})
+    sft_data = (run.sft_dataset(_select(pool, probe_table, job.sft_labels), self_convs)
+                if "sft" in job.method else None)
+    grpo_tasks = run.grpo_tasks(_select(pool, probe_table, GRPO_LABELS)) if "grpo" in job.method else []
+    work = WorkDir(out, run.fingerprint())
     if _rank() == 0:
         work.open()
     _barrier()
+    meta = run.meta
     meta["resumed"] = work.resumed
-    current, last_done = base, None
-    if sft_data is not None:
-        from clawloop.training.sft import run_sft
-
-        if not work.is_done("sft"):
-            run_sft(current, sft_data, params.sft, work.stage_dir("sft"), work.done_dir("sft"),
-                    logs_dir=logs_dir / "sft" if logs_dir and method == "sft+grpo" else logs_dir,
-                    meta={"data_sha256": meta["data_sha256"]})
-        meta["stages"]["sft"] = _read_meta(work.done_dir("sft"))
-        current = last_done = work.done_dir("sft")
-    if grpo_tasks:
-        from clawloop.training.grpo import run_grpo
-
-        if not work.is_done("grpo"):
-            run_grpo(current, grpo_tasks, params.grpo, work.stage_dir("grpo"), work.done_dir("grpo"),
-                     backend=backend, sandbox_config=sandbox_config, harness_config=harness_config,
-                     logs_dir=logs_dir / "grpo" if logs_dir and method == "sft+grpo" else logs_dir,
-                     meta={"tasks_sha256": meta["grpo_tasks_sha256"]})
-        meta["stages"]["grpo"] = _read_meta(work.done_dir("grpo"))
-        last_done = work.done_dir("grpo")
-    elif "grpo" in method:
-        meta["stages"]["grpo"] = {"skipped": "no learnable task"}
-        if last_done is None:  # GRPO alone and nothing to learn from: the checkpoint is the base
-            last_done = work.done_dir("grpo")
-            if _rank() == 0:
-                import shutil
-
-                from clawloop.io import link_tree
-
-                shutil.rmtree(last_done, ignore_errors=True)
-                # the base's own metadata would describe another run
-                link_tree(base, last_done, ignore=shutil.ignore_patterns("train_meta.json", "model_meta.json"))
-    assert last_done is not None
+    last_done = run.stages(work, sft_data, grpo_tasks)
     stages = [s for s in meta["stages"].values() if "metrics" in s]
     meta["steps"] = sum(int(s.get("steps", 0)) for s in stages)
     meta["metrics"] = _summary_metrics(meta)
     meta["wall_time_s"] = round(time.time() - t0, 3)
-    from clawloop.io import write_json
-
     if _rank() == 0:
         write_json(last_done / "train_meta.json", meta)
         work.commit(last_done)
@@ -188,16 +151,115 @@ def train(method: str, base: str | Path, tasks: str | Path | Sequence[Task],
     return meta["metrics"]
 
 
+def weights_of(method: str) -> str | None:
+    """The weight training of a train.method: the playbook methods' part of it, None for
+    `playbook` (the weights stay)."""
+    return {"playbook": None, "sft+playbook": "sft"}.get(method, method)
+
+
+def train_weights(job: TrainJob, params: TrainParams | None = None, setup: EpisodeSetup | None = None,
+                  ) -> dict[str, Any]:
+    """The weight part of `job.method`, any train.method (the playbook ones included): `train` with
+    the weight training of the method, or for `playbook` the base hard-linked as the checkpoint
+    (its playbook is replaced afterwards)."""
+    weights = weights_of(job.method)
+    if weights is None:
+        hand_over(job.base, job.out)
+        return {"method": job.method, "steps": 0}
+    return {**train(dataclasses.replace(job, method=weights), params, setup), "method": job.method}
+
+
+def held_in_rollouts(validated: Path, self_rollouts: Path | None) -> list[Path]:
+    """The policy's own held-in episodes that exist: the probe's (under the validated dir) and the
+    last evaluation's pool suite (never a held-out suite)."""
+    return [d for d in (validated / "probe", self_rollouts and self_rollouts / "pool") if d and d.is_dir()]
+
+
+@dataclass
+class _Run:
+    """One training run's steps; each records what it did in `meta` (train_meta.json)."""
+
+    job: TrainJob
+    params: TrainParams
+    setup: EpisodeSetup
+    base: Path
+    meta: dict[str, Any]
+
+    def sft_dataset(self, tasks: list[Task], self_convs: list[tdata.Conversation]) -> datasets.Dataset:
+        """SFT's examples: the tasks' reference trajectories mixed with the policy's own passed
+        episodes (raises when there are none)."""
+        setup, data = self.setup, self.params.data
+        refs, results = reference_trajectories(
+            tasks, setup.backend, harness_config=setup.harness_config, workers=setup.jobs, executor=setup.executor)
+        self.meta["reference"] = dict(Counter(r.outcome for r in results))
+        convs = tdata.mix(refs, self_convs, data.self_fraction, data.seed)
+        dataset = tdata.to_dataset(convs, tools_for(setup.harness_config))  # raises when empty
+        self.meta["data_sha256"] = tdata.data_sha256(convs)
+        self.meta["examples"] = {"reference": sum(c.source == "reference" for c in convs),
+                                 "self": sum(c.source == "self" for c in convs)}
+        return dataset
+
+    def grpo_tasks(self, learnable: list[Task]) -> list[Task]:
+        """GRPO's tasks: the learnable ones this backend can run."""
+        job = self.job
+        tasks = [t for t in learnable if image_skip_reason(t, self.setup.backend) is None]
+        self.meta["grpo_tasks"] = len(tasks)
+        self.meta["grpo_tasks_sha256"] = _tasks_sha(tasks)
+        if not tasks and job.method == "grpo" and not job.keep_base_without_tasks:
+            raise ClawloopError(f"{job.probe or job.tasks}: no learnable task to train GRPO on")
+        if tasks and self.params.grpo.use_vllm and importlib.util.find_spec("vllm") is None:
+            raise ClawloopError("grpo.use_vllm: vLLM is not installed here; install the gpu extra "
+                                "or set grpo.use_vllm=false")
+        return tasks
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What OUT.tmp is resumed on: the same base, data, tasks, knobs and harness."""
+        return {"method": self.job.method, "base": _base_fingerprint(self.base), "data": self.meta.get("data_sha256"),
+                "grpo_tasks": self.meta.get("grpo_tasks_sha256"), "params": self.params.model_dump(mode="json"),
+                "harness": (self.setup.harness_config or HarnessConfig()).model_dump(mode="json")}
+
+    def _logs(self, stage: str) -> Path | None:
+        """The stage's DVCLive dir: a subdir per stage when both run."""
+        logs = self.job.logs
+        logs_dir = Path(logs) if logs is not None and self.params.dvclive else None
+        return logs_dir / stage if logs_dir and self.job.method == "sft+grpo" else logs_dir
+
+    def stages(self, work: WorkDir, sft_data: datasets.Dataset | None, grpo_tasks: list[Task]) -> Path:
+        """SFT, then GRPO from its result, each skipped when an interrupted run finished it;
+        returns the dir of the last stage's model."""
+        meta, setup, current, last_done = self.meta, self.setup, self.base, None
+        if sft_data is not None:
+            if not work.is_done("sft"):
+                run_sft(current, sft_data, self.params.sft, work.stage_dir("sft"), work.done_dir("sft"),
+                        logs_dir=self._logs("sft"), meta={"data_sha256": meta["data_sha256"]})
+            meta["stages"]["sft"] = _read_meta(work.done_dir("sft"))
+            current = last_done = work.done_dir("sft")
+        if grpo_tasks:
+            if not work.is_done("grpo"):
+                run_grpo(current, grpo_tasks, self.params.grpo, work.stage_dir("grpo"), work.done_dir("grpo"),
+                         backend=setup.backend, harness_config=setup.harness_config, logs_dir=self._logs("grpo"),
+                         meta={"tasks_sha256": meta["grpo_tasks_sha256"]})
+            meta["stages"]["grpo"] = _read_meta(work.done_dir("grpo"))
+            last_done = work.done_dir("grpo")
+        elif "grpo" in self.job.method:
+            meta["stages"]["grpo"] = {"skipped": "no learnable task"}
+            if last_done is None:  # GRPO alone and nothing to learn from: the checkpoint is the base
+                last_done = work.done_dir("grpo")
+                if _rank() == 0:
+                    shutil.rmtree(last_done, ignore_errors=True)
+                    # the base's own metadata would describe another run
+                    link_tree(self.base, last_done,
+                              ignore=shutil.ignore_patterns("train_meta.json", "model_meta.json"))
+        assert last_done is not None
+        return last_done
+
+
 def _rank() -> int:
     """This process's rank under accelerate/torchrun (0 when not distributed)."""
-    import os
-
     return int(os.environ.get("RANK", "0"))
 
 
 def _barrier() -> None:
-    import os
-
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         from accelerate import PartialState
 

@@ -1,0 +1,67 @@
+"""The loop's evaluation of a checkpoint: rollouts on the loop's suites, their figures and the
+held-out verdicts the gate compares (the evaluate and transfer stages)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clawloop.loop import EvalDetail, SuiteMetrics, suite_metrics
+from clawloop.paired import Outcomes, outcomes_of
+from clawloop.suite_manifest import published_baselines
+from clawloop.tasks.pool import read_pool
+from clawloop.tasks.task import Task
+
+if TYPE_CHECKING:
+    from clawloop.agent.harness import HarnessConfig
+    from clawloop.loop import LoopContext
+
+Suites = list[tuple[str, list[Task], bool]]
+"""(name, tasks, held out) of each suite, as `suite_manifest.eval_suites` lists them."""
+
+
+def pool_sample(pool: str | Path, n: int) -> list[Task]:
+    """A deterministic sample of `n` tasks of a validated pool (ids are content hashes, so sorting
+    is a shuffle)."""
+    return sorted(read_pool(pool), key=lambda t: t.id)[:n]
+
+
+@dataclass
+class SuiteResults:
+    """A checkpoint's figures on every suite, and its per-task verdicts on the held-out ones."""
+
+    figures: dict[str, SuiteMetrics] = field(default_factory=dict)
+    verdicts: Outcomes = field(default_factory=dict)
+    episodes: int = 0
+
+    def detail(self, iteration: int, wall_s: float) -> EvalDetail:
+        """eval/summary.json."""
+        return EvalDetail(iteration=iteration, suites=self.figures, wall_s=round(wall_s, 1),
+                          episodes_per_s=round(self.episodes / wall_s, 3) if wall_s else 0.0)
+
+
+def evaluate_suites(params: Any, ctx: LoopContext, suites: Suites, *, policy: Any, harness: HarnessConfig,
+                    out_dir: Path, iteration: int) -> SuiteResults:
+    """Roll `policy` out under `harness` on each suite, `eval.samples` per task, trajectories under
+    `out_dir/<suite>`; each suite's figures carry the published baselines of its tasks."""
+    results = SuiteResults()
+    for name, tasks, heldout in suites:
+        summaries = ctx.rollouts(tasks, policy, k=params.eval.samples, harness=harness, out_dir=out_dir / name,
+                                 iteration=iteration, suite=name, progress=True)
+        figures = results.figures[name] = suite_metrics(summaries, heldout=heldout).model_copy(update={
+            "baselines": published_baselines(params, name, [e.name for e in summaries])})
+        if heldout:
+            results.verdicts |= outcomes_of(summaries, name)
+        results.episodes += len(summaries)
+        print(f"[evaluate] {name}: pass@1 {figures.pass_at_1:.3f} over {figures.tasks} tasks")
+    return results
+
+
+def heldout_pass_at_1(ctx: LoopContext, policy: Any, suites: list[tuple[str, list[Task]]]) -> float:
+    """The mean over the held-out `suites` of `policy`'s pass@1 (one sample per task, the plain harness)."""
+    rates = []
+    for suite, tasks in suites:
+        summaries = ctx.rollouts(tasks, policy, suite=suite, progress=True)
+        rates.append(suite_metrics(summaries, heldout=True).pass_at_1)
+    return sum(rates) / len(rates) if rates else 0.0
