@@ -60,11 +60,20 @@ def _validated(tmp_path: Path, tasks: list[Task]) -> Path:
 
 
 def _capture_train(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any]) -> None:
-    def fake_train(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        seen.update(kwargs)
+    def fake_train(job: Any, params: Any, setup: Any) -> dict[str, Any]:
+        seen.update(vars(setup))
         raise _Stop
 
-    monkeypatch.setattr("clawloop.training.run.train", fake_train)
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.setattr("clawloop.training.run.train", fake_train)  # the train stage's, through train_weights
+    monkeypatch.setattr("stages.transfer.train", fake_train)
+
+
+def _patch_suites(monkeypatch: pytest.MonkeyPatch, suites: list[Any]) -> None:
+    """The evaluate and transfer stages see `suites` as params.yaml's suites."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    for stage in ("evaluate", "transfer"):
+        monkeypatch.setattr(f"stages.{stage}.eval_suites", lambda params, manifest: suites)
 
 
 def _capture_rollouts(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any], task: Task) -> None:
@@ -72,7 +81,7 @@ def _capture_rollouts(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any], tas
         seen.update(kwargs)
         raise _Stop
 
-    monkeypatch.setattr("clawloop.suite_manifest.eval_suites", lambda params, manifest: [("shell-core", [task], True)])
+    _patch_suites(monkeypatch, [("shell-core", [task], True)])
     monkeypatch.setattr("clawloop.loop.LoopContext.load_policy", lambda *a, **k: object())
     monkeypatch.setattr("clawloop.agent.rollout.run_rollouts", fake_rollouts)
 
@@ -116,7 +125,7 @@ def test_train_stage_uses_the_sandbox_section(tmp_path: Path, monkeypatch: pytes
 def test_train_runs_reference_trajectories_on_the_given_backend(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from clawloop.training.config import TrainParams
-    from clawloop.training.run import train
+    from clawloop.training.run import EpisodeSetup, TrainJob, train
 
     base = tmp_path / "base"
     base.mkdir()
@@ -128,10 +137,10 @@ def test_train_runs_reference_trajectories_on_the_given_backend(tmp_path: Path,
         seen.update(kwargs, backend=backend)
         raise _Stop
 
-    monkeypatch.setattr("clawloop.training.reference.reference_trajectories", fake_reference)
+    monkeypatch.setattr("clawloop.training.run.reference_trajectories", fake_reference)
     with pytest.raises(_Stop):
-        train("sft", base, [_task()], None, None, tmp_path / "out", TrainParams.for_profile("cpu"),
-              backend="local", jobs=3)
+        train(TrainJob("sft", base, [_task()], tmp_path / "out"), TrainParams.for_profile("cpu"),
+              EpisodeSetup(backend="local", jobs=3))
     assert (seen["backend"], seen["workers"]) == ("local", 3)
 
 
@@ -203,8 +212,8 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
     params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai", threads=2, engine="fast", speculate=5),
                                           r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
     seen = _record_policy_loads(monkeypatch)
-    monkeypatch.setattr("clawloop.suite_manifest.eval_suites", lambda params, manifest: [])
-    monkeypatch.setattr("clawloop.validation.agent_free.validate_pool", lambda *a, **k: (
+    _patch_suites(monkeypatch, [])
+    monkeypatch.setattr("clawloop.validation.run.validate_pool", lambda *a, **k: (
         [], {"input": 0, "rejected": {}, "tasks_per_s": 0.0}))
     policy = tmp_path / "policy"
     _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", policy, "--out", tmp_path / "eval")

@@ -335,12 +335,11 @@ def test_sft_plus_playbook_trains_sft_then_adds_the_playbook(tmp_path: Path, rol
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
 
-    def fake_train(method: str, base: Path, tasks: Any, trajectories: Any, probe: Any, out: Path, *a: Any,
-                   **kw: Any) -> dict[str, Any]:
-        seen.update(method=method, harness=kw["harness_config"])
-        Path(out).mkdir(parents=True)
-        (Path(out) / "model.safetensors").write_bytes(b"new")
-        return {"method": method, "steps": 3}
+    def fake_train(job: Any, params: Any, setup: Any) -> dict[str, Any]:
+        seen.update(method=job.method, harness=setup.harness_config)
+        Path(job.out).mkdir(parents=True)
+        (Path(job.out) / "model.safetensors").write_bytes(b"new")
+        return {"method": job.method, "steps": 3}
 
     monkeypatch.setattr("clawloop.training.run.train", fake_train)
     policy = tmp_path / "policy"

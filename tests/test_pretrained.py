@@ -102,7 +102,7 @@ def test_sft_on_the_real_base_makes_it_pass_held_in_tasks(smollm2: Path, tmp_pat
     from clawloop.synthesis.routine_a.curriculum import Plan
     from clawloop.synthesis.routine_a.procedural import synthesize
     from clawloop.training.config import TrainParams
-    from clawloop.training.run import train
+    from clawloop.training.run import EpisodeSetup, TrainJob, train
 
     tasks = synthesize(Plan({("files", 1): 2, ("text_search", 1): 2}), seed=7)
     harness = HarnessConfig(max_turns=3, max_format_errors=1)
@@ -117,7 +117,7 @@ def test_sft_on_the_real_base_makes_it_pass_held_in_tasks(smollm2: Path, tmp_pat
     params = TrainParams.from_mapping({"dvclive": False, "sft": {
         "learning_rate": 3e-4, "max_steps": 10, "per_device_train_batch_size": 4, "max_length": 512,
         "trainable_layers": 10, "lr_scheduler_type": "constant_with_warmup", "save_steps": 1000}})
-    meta = train("sft", smollm2, tasks, [], None, tmp_path / "ckpt", params, harness_config=harness)
+    meta = train(TrainJob("sft", smollm2, tasks, tmp_path / "ckpt"), params, EpisodeSetup(harness_config=harness))
     assert meta["steps"] == 10
     after = passed(tmp_path / "ckpt")
     assert len(after) >= 2 and len(after) > len(before), (before, after)

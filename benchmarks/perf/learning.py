@@ -210,7 +210,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     from clawloop.synthesis.routine_a.curriculum import CurriculumParams, plan
     from clawloop.synthesis.routine_a.procedural import synthesize
     from clawloop.tasks.formats import load_suite_any
-    from clawloop.training.run import train
+    from clawloop.training.run import TrainJob, train
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 
     raw = yaml.safe_load(params_path.read_text())
@@ -267,7 +267,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
                      "tasks": len(kept)})
         t0 = time.time()
         ckpt = workdir / f"iter-{i}" / "checkpoint"
-        metrics = train(params.train.method, policy, kept, [], None, ckpt, tp)
+        metrics = train(TrainJob(params.train.method, policy, kept, ckpt), tp)
         rows.append({"phase": "train", "iteration": i, "wall_s": round(time.time() - t0, 1),
                      "loss": metrics.get("sft_train_loss"), "steps": metrics.get("steps")})
         print(f"[learning] iter {i} train: {metrics.get('steps')} steps, loss {metrics.get('sft_train_loss')}"
