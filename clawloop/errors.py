@@ -28,7 +28,7 @@ def describe_validation_error(e: ValidationError, prefix: str = "") -> str:
     `sft.learning_rat: unknown key`, `verifier.files: Field required`."""
     err = e.errors()[0]
     loc = ".".join(str(p) for p in ([prefix] if prefix else []) + list(err["loc"]))
-    if err["type"] == "extra_forbidden":
+    if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # (a model's, a dataclass's)
         return f"{loc or '(root)'}: unknown key"
     msg = err["msg"]
     if err["type"] == "value_error":

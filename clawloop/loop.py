@@ -24,6 +24,10 @@ from clawloop.stats import pass_figures, wilson_interval
 
 if TYPE_CHECKING:
     from clawloop.agent.harness import HarnessConfig
+from clawloop.policy.hf import HFPolicyConfig
+from clawloop.policy.load import PolicySpec, load_policy
+from clawloop.policy.types import LlamaCppPolicyConfig, Policy, SamplingParams
+from clawloop.progress import Progress
     from clawloop.policy.load import PolicySpec
     from clawloop.policy.types import SamplingParams
     from sandbox.base import SandboxConfig
@@ -281,19 +285,13 @@ class LoopContext:
 
 def loop_context(params: Any) -> LoopContext:
     """The LoopContext of params.yaml's `rollout` and `sandbox` sections (a stage's Params)."""
-    from clawloop.agent.harness import HarnessConfig
-    from clawloop.policy.hf import HFPolicyConfig
-    from clawloop.policy.load import PolicySpec
-    from clawloop.policy.types import LlamaCppPolicyConfig, SamplingParams
-
     r, sb = params.rollout, params.sandbox
-    threads = r.threads or max(1, (os.cpu_count() or 2) // 2)
+    threads = r.engine.threads or max(1, (os.cpu_count() or 2) // 2)
     return LoopContext(
         harness=HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
                               max_format_errors=r.max_format_errors),
         sampling=SamplingParams(temperature=r.temperature, max_new_tokens=r.max_new_tokens, seed=r.seed),
-        policy=PolicySpec(backend=r.backend, model="", hf=HFPolicyConfig(threads=threads, quantize=r.quantize, engine=r.engine,
-                                                                           speculate=r.speculate),
+        policy=PolicySpec(backend=r.backend, model="", hf=HFPolicyConfig(engine=replace(r.engine, threads=threads)),
                           llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),
                           openai=r.openai, vllm=r.vllm),
         backend=sb.backend, jobs=sb.jobs, sandbox_config=None, batch=r.batch)

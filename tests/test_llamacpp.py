@@ -160,7 +160,7 @@ def test_llamacpp_replies_equal_transformers_greedy(arch: str, llama_dir: Path, 
 
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path))
     src = llama_dir if arch == "llama" else qwen3_dir
-    hf = HFPolicy(src, HFPolicyConfig(threads=1))
+    hf = HFPolicy(src, HFPolicyConfig(engine={"threads": 1}))
     with LlamaCppPolicy(src, LlamaCppPolicyConfig(gguf_type="f32", threads=1, parallel=4,
                                                   context_per_slot=1024)) as lc:
         ours = lc.generate(CONVS, GREEDY, tools=TOOLS)
@@ -213,7 +213,7 @@ def test_auto_picks_llamacpp_on_a_cpu_for_a_convertible_checkpoint(qwen3_dir: Pa
     assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp=small)) == "llamacpp"
     assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir))) == "hf"  # batch 36
     assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp=small,
-                                           hf={"speculate": 8})) == "hf"  # guesses: hf is as fast
+                                           hf={"engine": {"speculate": 8}})) == "hf"  # guesses: hf is as fast
     assert resolve_auto_backend(PolicySpec(backend="auto", model=str(qwen3_dir), llamacpp=small,
                                            hf={"device": "cuda"})) == "hf"
 
@@ -222,13 +222,13 @@ def test_auto_picks_llamacpp_on_a_cpu_for_a_convertible_checkpoint(qwen3_dir: Pa
 
 def test_decode_loop_equals_generate_and_drops_finished_rows(qwen3_dir: Path) -> None:
     """Greedy replies are those of transformers' generate; a row that stops leaves the batch."""
-    loop = HFPolicy(qwen3_dir, HFPolicyConfig(threads=1, decode="loop", kv_reuse_entries=0))
-    ref = HFPolicy(qwen3_dir, HFPolicyConfig(threads=1, decode="generate", kv_reuse_entries=0),
+    loop = HFPolicy(qwen3_dir, HFPolicyConfig(engine={"threads": 1, "decode": "loop", "kv_reuse_entries": 0}))
+    ref = HFPolicy(qwen3_dir, HFPolicyConfig(engine={"threads": 1, "decode": "generate", "kv_reuse_entries": 0}),
                    model=loop.model, tokenizer=loop.tokenizer)
     # Make the first greedy token of one conversation a stop token, so its row ends at once.
     first = ref.generate(CONVS[1:2], SamplingParams(temperature=0.0, max_new_tokens=1), tools=TOOLS)[0]
     for p in (loop, ref):
-        p.stop_ids = [*p.stop_ids, first.completion_ids[0]]
+        p.engine.stop_ids = [*p.engine.stop_ids, first.completion_ids[0]]
     rows: list[int] = []
     forward = loop.model.forward
 
@@ -250,10 +250,10 @@ def test_decode_loop_equals_generate_and_drops_finished_rows(qwen3_dir: Path) ->
 
 
 def test_decode_loop_sampling_is_seeded_and_honours_stop_strings(qwen3_dir: Path) -> None:
-    p = HFPolicy(qwen3_dir, HFPolicyConfig(threads=1))
+    p = HFPolicy(qwen3_dir, HFPolicyConfig(engine={"threads": 1}))
     hot = SamplingParams(temperature=1.2, top_p=0.9, max_new_tokens=12, seed=3)
     a = [g.text for g in p.generate(CONVS, hot)]
-    q = HFPolicy(qwen3_dir, HFPolicyConfig(threads=1), model=p.model, tokenizer=p.tokenizer)
+    q = HFPolicy(qwen3_dir, HFPolicyConfig(engine={"threads": 1}), model=p.model, tokenizer=p.tokenizer)
     assert a == [g.text for g in q.generate(CONVS, hot)]
     text = p.generate(CONVS[:1], GREEDY)[0].text
     stop = text[2:4]
@@ -264,7 +264,7 @@ def test_decode_loop_sampling_is_seeded_and_honours_stop_strings(qwen3_dir: Path
 def test_top_p_keeps_the_nucleus() -> None:
     import torch
 
-    from clawloop.policy.decode import sample_next
+    from clawloop.policy.engine.decode_loop import sample_next
 
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     torch.manual_seed(0)

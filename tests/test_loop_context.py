@@ -209,7 +209,7 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
     one PolicySpec (rollout.backend and its options), the checkpoint path and the id filled in."""
     from clawloop.loop import loop_context
 
-    params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai", threads=2, engine="fast", speculate=5),
+    params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai", engine={"threads": 2, "forward": "fast", "speculate": 5}),
                                           r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
     seen = _record_policy_loads(monkeypatch)
     _patch_suites(monkeypatch, [])
@@ -227,8 +227,8 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
     for spec in seen:
         assert spec.model == str(policy)
         assert spec.model_copy(update={"model": "", "policy_id": None}) == expected
-    assert expected.backend == "openai" and expected.hf.threads == 2 and expected.llamacpp.parallel == params.rollout.batch
-    assert expected.hf.engine == "fast" and expected.hf.speculate == 5
+    assert expected.backend == "openai" and expected.hf.engine.threads == 2 and expected.llamacpp.parallel == params.rollout.batch
+    assert expected.hf.engine.forward == "fast" and expected.hf.engine.speculate == 5
 
 
 def test_the_stages_run_episodes_on_the_contexts_sandboxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -45,6 +45,12 @@ def _write(tmp_path: Path, edit) -> Path:
     (lambda r: r["synthesis"]["routines"].update(teacher=1.0), "routine"),
     (lambda r: r["model"].update(base="gpt-7"), "model.base: unknown base 'gpt-7'"),
     (lambda r: r["model"].update(init="tiny"), "model.init: replaced by model.base"),
+    (lambda r: r["rollout"].update(speculate=8), "rollout.speculate: moved to rollout.engine.speculate"),
+    (lambda r: r["rollout"].update(threads=1), "rollout.threads: moved to rollout.engine.threads"),
+    (lambda r: r["rollout"].update(engine="fast"), "rollout.engine: now the section of the engine's knobs; "
+                                                   "the forward pass moved to rollout.engine.forward"),
+    (lambda r: r["rollout"]["engine"].update(speculat=8), "rollout.engine.speculat: unknown key"),
+    (lambda r: r["rollout"]["engine"].update(forward="gpu"), "rollout.engine.forward"),
     (lambda r: r["transfer"].update(base="scratch-huge"), "transfer.base: unknown base 'scratch-huge'"),
 ])
 def test_bad_params_name_the_key(tmp_path: Path, edit, needle: str) -> None:
@@ -89,14 +95,16 @@ def test_missing_and_malformed_files(tmp_path: Path) -> None:
 
 
 def test_rollout_params_reach_the_harness_and_policy(tmp_path: Path) -> None:
-    """rollout.max_format_errors and rollout.threads are not just parsed: the loop's harness and
-    policy settings carry them."""
+    """rollout.max_format_errors and rollout.engine.threads are not just parsed: the loop's harness and
+    policy settings carry them; the engine's forward pass is auto unless set."""
     from clawloop.loop import loop_context
 
-    out = _write(tmp_path, lambda r: r["rollout"].update(max_format_errors=2, threads=1))
-    harness = loop_context(load_params(out)).harness
-    assert harness.max_format_errors == 2
-    assert load_params(out).rollout.threads == 1
+    out = _write(tmp_path, lambda r: (r["rollout"].update(max_format_errors=2), r["rollout"].update(engine={"threads": 1})))
+    context = loop_context(load_params(out))
+    assert context.harness.max_format_errors == 2
+    assert load_params(out).rollout.engine.threads == 1
+    assert context.policy.hf.engine.threads == context.policy.llamacpp.threads == 1
+    assert context.policy.hf.engine.forward == "auto" and context.policy.hf.engine.speculate == 0
     assert loop_context(load_params(ROOT / "profiles" / "smoke.yaml")).harness.max_format_errors == 3
 
 

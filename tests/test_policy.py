@@ -13,7 +13,8 @@ import pytest
 
 from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
 from clawloop.errors import ClawloopError
-from clawloop.policy.hf import HFPolicy
+from clawloop.policy.engine.config import EngineConfig
+from clawloop.policy.hf import HFPolicy, HFPolicyConfig
 from clawloop.policy.load import PolicySpec, load_policy
 from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.policy.types import OpenAIPolicyConfig, SamplingParams
@@ -70,11 +71,9 @@ def test_hf_batched_greedy_equals_single(small_hf: HFPolicy) -> None:
 
 
 def test_hf_kv_reuse_matches_full_prefill(small_hf: HFPolicy) -> None:
-    from clawloop.policy.hf import HFPolicyConfig
-
-    fresh = HFPolicy("unused", HFPolicyConfig(kv_reuse_entries=0), model=small_hf.model,
+    fresh = HFPolicy("unused", HFPolicyConfig(engine=EngineConfig(kv_reuse_entries=0)), model=small_hf.model,
                      tokenizer=small_hf.tokenizer)
-    reuse = HFPolicy("unused", HFPolicyConfig(kv_reuse_entries=8), model=small_hf.model,
+    reuse = HFPolicy("unused", HFPolicyConfig(engine=EngineConfig(kv_reuse_entries=8)), model=small_hf.model,
                      tokenizer=small_hf.tokenizer)
     greedy = SamplingParams(temperature=0.0, max_new_tokens=10)
     other = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Count lines."}]
@@ -87,20 +86,19 @@ def test_hf_kv_reuse_matches_full_prefill(small_hf: HFPolicy) -> None:
         convs = [[*c, assistant_message(f"ls {turn}"), tool_message(f"f{turn}\n[exit code 0]")] for c in convs]
         if turn == 0:
             convs.append(CONV)  # a new episode joins the batch mid-way
-    store = reuse.prefix_store
+    store = reuse.engine.prefix_store
     assert store is not None and store.reused_tokens > store.computed_tokens
-    assert fresh.prefix_store is None
+    assert fresh.engine.prefix_store is None
 
 
 def test_fast_engine_cache_skips_zeroing_yet_reads_no_garbage(small_hf: HFPolicy,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fast engine's cache (kv_reuse.ColumnCache) is allocated without zeroing: every column it
+    """The fast forward's cache (prefix_cache.ColumnCache) is allocated without zeroing: every column it
     reads must have been written or zeroed. Fresh memory here is all NaN, which would reach every
     reply through the masked padding before a shorter reused prefix (0 x NaN = NaN)."""
     import torch
 
-    from clawloop.policy import kv_reuse
-    from clawloop.policy.hf import HFPolicyConfig
+    from clawloop.policy.engine import engine, prefix_cache
 
     empty = torch.empty
 
@@ -109,12 +107,13 @@ def test_fast_engine_cache_skips_zeroing_yet_reads_no_garbage(small_hf: HFPolicy
         return t.fill_(float("nan")) if t.is_floating_point() else t
 
     layouts: list[object] = []
-    real_layout = kv_reuse.layout
+    real_layout = prefix_cache.layout
     monkeypatch.setattr(torch, "empty", nan_empty)
-    monkeypatch.setattr(kv_reuse, "layout", lambda *a, **k: layouts.append(r := real_layout(*a, **k)) or r)
-    fast = HFPolicy("unused", HFPolicyConfig(kv_reuse_entries=8, engine="fast", speculate=4), model=small_hf.model,
-                    tokenizer=small_hf.tokenizer)
-    ref = HFPolicy("unused", HFPolicyConfig(kv_reuse_entries=0), model=small_hf.model, tokenizer=small_hf.tokenizer)
+    monkeypatch.setattr(engine, "layout", lambda *a, **k: layouts.append(r := real_layout(*a, **k)) or r)
+    fast = HFPolicy("unused", HFPolicyConfig(engine=EngineConfig(kv_reuse_entries=8, forward="fast", speculate=4)),
+                    model=small_hf.model, tokenizer=small_hf.tokenizer)
+    ref = HFPolicy("unused", HFPolicyConfig(engine=EngineConfig(kv_reuse_entries=0)), model=small_hf.model,
+                   tokenizer=small_hf.tokenizer)
     greedy = SamplingParams(temperature=0.0, max_new_tokens=10)
     other = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Count lines."}]
     convs = [CONV, [*CONV, {"role": "user", "content": "and the hidden ones"}], other, CONV]
@@ -122,21 +121,19 @@ def test_fast_engine_cache_skips_zeroing_yet_reads_no_garbage(small_hf: HFPolicy
         a = fast.generate(convs, greedy, tools=TOOLS)
         assert [g.text for g in a] == [g.text for g in ref.generate(convs, greedy, tools=TOOLS)], turn
         convs = [[*c, assistant_message(f"ls {turn}"), tool_message(f"f{turn}\n[exit code 0]")] for c in convs]
-    caches = [lay[2] for lay in layouts if isinstance(lay[2], kv_reuse.ColumnCache)]
+    caches = [lay[2] for lay in layouts if isinstance(lay[2], prefix_cache.ColumnCache)]
     assert caches and any(lay[3] for lay in layouts)  # the fast engine's caches, some with reused prefixes
 
 
-@pytest.mark.parametrize("engine", [{}, {"engine": "fast", "speculate": 8}])
+@pytest.mark.parametrize("engine", [{}, {"forward": "fast", "speculate": 8}])
 def test_hf_kv_reuse_keeps_each_replys_keys_for_the_next_turn(small_hf: HFPolicy, engine: dict) -> None:
     """The next turn re-sends the model's reply: only the tool output is new. With guesses, the
     reply's keys come from the live columns between rejected ones."""
-    from clawloop.policy.hf import HFPolicyConfig
-
-    reuse, fresh = (HFPolicy("unused", HFPolicyConfig(kv_reuse_entries=n, **engine), model=small_hf.model,
-                             tokenizer=small_hf.tokenizer) for n in (8, 0))
+    reuse, fresh = (HFPolicy("unused", HFPolicyConfig(engine=EngineConfig(kv_reuse_entries=n, **engine)),
+                             model=small_hf.model, tokenizer=small_hf.tokenizer) for n in (8, 0))
     greedy = SamplingParams(temperature=0.0, max_new_tokens=10)
     convs = [CONV, [*CONV, {"role": "user", "content": "and the hidden ones"}]]
-    store = reuse.prefix_store
+    store = reuse.engine.prefix_store
     assert store is not None
     before: list[int] = []
     replied: list[int] = []
@@ -156,7 +153,7 @@ def test_hf_kv_reuse_keeps_each_replys_keys_for_the_next_turn(small_hf: HFPolicy
 
 
 def test_prefix_store_keeps_an_entry_the_new_prompt_only_shares_a_prefix_with() -> None:
-    from clawloop.policy.kv_reuse import PrefixStore
+    from clawloop.policy.engine.prefix_cache import PrefixStore
 
     store = PrefixStore(8)
     a, b = list(range(40)), [*range(30), *range(100, 120)]
@@ -173,7 +170,7 @@ def test_prefix_store_keeps_an_entry_the_new_prompt_only_shares_a_prefix_with() 
 def test_prefill_groups_cover_every_row_once_with_little_padding() -> None:
     import random
 
-    from clawloop.policy.kv_reuse import prefill_groups
+    from clawloop.policy.engine.prefix_cache import prefill_groups
 
     rng = random.Random(0)
     cached = [rng.randint(200, 600) for _ in range(40)]
@@ -191,7 +188,7 @@ def test_prefill_groups_cover_every_row_once_with_little_padding() -> None:
 def test_hf_seeded_sampling_is_reproducible(small_hf: HFPolicy) -> None:
     s = SamplingParams(temperature=1.0, max_new_tokens=8, seed=3)
     a = [g.text for g in small_hf.generate([CONV, CONV], s, tools=TOOLS)]
-    small_hf._calls = __import__("itertools").count()
+    small_hf.engine._calls = __import__("itertools").count()
     b = [g.text for g in small_hf.generate([CONV, CONV], s, tools=TOOLS)]
     assert a == b
 

@@ -349,7 +349,7 @@ def test_chunked_base_materializes_a_plain_qwen2_checkpoint(chunked: tuple[Any, 
     assert parse_reply(reply).command == "ls"
 
     # it generates through the project's policy (the native template renders the tools)
-    policy = HFPolicy(out, config=HFPolicyConfig(threads=1))
+    policy = HFPolicy(out, config=HFPolicyConfig(engine={"threads": 1}))
     gen = policy.generate([msgs[:2]], SamplingParams(temperature=0.0, max_new_tokens=8), tools=TOOLS)[0]
     assert gen.completion_tokens > 0 and gen.prompt_tokens > 100
 

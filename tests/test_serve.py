@@ -195,7 +195,7 @@ def test_openai_policy_to_clawloop_serve_to_a_scratch_model_end_to_end(
         pytest.skip("bubblewrap is not installed")
     base, model = serve_tiny
     client = load_policy(f"openai:tiny@{base}")
-    local = HFPolicy(model, HFPolicyConfig(threads=1))
+    local = HFPolicy(model, HFPolicyConfig(engine={"threads": 1}))
     conv = [{"role": "system", "content": "You are a shell agent."}, {"role": "user", "content": "List the files."}]
     greedy = SamplingParams(temperature=0, max_new_tokens=24)
     there, here = client.generate([conv], greedy, tools=TOOLS)[0], local.generate([conv], greedy, tools=TOOLS)[0]

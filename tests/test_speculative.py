@@ -1,5 +1,5 @@
 """Faster CPU rollouts that keep the model's replies: guessed tokens checked in one forward pass
-(clawloop.policy.draft + the decode loop) and the lean forward (clawloop.policy.fastlm), on small
+(clawloop.policy.engine.drafter + the decode loop) and the lean forward (clawloop.policy.engine.fast_forward), on small
 random Qwen3, Qwen2 and Llama models."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import torch
 
 from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
 from clawloop.errors import ClawloopError
-from clawloop.policy.decode import accept, probabilities
-from clawloop.policy.draft import Drafter, tool_call_snippets
+from clawloop.policy.engine.config import EngineConfig
+from clawloop.policy.engine.decode_loop import accept, probabilities
+from clawloop.policy.engine.drafter import Drafter, tool_call_snippets
 from clawloop.policy.hf import HFPolicy, HFPolicyConfig
 from clawloop.policy.types import SamplingParams
 
@@ -88,8 +89,8 @@ def llama_bias(tokenizer: Any) -> Any:
     return _random_biases(LlamaForCausalLM(cfg).eval(), 2)
 
 
-def policy(model: Any, tokenizer: Any, **config: Any) -> HFPolicy:
-    return HFPolicy("unused", HFPolicyConfig(threads=1, **config), model=model, tokenizer=tokenizer)
+def policy(model: Any, tokenizer: Any, **engine: Any) -> HFPolicy:
+    return HFPolicy("unused", HFPolicyConfig(engine=EngineConfig(threads=1, **engine)), model=model, tokenizer=tokenizer)
 
 
 def test_drafter_proposes_what_followed_the_longest_earlier_match() -> None:
@@ -149,8 +150,8 @@ def test_fast_forward_matches_transformers(arch: str, request: pytest.FixtureReq
     masked-out (rejected) column equal transformers'."""
     from transformers import StaticCache
 
-    from clawloop.policy.decode import hf_forward
-    from clawloop.policy.fastlm import SDPA_TOKENS, FastLM
+    from clawloop.policy.engine.engine import hf_forward
+    from clawloop.policy.engine.fast_forward import SDPA_TOKENS, FastLM
 
     model = request.getfixturevalue(arch)
     for P in (6, SDPA_TOKENS + 4):
@@ -192,27 +193,27 @@ def test_fast_engine_refuses_what_it_cannot_run(tokenizer: Any) -> None:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=2))
-    with pytest.raises(ClawloopError, match="model_type 'gpt2'.*engine: hf runs any model"):
-        policy(gpt2, tokenizer, engine="fast")
+    with pytest.raises(ClawloopError, match="model_type 'gpt2'.*engine.forward hf runs any model"):
+        policy(gpt2, tokenizer, forward="fast")
     from clawloop.bootstrap.scratch import build_model
 
     qwen3 = build_model("tiny", tokenizer, seed=1, max_positions=512)
     with pytest.raises(ClawloopError, match="decode generate"):
-        policy(qwen3, tokenizer, engine="fast", decode="generate")
+        policy(qwen3, tokenizer, forward="fast", decode="generate")
     # auto: the fast forward where it can run, transformers' elsewhere.
-    from clawloop.policy.fastlm import FastLM
+    from clawloop.policy.engine.fast_forward import FastLM
 
-    assert not isinstance(policy(gpt2, tokenizer, engine="auto").forward, FastLM)
+    assert not isinstance(policy(gpt2, tokenizer, forward="auto").engine.forward, FastLM)
     # Qwen2 with sliding-window layers (use_sliding_window, layers from max_window_layers on): hf only.
     windowed = tiny_qwen2(tokenizer, use_sliding_window=True, sliding_window=8, max_window_layers=1)
     with pytest.raises(ClawloopError, match="sliding-window layers"):
-        policy(windowed, tokenizer, engine="fast")
-    assert not isinstance(policy(windowed, tokenizer, engine="auto").forward, FastLM)
+        policy(windowed, tokenizer, forward="fast")
+    assert not isinstance(policy(windowed, tokenizer, forward="auto").engine.forward, FastLM)
     # use_sliding_window with every layer below max_window_layers: full attention everywhere, runs.
     unwindowed = tiny_qwen2(tokenizer, use_sliding_window=True, sliding_window=8, max_window_layers=2)
-    assert isinstance(policy(unwindowed, tokenizer, engine="auto").forward, FastLM)
-    assert not isinstance(policy(qwen3, tokenizer, engine="auto", decode="generate").forward, FastLM)
-    assert isinstance(policy(qwen3, tokenizer, engine="auto").forward, FastLM)
+    assert isinstance(policy(unwindowed, tokenizer, forward="auto").engine.forward, FastLM)
+    assert not isinstance(policy(qwen3, tokenizer, forward="auto", decode="generate").engine.forward, FastLM)
+    assert isinstance(policy(qwen3, tokenizer, forward="auto").engine.forward, FastLM)
 
 
 @pytest.mark.parametrize("arch", ["qwen3", "qwen2"])
@@ -228,17 +229,16 @@ def test_guessing_keeps_greedy_replies_and_saves_forward_passes(engine: str, arc
     want = [g.text for g in plain.generate(CONVS, greedy, tools=TOOLS)]
     want1 = plain.generate(CONVS[:1], greedy, tools=TOOLS)[0]
     for rows in (CONVS, CONVS[:1]):
-        p = policy(model, tokenizer, engine=engine, speculate=6, speculate_tokens=28)
+        p = policy(model, tokenizer, forward=engine, speculate=6, speculate_tokens=28)
         assert [g.text for g in p.generate(rows, greedy, tools=TOOLS)] == want[:len(rows)]
     # An oracle drafter guesses the plain reply: 24 tokens in ~4 passes instead of 24.
-    p = policy(model, tokenizer, engine=engine, speculate=6)
+    p = policy(model, tokenizer, forward=engine, speculate=6)
     reply = list(want1.completion_ids)
     prompt = list(want1.prompt_ids)
-    p._drafters = {}
-    p._drafter = lambda tools: (lambda ctx, k: reply[len(ctx) - len(prompt):][:k])  # type: ignore[method-assign]
+    p.engine.drafter = lambda tools: (lambda ctx, k: reply[len(ctx) - len(prompt):][:k])  # type: ignore[method-assign,assignment,return-value]
     calls = []
-    forward = p.forward
-    p.forward = lambda ids, *a, **kw: calls.append(ids.shape) or forward(ids, *a, **kw)  # type: ignore[method-assign]
+    forward = p.engine.forward
+    p.engine.forward = lambda ids, *a, **kw: calls.append(ids.shape) or forward(ids, *a, **kw)
     got = p.generate(CONVS[:1], greedy, tools=TOOLS)[0]
     assert got.text == want1.text
     assert len(calls) <= 2 + -(-len(reply) // 7), calls  # the prefill, then 7 tokens a pass
@@ -248,9 +248,11 @@ def test_the_policys_drafter_remembers_its_replies(qwen3: Any, tokenizer: Any) -
     """After a reply the drafter holds its tokens (another episode of the task, a retried turn or
     the next command guesses from them); asked the same again, the greedy reply is the same."""
     greedy = SamplingParams(temperature=0.0, max_new_tokens=24)
-    p = policy(qwen3, tokenizer, engine="fast", speculate=6)
+    p = policy(qwen3, tokenizer, forward="fast", speculate=6)
     first = p.generate(CONVS[:2], greedy, tools=TOOLS)
-    history = p._drafter(TOOLS).history.tolist()
+    drafter = p.engine.drafter(TOOLS)
+    assert drafter is not None
+    history = drafter.history.tolist()
     assert sorted([history[:24], history[24:]]) == sorted(list(g.completion_ids) for g in first)
     assert [g.text for g in p.generate(CONVS[:2], greedy, tools=TOOLS)] == [g.text for g in first]
 
@@ -270,15 +272,15 @@ def test_qwen2_fast_engine_keeps_greedy_replies_over_two_turns(qwen2: Any, token
     earlier ones' keys and values, and decode steps check guesses (mostly wrong on a random model:
     the oracle drafter of test_guessing_keeps_greedy_replies_and_saves_forward_passes counts the
     passes they save)."""
-    from clawloop.policy.fastlm import FastLM
+    from clawloop.policy.engine.fast_forward import FastLM
 
     greedy = SamplingParams(temperature=0.0, max_new_tokens=24)
-    fast = policy(qwen2, tokenizer, engine="fast", speculate=8, kv_reuse_entries=16)
+    fast = policy(qwen2, tokenizer, forward="fast", speculate=8, kv_reuse_entries=16)
     refs = [policy(qwen2, tokenizer, kv_reuse_entries=0), policy(qwen2, tokenizer, decode="generate", kv_reuse_entries=0)]
-    assert isinstance(fast.forward, FastLM)
+    assert isinstance(fast.engine.forward, FastLM)
     passes: list[int] = []  # tokens per row of each forward pass
-    forward = fast.forward
-    fast.forward = lambda ids, *a, **kw: passes.append(ids.shape[1]) or forward(ids, *a, **kw)  # type: ignore[method-assign]
+    forward = fast.engine.forward
+    fast.engine.forward = lambda ids, *a, **kw: passes.append(ids.shape[1]) or forward(ids, *a, **kw)
     convs = [CONVS[0], CONVS[1], CONVS[0]]
     for turn in range(2):
         got = fast.generate(convs, greedy, tools=TOOLS)
@@ -286,7 +288,7 @@ def test_qwen2_fast_engine_keeps_greedy_replies_over_two_turns(qwen2: Any, token
             assert [g.completion_ids for g in got] == [g.completion_ids for g in ref.generate(convs, greedy, tools=TOOLS)]
         convs = [[*c, {"role": "assistant", "content": g.text}, tool_message(f"f{turn}\n[exit code 0]")]
                  for c, g in zip(convs, got, strict=True)]
-    store = fast.prefix_store
+    store = fast.engine.prefix_store
     assert store is not None and store.reused_tokens > store.computed_tokens
     assert any(1 < t < 16 for t in passes), passes  # steps fed guesses: rows x (1 + guesses)
     assert sum(len(set(g.completion_ids)) > 4 for g in got) >= 2  # replies that are not a single repeated token
@@ -296,8 +298,8 @@ def test_fast_int8_packed_weights_give_the_same_sums_as_int_mm() -> None:
     """oneDNN's packed int8 product and `_int_mm` give the same sums on the same quantized weights
     and activations, at their largest too: 8-bit weights where the CPU has VNNI, 7-bit ones where
     its kernel would saturate 8-bit pairs of products (onednn_int8_levels)."""
-    from clawloop.policy.fastlm import _Linear, onednn_int8_levels
-    from clawloop.policy.int8 import quantize_weight
+    from clawloop.policy.engine.fast_forward import _Linear, onednn_int8_levels
+    from clawloop.policy.engine.int8_linear import quantize_weight
 
     levels = onednn_int8_levels()
     if not levels:
@@ -321,7 +323,7 @@ def test_fast_int8_is_close_to_fp32(arch: str, request: pytest.FixtureRequest) -
     mis-scaled Qwen2 q/k/v bias, or saturated sums, would not be."""
     from transformers import StaticCache
 
-    from clawloop.policy.fastlm import FastLM
+    from clawloop.policy.engine.fast_forward import FastLM
 
     model = request.getfixturevalue(arch)
     ids = torch.tensor([[5, 9, 13, 17, 21, 25], [0, 0, 7, 11, 15, 19]])
@@ -342,7 +344,7 @@ def test_fast_int8_policy_runs_and_keeps_the_model_fp32(arch: str, request: pyte
                                                         tokenizer: Any) -> None:
     model = request.getfixturevalue(arch)
     before = model.model.layers[0].mlp.up_proj.weight.clone()
-    p = policy(model, tokenizer, engine="fast", quantize="int8", speculate=4)
+    p = policy(model, tokenizer, forward="fast", quantize="int8", speculate=4)
     out = p.generate(CONVS, SamplingParams(temperature=0.0, max_new_tokens=12), tools=TOOLS)
     assert len(out) == 3 and all(0 < g.completion_tokens <= 12 for g in out)
     assert type(model.model.layers[0].mlp.up_proj) is torch.nn.Linear
@@ -356,7 +358,7 @@ def test_decode_loop_masks_rejected_guesses_and_grows_the_cache_for_a_runaway_ro
     three for one row alone), the cache growing for them."""
     from types import SimpleNamespace
 
-    from clawloop.policy.decode import decode
+    from clawloop.policy.engine.decode_loop import DecodeBatch, Decoding, decode
 
     vocab, rows = 40, 3
     layers = [SimpleNamespace(keys=torch.zeros(rows, 1, 32, 2), values=torch.zeros(rows, 1, 32, 2), max_cache_len=32)]
@@ -376,8 +378,8 @@ def test_decode_loop_masks_rejected_guesses_and_grows_the_cache_for_a_runaway_ro
         return [(ctx[-1] + 1) % vocab, (ctx[-1] + 2) % vocab, 1][:k]
 
     ids = torch.tensor([[9, 30], [9, 20], [9, 10]])
-    out = decode(forward, ids, torch.ones(3, 2, dtype=torch.long), cache, 0, max_new=30, stop_ids={0},
-                 temperature=0.0, top_p=1.0, drafter=drafter, draft_tokens=4, capacity=32)
+    out = decode(forward, DecodeBatch(ids, torch.ones(3, 2, dtype=torch.long), cache, 0, capacity=32),
+                 Decoding(max_new=30, stop_ids={0}, drafter=drafter, draft_tokens=4))
     assert [t for t, _ in out] == [[31, 32, 33, 0], [*range(21, 34), 0], [*range(11, 34), 0]]
     assert all(done for _, done in out)
     # Three rows step one token at a time; the last one, alone, 3 tokens a step in a grown cache.

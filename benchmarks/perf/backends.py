@@ -41,10 +41,11 @@ CANDIDATES = ("hf-generate", "hf-fp32", "hf-spec", "hf-fast", "hf-fast-spec", "h
               "hf-int8", "hf-w8a8", "llamacpp-q8_0", "llamacpp-q5_0", "llamacpp-q4_0", "llamacpp-f16", "vllm",
               "vllm-eager")
 SPECULATE = 8
-"""Guessed tokens per step of the -spec candidates (rollout.speculate)."""
+"""Guessed tokens per step of the -spec candidates (rollout.engine.speculate)."""
 
 
 def load_candidate(name: str, model: Path, threads: int | None) -> Any:
+    from clawloop.policy.engine.config import EngineConfig
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.types import LlamaCppPolicyConfig
 
@@ -63,16 +64,20 @@ def load_candidate(name: str, model: Path, threads: int | None) -> Any:
     dtype = "bfloat16" if name == "hf-bf16" else "float32"
     decode = "generate" if name == "hf-generate" else "loop"
     quantize = "int8" if name in ("hf-w8a8", "hf-fast-int8-spec") else "none"
-    engine = "fast" if name.startswith("hf-fast") else "hf"
+    forward = "fast" if name.startswith("hf-fast") else "hf"
     speculate = SPECULATE if name.endswith("-spec") else 0
-    policy = HFPolicy(model, HFPolicyConfig(threads=threads, dtype=dtype, decode=decode, quantize=quantize,
-                                            engine=engine, speculate=speculate))
+    policy = HFPolicy(model, HFPolicyConfig(dtype=dtype, engine=EngineConfig(
+        threads=threads, decode=decode, quantize=quantize, forward=forward, speculate=speculate)))
     if name == "hf-int8":
         import torch
 
-        # torch.ao's dynamic int8: one activation scale per tensor (hf-w8a8: one per token).
-        policy.model = torch.ao.quantization.quantize_dynamic(policy.model, {torch.nn.Linear},
-                                                              dtype=torch.qint8)
+        from clawloop.policy.engine.engine import hf_forward
+
+        # torch.ao's dynamic int8: one activation scale per tensor (hf-w8a8: one per token). A copy
+        # of the model: the engine's forward must run the copy.
+        policy.model = policy.engine.model = torch.ao.quantization.quantize_dynamic(
+            policy.model, {torch.nn.Linear}, dtype=torch.qint8)
+        policy.engine.forward = hf_forward(policy.model)
     return policy
 
 

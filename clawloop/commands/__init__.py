@@ -19,8 +19,8 @@ app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(model_app, name="model")
 
-POLICY_SET_HELP = ("Override a backend option of the policy, e.g. --policy-set hf.engine=fast --policy-set "
-                   "hf.speculate=8 (sections hf, llamacpp, vllm, openai: clawloop.policy.load.PolicySpec). Repeatable.")
+POLICY_SET_HELP = ("Override a backend option of the policy, e.g. --policy-set hf.engine.forward=fast --policy-set "
+                   "hf.engine.speculate=8 (sections hf, llamacpp, vllm, openai: clawloop.policy.load.PolicySpec). Repeatable.")
 
 
 def parse_sets(sets: list[str], flag: str = "--set") -> dict:

@@ -32,7 +32,7 @@ def serve(
         raise ClawloopError(f"{model}: serve a local policy (DIR, hf:, llamacpp:, auto:, vllm:), not an endpoint")
     spec = with_options(spec, parse_sets(policy_sets, "--policy-set"))
     if threads is not None:
-        spec.hf.threads = spec.llamacpp.threads = threads
+        spec.hf.engine.threads = spec.llamacpp.threads = threads
     config = ServeConfig(host=host, port=port, window_ms=window_ms, max_wait_ms=max_wait_ms,
                          max_batch=max_batch, model_name=name)
     policy = load_policy(spec)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.errors import ClawloopError
+from clawloop.policy.gguf_export import cached_gguf
 from clawloop.policy.types import (
     END_OF_TURN,
     Conversation,
@@ -61,8 +62,6 @@ class LlamaCppPolicy:
                  policy_id: str | None = None) -> None:
         import httpx
         from transformers import AutoTokenizer
-
-        from clawloop.policy.gguf_export import cached_gguf
 
         self.config = c = config or LlamaCppPolicyConfig()
         self.model_dir = Path(model_dir)

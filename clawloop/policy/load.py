@@ -12,14 +12,19 @@ Heavy libraries (torch, transformers, vllm, httpx) are imported inside the backe
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, validated
+from clawloop.policy.gguf_export import ARCHITECTURES
 from clawloop.policy.hf import HFPolicy, HFPolicyConfig
+from clawloop.policy.llamacpp import LlamaCppPolicy, find_server
+from clawloop.policy.openai import OpenAIPolicy
 from clawloop.policy.types import LlamaCppPolicyConfig, OpenAIPolicyConfig, Policy, VLLMPolicyConfig
+from clawloop.policy.vllm import VLLMPolicy
 
 
 class PolicySpec(BaseModel):
@@ -46,27 +51,21 @@ class PolicySpec(BaseModel):
 
 AUTO_LLAMACPP_MAX_BATCH = 4
 """`auto` takes llama.cpp up to this batch (llamacpp.parallel) when hf decodes without guesses:
-measured on 2 cores with the 135M base, llama.cpp q8_0 generated 1.4-1.6x HF's tokens/s at batch
-1 and less at batch 8+. With guesses (hf.speculate) hf matched it at batch 1 (23.2 vs 22.8 tok/s
-on 1 thread, 37.9 vs 40.1 on 2) and keeps the model's own greedy replies (44/44 against 33-36)."""
+there llama.cpp generated more tokens/s than hf, beyond it fewer. With guesses
+(hf.engine.speculate) hf matches it at batch 1 and keeps the model's own greedy replies
+(benchmarks/perf/README.md)."""
 
 
 def resolve_auto_backend(spec: PolicySpec) -> str:
     """`auto`: hf where torch sees a GPU, the batch is large or hf guesses tokens; llamacpp on a
     CPU for small batches when llama-server is installed and can serve the checkpoint; hf
     otherwise."""
-    import json
-
     import torch
-
-    from clawloop.policy.gguf_export import ARCHITECTURES
 
     if spec.hf.device.startswith("cuda") or (spec.hf.device == "auto" and torch.cuda.is_available()):
         return "hf"
-    if spec.llamacpp.parallel > AUTO_LLAMACPP_MAX_BATCH or spec.hf.speculate > 0:
+    if spec.llamacpp.parallel > AUTO_LLAMACPP_MAX_BATCH or spec.hf.engine.speculate > 0:
         return "hf"
-    from clawloop.policy.llamacpp import find_server
-
     try:
         find_server(spec.llamacpp.server)
         archs = json.loads((Path(spec.model) / "config.json").read_text()).get("architectures") or []
@@ -93,10 +92,8 @@ OPTION_SECTIONS = ("hf", "llamacpp", "vllm", "openai")
 
 
 def with_options(spec: PolicySpec, options: dict[str, Any], where: str = "--policy-set") -> PolicySpec:
-    """`spec` with backend options overridden, e.g. {"hf": {"engine": "fast", "speculate": 8}};
+    """`spec` with backend options overridden, e.g. {"hf": {"engine": {"forward": "fast", "speculate": 8}}};
     an unknown section or key, or a bad value, is a ClawloopError naming it."""
-    from clawloop.errors import validated
-
     for section in options:
         if section not in OPTION_SECTIONS:
             raise ClawloopError(f"{where}: {section}: unknown section (one of {', '.join(OPTION_SECTIONS)})")
@@ -104,8 +101,17 @@ def with_options(spec: PolicySpec, options: dict[str, Any], where: str = "--poli
     for section, values in options.items():
         if not isinstance(values, dict):
             raise ClawloopError(f"{where}: {section}: expected {section}.KEY=VALUE")
-        merged[section].update(values)
+        _merge(merged[section], values)
     return validated(PolicySpec, merged, where)
+
+
+def _merge(into: dict[str, Any], values: dict[str, Any]) -> None:
+    """`values` set into `into` key by key, nested sections (hf.engine) included."""
+    for key, value in values.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
 
 
 def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
@@ -119,15 +125,9 @@ def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
     if spec.backend == "auto":
         spec = spec.model_copy(update={"backend": resolve_auto_backend(spec)})
     if spec.backend == "llamacpp":
-        from clawloop.policy.llamacpp import LlamaCppPolicy
-
         return LlamaCppPolicy(spec.model, spec.llamacpp, policy_id=spec.policy_id)
     if spec.backend == "hf":
         return HFPolicy(spec.model, spec.hf, policy_id=spec.policy_id)
     if spec.backend == "vllm":
-        from clawloop.policy.vllm import VLLMPolicy
-
         return VLLMPolicy(spec.model, spec.vllm, policy_id=spec.policy_id)
-    from clawloop.policy.openai import OpenAIPolicy
-
     return OpenAIPolicy(spec.model, spec.openai, policy_id=spec.policy_id)

@@ -85,8 +85,8 @@ class VLLMPolicyConfig(BaseModel):
     """Weights dtype passed to vLLM. "auto" runs float32 checkpoints in bfloat16 (vLLM's rule,
     also on a CPU); "float32" gives HFPolicy's greedy replies up to rounding."""
     enforce_eager: bool = False
-    """No torch.compile (and no CUDA graphs on a GPU). On a CPU the compiled engine took ~2 min
-    to start; eager starts in seconds and decodes slower (benchmarks/perf/rollout.py --compare)."""
+    """No torch.compile (and no CUDA graphs on a GPU). On a CPU the compiled engine takes minutes
+    to start; eager starts in seconds and decodes slower (benchmarks/perf/README.md)."""
     cpu_threads_bind: str | None = None
     """CPU only: the cores the engine's OpenMP threads are pinned to, e.g. "0" or "0-3"
     (VLLM_CPU_OMP_THREADS_BIND); None: vLLM's "auto", every core of a NUMA node. Sandboxes

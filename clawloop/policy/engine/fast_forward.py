@@ -1,18 +1,17 @@
-"""A lean CPU forward pass for HFPolicy's rollouts: Llama, Qwen2 and Qwen3 decoders on the model's weights.
+"""A lean CPU forward pass for the engine's rollouts: Llama, Qwen2 and Qwen3 decoders on the model's weights.
 
-transformers' forward is written for every model and device; on a 2-core CPU at batch 1 its
-bookkeeping costs about as much as the arithmetic. Profiled on the 135M default (decode loop,
-int8 Linear layers): attention over the whole static KV cache 19% of the time, dtype copies 12%,
-masks and small ops most of the rest. This forward runs the same layers with:
+transformers' forward is written for every model and device; on a small CPU at batch 1 its
+bookkeeping (attention over the whole static KV cache, dtype copies, masks and small ops) costs
+about as much as the arithmetic (the profile: benchmarks/perf/README.md). This forward runs the
+same layers with:
 - q/k/v and gate/up projections fused into one matrix product each (one activation pass), the
   residual added in place by the op after the product;
 - fp32 products of 4-256 rows (decode steps) through oneDNN on weights packed once: torch's
-  default (MKL) path is slowest per row exactly there on this box (9-15 rows cost 1.1-1.5x what
-  16 do), and a 9-token step at batch 1 fell from 116 to 74 ms;
+  default (MKL) path is slowest per row exactly there;
 - decode attention as two batched matrix products over the cache columns filled so far
   (grouped-query heads share their keys without copies), with one additive mask per step;
-  prefills through torch's fused attention (2.5x at 120 tokens x 300 columns);
-- optional int8 weights (per output channel) and int8 activations (per token), clawloop.policy.int8's
+  prefills through torch's fused attention;
+- optional int8 weights (per output channel) and int8 activations (per token), int8_linear's
   scheme, through oneDNN's int8 product with the weights packed once (`torch._int_mm` where
   torch lacks it: the same integer sums, but it re-lays the weight out at every call; on a CPU
   without VNNI the weights have 7 bits, where oneDNN's sums stay exact, `onednn_int8_levels`),
@@ -22,9 +21,9 @@ masks and small ops most of the rest. This forward runs the same layers with:
   with int8); an untied output head is its own matrix, a tied one the embedding's.
 Qwen3's per-head q/k norms run where the layers have them (Qwen2 and Llama have none). Sliding-
 window layers (Qwen2's use_sliding_window, where max_window_layers leaves some layers windowed)
-are refused: HFPolicy's engine auto falls back to transformers' forward there.
+are refused: the engine's forward auto falls back to transformers' forward there.
 It reads and writes the same transformers cache objects (`cache.layers[i].keys/values`, shape
-[batch, kv_heads, columns, head_dim]) that clawloop.policy.kv_reuse lays out and extracts, so
+[batch, kv_heads, columns, head_dim]) that prefix_cache lays out and extracts, so
 prompt reuse across turns and the decode loop work unchanged. RMSNorm is torch's rms_norm with
 the model's weights and epsilon; rotary embeddings use the model's own cos/sin. Training never
 uses it. Packed weights are a second copy of the weights in memory (`prepack=False`: none).
@@ -36,16 +35,15 @@ from typing import Any
 
 import torch
 
-from clawloop.policy.int8 import quantize_rows, quantize_weight
+from clawloop.policy.engine.int8_linear import quantize_rows, quantize_weight
 
 SUPPORTED = ("llama", "qwen2", "qwen3")
 SDPA_TOKENS = 16
+"""Steps of at least this many tokens (prefills) attend through torch's fused attention kernel;
+at 1-9 tokens (decode steps) the two matrix products are faster (benchmarks/perf/README.md)."""
 PACKED_ROWS = (4, 256)
 """fp32 products of this many rows (inclusive) go through oneDNN on packed weights: decode steps,
-guesses included. 1-3 rows (10% faster) and prefills (2-4%) through torch.nn.functional.linear."""
-"""Steps of at least this many tokens (prefills) attend through torch's fused attention kernel:
-2.5x faster than the two matrix products at 120 tokens x 300 columns; at 1-9 tokens (decode
-steps) the products are faster."""
+guesses included. 1-3 rows and prefills are faster through torch.nn.functional.linear."""
 
 
 def supports(model: Any) -> str | None:
@@ -70,14 +68,12 @@ _ONEDNN_LEVELS: int | None = None
 
 def onednn_int8_levels() -> int:
     """Weight levels (|q| <= this) at which oneDNN's packed int8 product gives exact integer sums
-    with 8-bit activations on this CPU, checked once: 127 with VNNI; 63 without (AVX2 only, the
-    AMD EPYC box of 2026-12-02), whose u8 x s8 kernel adds pairs of products into int16 with
-    saturation (vpmaddubsw): activations around zero point 128 (u8 up to 255) times weights near
-    127 overflow it (sums off by 87k of 267k, logits by 0.13 on the tiny test model), 7-bit
-    weights do not (pairs <= 2 x 255 x 63 = 32130). 7-bit activations instead lost far more on
-    Qwen2.5-Coder-0.5B (logits' relative error 0.31, next-token argmax 78% equal to fp32's, vs
-    0.064 and 95% with 7-bit weights, 0.053 and 97.5% at 8 bits; one 40-token prompt). 0: neither,
-    `torch._int_mm` (exact at 127, but 11-42x slower than fp32's product there at 1-32 rows)."""
+    with 8-bit activations on this CPU, checked once: 127 with VNNI; 63 without (AVX2 only),
+    whose u8 x s8 kernel adds pairs of products into int16 with saturation (vpmaddubsw):
+    activations around zero point 128 (u8 up to 255) times weights near 127 overflow it, 7-bit
+    weights do not (pairs <= 2 x 255 x 63 = 32130); 7-bit activations instead lost far more
+    accuracy (benchmarks/perf/README.md). 0: neither, `torch._int_mm` (exact at 127, but much
+    slower than fp32's product there)."""
     global _ONEDNN_LEVELS
     if _ONEDNN_LEVELS is None:
         _ONEDNN_LEVELS = 0
@@ -139,17 +135,16 @@ class _Linear:
             self.weight = q.t()
             if prepack and onednn_int8_levels():
                 # oneDNN's int8 product with the weight packed once; `_int_mm` re-lays it out at
-                # every call. Same integer sums (tested); 1.2x at 9-32 rows on a CPU with VNNI,
-                # 27-69x `_int_mm` at 1-32 rows without.
+                # every call. Same integer sums (tested), faster (benchmarks/perf/README.md).
                 self.packed = torch.ops.onednn.qlinear_prepack(q, None)
                 self.zero_points = torch.zeros(q.shape[0], dtype=torch.long)
         else:
             # The model's own matrices become row blocks of the fused one: no second copy in memory.
             self.weight = _fuse(weights)
             if prepack and torch.backends.mkldnn.is_available():
-                # oneDNN's fp32 product on a copy of the weight in its blocked layout: 1.8x torch's
-                # (MKL's) at 4-16 rows on this box, where MKL is slowest per row (14 rows cost it
-                # 1.5x what 16 do). One more copy of the weights in memory.
+                # oneDNN's fp32 product on a copy of the weight in its blocked layout: faster than
+                # torch's (MKL's) at 4-16 rows, where MKL is slowest per row. One more copy of the
+                # weights in memory.
                 try:
                     self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, 16)
                 except (RuntimeError, AttributeError):

@@ -2,12 +2,11 @@
 
 Weights are quantized once per output channel (symmetric, scale = max |w| / 127); activations
 once per token at each call (scale = max |x| / 127 of that row), and `torch._int_mm` multiplies
-them with VNNI instructions, 4-6x the fp32 matmul rate on this box's cores. Per-token scales
-matter on a 135M model: torch.ao's dynamic quantization uses one scale per tensor, so one
-outlier token flattens the rest of the batch (0 of 44 greedy replies equal to fp32 in
-benchmarks/perf/rollout.py --compare, and visibly broken tool calls).
+them with VNNI instructions, several times the fp32 matmul rate (benchmarks/perf/README.md).
+Per-token scales matter on a 135M model: torch.ao's dynamic quantization uses one scale per
+tensor, so one outlier token flattens the rest of the batch (visibly broken tool calls).
 
-Training never sees this: HFPolicyConfig(quantize="int8") converts the policy's copy after
+Training never sees this: EngineConfig(quantize="int8") converts the policy's copy after
 loading, and the checkpoint on disk stays fp32.
 """
 
@@ -20,7 +19,7 @@ import torch
 
 def quantize_weight(w: torch.Tensor, levels: int = 127) -> tuple[torch.Tensor, torch.Tensor]:
     """[out, in] weights as int8 in [-levels, levels] with one scale per output channel
-    (max |w| / levels; clawloop.policy.fastlm uses 63 where its int8 product needs 7 bits)."""
+    (max |w| / levels; fast_forward uses 63 where its int8 product needs 7 bits)."""
     w = w.detach().float()
     scale = w.abs().amax(dim=1).clamp(min=1e-8) / levels
     return torch.round(w / scale[:, None]).clamp(-levels, levels).to(torch.int8), scale
@@ -38,8 +37,8 @@ class Int8Linear(torch.nn.Module):
     def __init__(self, linear: torch.nn.Linear) -> None:
         super().__init__()
         q, scale = quantize_weight(linear.weight)
-        # [in, out] as a transposed view of the row-major [out, in]: _int_mm's fastest layout
-        # here, at batch 1 as well as batch 32.
+        # [in, out] as a transposed view of the row-major [out, in]: _int_mm's fastest layout,
+        # at batch 1 as well as batch 32.
         self.register_buffer("weight_t", q.t(), persistent=False)
         self.register_buffer("weight_scale", scale, persistent=False)
         bias = linear.bias.detach().float().clone() if linear.bias is not None else None

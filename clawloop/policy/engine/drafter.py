@@ -1,16 +1,13 @@
-"""Draft tokens for speculative decoding without a draft model (HFPolicy's decode loop).
+"""Draft tokens for speculative decoding without a draft model (the engine's decode loop).
 
 A shell agent's reply is mostly predictable text: the tool-call wrapper its chat template writes
 (`<tool_call>\\n{"name": "bash", "arguments": {"command": "` and back), and paths and names it
 copies from the task or an earlier command. `Drafter` guesses the next tokens by finding the
 reply's last few tokens earlier in the row's own context (prompt lookup) or in the rendered
 tool-call snippets, and proposes what followed them there. The model then checks all guesses in
-one forward pass (clawloop.policy.decode): greedy replies stay exactly the model's own, sampled
-ones keep its distribution, and each pass yields one token or more.
-
-Measured on the iteration-3 checkpoint's first-turn shell-core replies (greedy, 44 prompts):
-prompt lookup alone, 1.7 tokens per pass; with the tool-call snippets, 2.6 (8 drafts) to 3.0
-(16 drafts); with earlier replies as well, 3.1 (8 drafts; benchmarks/perf/drafting.py).
+one forward pass (clawloop.policy.engine.decode_loop): greedy replies stay exactly the model's
+own, sampled ones keep its distribution, and each pass yields one token or more. Each source adds
+tokens per pass (benchmarks/perf/README.md, measured by benchmarks/perf/drafting.py).
 """
 
 from __future__ import annotations
@@ -53,8 +50,7 @@ class Drafter:
 
     For each suffix length (longest first) the sources are tried in that order: the row's own
     context, the replies `remember`ed before (an agent repeats its commands and their shapes
-    across episodes and turns: 2.68 -> 3.11 tokens a pass on 44 first-turn shell-core replies,
-    benchmarks/perf/drafting.py), the tool-call snippets."""
+    across episodes and turns), the tool-call snippets."""
 
     def __init__(self, k: int, snippets: Sequence[int] = (), history_tokens: int = HISTORY_TOKENS) -> None:
         self.k = k

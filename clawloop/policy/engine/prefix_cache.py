@@ -1,4 +1,4 @@
-"""Reuse of earlier prompts' KV caches in HFPolicy: multi-turn rollouts re-send a conversation
+"""Reuse of earlier prompts' KV caches in the engine: multi-turn rollouts re-send a conversation
 that only grew at its end, so each turn would otherwise prefill the whole conversation again.
 
 `PrefixStore` keeps the per-layer keys/values of recent prompts (one entry per prompt, least
@@ -6,9 +6,9 @@ recently used dropped first). A new prompt takes the entry sharing its longest p
 laid out as `[pad | cached | pad | new]` per row, so the attention mask's cumulative sum gives
 every token its true position and only the new tokens are computed.
 
-HFPolicy fills the store in three steps before a batched generate: prefixes the batch shares
+The engine fills the store in three steps before a batched decode: prefixes the batch shares
 (`shared_prefixes`), then each row's own new tokens in groups of similar length
-(`prefill_groups`), so the generate itself only decodes.
+(`prefill_groups`), so the decode itself only decodes.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 MIN_REUSE = 16
 """Shorter shared prefixes are recomputed (not worth the copies)."""
@@ -76,6 +77,13 @@ class PrefixStore:
         while len(self.entries) > self.max_entries:
             self.entries.popitem(last=False)
 
+    def keep(self, prompt: list[int], hit: Hit, kv: list[tuple[Any, Any]], reply: list[int] | None = None) -> None:
+        """Put `prompt`'s keys/values `kv` (followed by those of its `reply` tokens) in place of the
+        entry it was extended from, and count reused vs computed tokens."""
+        self.put([*prompt, *(reply or [])], kv, replaces=hit.key)
+        self.reused_tokens += hit.length
+        self.computed_tokens += len(prompt) - hit.length
+
 
 def shared_prefixes(prompts: list[list[int]], store: PrefixStore) -> list[list[int]]:
     """Prefixes that several prompts of a batch share and the store does not hold yet.
@@ -132,18 +140,17 @@ def prefill_groups(cached: list[int], new: list[int], slack: float = 0.25, most:
 
 class ColumnCache:
     """Keys and values per layer ([batch, kv_heads, columns, head_dim], `cache.layers[i].keys`, as
-    transformers' caches) allocated without zeroing, for clawloop.policy.fastlm: it only reads
-    columns that were written before (reused prefixes, prefills, decode steps) or zeroed here
-    (the padding before a row's shorter reused prefix). Zeroing a StaticCache wrote ~0.6 GB at a
-    batch-32 call here (~0.1 s, and the columns of rows that finish early are never needed);
-    transformers' attention reads every column of its cache, so the hf engine keeps StaticCache."""
+    transformers' caches) allocated without zeroing, for clawloop.policy.engine.fast_forward: it
+    only reads columns that were written before (reused prefixes, prefills, decode steps) or zeroed
+    here (the padding before a row's shorter reused prefix). Zeroing a whole StaticCache is a
+    measurable share of a wide call (benchmarks/perf/README.md), and the columns of rows that
+    finish early are never needed; transformers' attention reads every column of its cache, so
+    the hf forward keeps StaticCache."""
 
     zeroed = False
-    """Whether unwritten columns hold zeros (clawloop.policy.decode.grow keeps what it finds)."""
+    """Whether unwritten columns hold zeros (clawloop.policy.engine.decode_loop.grow keeps what it finds)."""
 
     def __init__(self, model_config: Any, batch: int, columns: int, dtype: Any, device: Any) -> None:
-        import torch
-
         kv = model_config.num_key_value_heads
         dim = getattr(model_config, "head_dim", None) or model_config.hidden_size // model_config.num_attention_heads
         self.layers = [_Columns(torch.empty((batch, kv, columns, dim), dtype=dtype, device=device),
@@ -162,10 +169,9 @@ def layout(prompts: list[list[int]], hits: list[Hit], pad: int, model_config: An
     """input_ids, attention_mask, a cache holding the reused prefixes, and the cached width C.
 
     The cache is sized for the whole generation: a StaticCache (a DynamicCache re-concatenates
-    every layer's keys and values at each decoded token, which was 40% of a batch-32 generate),
-    or with `zeroed=False` a ColumnCache (for clawloop.policy.fastlm only).
+    every layer's keys and values at each decoded token: benchmarks/perf/README.md), or with
+    `zeroed=False` a ColumnCache (for clawloop.policy.engine.fast_forward only).
     """
-    import torch
     from transformers import StaticCache
 
     c = [h.length for h in hits]
@@ -207,8 +213,6 @@ def layout(prompts: list[list[int]], hits: list[Hit], pad: int, model_config: An
 def extract(cache: Any, row: int, cached: int, new: int, C: int, U: int, more: Any = None) -> list[tuple[Any, Any]]:
     """Row `row`'s prompt keys/values from the cache generate returned, pads dropped, then those
     of cache columns `more` (a reply's tokens) when given."""
-    import torch
-
     idx = torch.cat([torch.arange(C - cached, C), torch.arange(C + U - new, C + U),
                      *([more.cpu()] if more is not None else [])])
     out = []
