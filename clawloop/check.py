@@ -16,7 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from clawloop import trajectory
+from clawloop.agent.playbook import policy_playbook, read_playbook
+from clawloop.diagnosis.schema import load_report
 from clawloop.errors import ClawloopError
+from clawloop.io import iter_jsonl, read_json
+from clawloop.loop import read_eval_detail, read_metrics
+from clawloop.tasks.pool import read_pool
+from clawloop.training.checkpoint import check_base
+from clawloop.trajectory import OPTIONAL_EPISODE_COLUMNS, OPTIONAL_STEP_COLUMNS, OUTCOMES, TERMINATIONS
+from clawloop.validation.probe import read_probe
 
 
 @dataclass
@@ -28,14 +37,10 @@ class Finding:
 
 
 def check_pool(path: Path) -> None:
-    from clawloop.tasks.pool import read_pool
-
     read_pool(path)
 
 
 def check_probe(path: Path) -> None:
-    from clawloop.validation.probe import read_probe
-
     read_probe(path)
 
 
@@ -45,21 +50,13 @@ def check_trajectories(path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from clawloop.trajectory import (
-        EPISODE_SCHEMA,
-        OPTIONAL_EPISODE_COLUMNS,
-        OPTIONAL_STEP_COLUMNS,
-        OUTCOMES,
-        STEP_SCHEMA,
-        TERMINATIONS,
-    )
-
+    episode_schema, step_schema = trajectory.EPISODE_SCHEMA, trajectory.STEP_SCHEMA  # built on first use
     parts = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
     if not parts:
         raise ClawloopError(f"{path}: no Parquet parts")
     for part in parts:
-        expected = EPISODE_SCHEMA if part.name.startswith("episodes") else STEP_SCHEMA
-        optional = OPTIONAL_EPISODE_COLUMNS if expected is EPISODE_SCHEMA else OPTIONAL_STEP_COLUMNS
+        expected = episode_schema if part.name.startswith("episodes") else step_schema
+        optional = OPTIONAL_EPISODE_COLUMNS if expected is episode_schema else OPTIONAL_STEP_COLUMNS
         try:
             schema = pq.read_schema(part)
         except (pa.ArrowException, OSError) as e:
@@ -72,7 +69,7 @@ def check_trajectories(path: Path) -> None:
             got = schema.field(field.name).type
             if got != field.type and not (got == "null"):
                 raise ClawloopError(f"{part}: {field.name}: type {got}, expected {field.type}")
-        if expected is EPISODE_SCHEMA:
+        if expected is episode_schema:
             table = pq.read_table(part, columns=["outcome", "termination"])
             for col, allowed in (("outcome", OUTCOMES), ("termination", TERMINATIONS)):
                 bad = set(table.column(col).to_pylist()) - set(allowed) - {None}
@@ -81,49 +78,34 @@ def check_trajectories(path: Path) -> None:
 
 
 def check_diagnosis(path: Path) -> None:
-    from clawloop.diagnosis.schema import load_report
-
     load_report(path)
 
 
 def check_metrics(path: Path) -> None:
-    from clawloop.loop import read_metrics
-
     read_metrics(path)
 
 
 def check_eval_detail(path: Path) -> None:
-    from clawloop.loop import read_eval_detail
-
     read_eval_detail(path)
 
 
 def check_checkpoint(path: Path) -> None:
     """A checkpoint directory, and the playbook it carries if any."""
-    from clawloop.agent.playbook import policy_playbook
-    from clawloop.training.checkpoint import check_base
-
     check_base(path)
     policy_playbook(path)
 
 
 def check_playbook(path: Path) -> None:
-    from clawloop.agent.playbook import read_playbook
-
     read_playbook(path)
 
 
 def check_json(path: Path) -> None:
-    from clawloop.io import read_json
-
     if not isinstance(read_json(path), dict):
         raise ClawloopError(f"{path}: expected a JSON object")
 
 
 def check_jsonl(path: Path) -> None:
     """Every line is a JSON object (generic JSONL)."""
-    from clawloop.io import iter_jsonl
-
     for lineno, obj in iter_jsonl(path):
         if not isinstance(obj, dict):
             raise ClawloopError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
@@ -131,9 +113,6 @@ def check_jsonl(path: Path) -> None:
 
 def check_records(path: Path) -> None:
     """`clawloop eval --out` records: JSON objects with a known outcome."""
-    from clawloop.io import iter_jsonl
-    from clawloop.trajectory import OUTCOMES
-
     for lineno, obj in iter_jsonl(path):
         if not isinstance(obj, dict):
             raise ClawloopError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
@@ -142,8 +121,6 @@ def check_records(path: Path) -> None:
 
 
 def check_validation_report(path: Path) -> None:
-    from clawloop.io import read_json
-
     rep = read_json(path)
     for key in ("input", "kept", "rejected"):
         if key not in rep:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import importlib
 import sys
 
+from clawloop import __version__
 from clawloop.commands import app
+from clawloop.errors import ClawloopError
+from sandbox.base import SandboxError
 
 # Command modules, each owning one area; imported for their registrations.
 _COMMAND_MODULES = [
@@ -28,9 +31,6 @@ for _name in _COMMAND_MODULES:
 
 def main() -> None:
     """Entry point: run the app, turning expected errors into one-line messages."""
-    from clawloop.errors import ClawloopError
-    from sandbox.base import SandboxError
-
     try:
         app()
     except (ClawloopError, SandboxError) as e:
@@ -44,6 +44,4 @@ def main() -> None:
 @app.command()
 def version() -> None:
     """Print the version."""
-    from clawloop import __version__
-
     print(__version__)

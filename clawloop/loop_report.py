@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.io import write_bytes, write_text
+from clawloop.report import ablations
 from clawloop.report.collect import collect
 from clawloop.report.plots import draw
+from clawloop.report.render import context, render
+from clawloop.viewer import expand_sources, write_viewer
 
 __all__ = ["collect", "draw", "write_report"]
 
@@ -41,9 +44,6 @@ def write_report(runs: str | Path, out: str | Path, *, viewer: bool = True, abla
     `ablations_from`: a DVC repository whose `dvc exp show` lists ablations (None: the one
     `runs` lies in, if any); `ablation_clones`: repositories where a variant ran in a clone of its own.
     """
-    from clawloop.report import ablations
-    from clawloop.report.render import context, render
-
     runs, out = Path(runs), Path(out)
     clone_rows = ablations.from_clones(list(ablation_clones))  # a bad one fails before anything is written
     data = collect(runs)
@@ -52,8 +52,6 @@ def write_report(runs: str | Path, out: str | Path, *, viewer: bool = True, abla
         write_bytes(out / name, png)
     link = None
     if viewer:
-        from clawloop.viewer import expand_sources, write_viewer
-
         sources = expand_sources([runs])
         if sources:
             write_viewer(sources, out / VIEWER_DIR, title="clawloop trajectories")

@@ -13,12 +13,11 @@ from pathlib import Path
 
 from clawloop.errors import ClawloopError
 from clawloop.params import Params, load_params
+from sandbox.base import SandboxError
 
 
 def run_stage(main: Callable[[Params], None], params_path: str = "params.yaml") -> None:
     """Validate params.yaml, run `main(params)`; bad input exits 2 with one line, no traceback."""
-    from sandbox.base import SandboxError
-
     name = Path(sys.argv[0]).stem
     t0 = time.perf_counter()
     try:

@@ -17,6 +17,9 @@ from typing import Any
 import orjson
 
 from clawloop.errors import ClawloopError
+from clawloop.tasks.formats import load_suite_any
+from clawloop.tasks.intercode import published_on
+from clawloop.tasks.suite import load_suite
 
 VERSION = 1
 
@@ -34,9 +37,6 @@ def fingerprint(items: list[Any]) -> dict[str, Any]:
 
 def build(params: Any) -> dict[str, Any]:
     """The manifest of every suite `params` names (eval suites in their format, held-out paths)."""
-    from clawloop.tasks.formats import load_suite_any
-    from clawloop.tasks.suite import load_suite
-
     suites: dict[str, Any] = {}
     for s in params.eval.suites:
         if not s.present():
@@ -82,8 +82,6 @@ def check(manifest: str | Path | None, suite_path: str | Path, items: list[Any])
 
 def eval_suites(params: Any, manifest: str | Path | None) -> list[tuple[str, list[Any], bool]]:
     """(name, tasks to roll out, held-out?) for each of `eval.suites`, checked against `manifest`."""
-    from clawloop.tasks.formats import load_suite_any
-
     out = []
     for s in params.eval.suites:
         if not s.present():
@@ -99,9 +97,6 @@ def heldout_tasks(params: Any, manifest: str | Path | None) -> list[Any]:
     """Every task synthesis must stay off (the overlap check): `validation.heldout`'s suites and
     every held-out suite of `eval.suites` in its own format (InterCode-Bash's queries and gold
     commands too), each checked against `manifest`."""
-    from clawloop.tasks.formats import load_suite_any
-    from clawloop.tasks.suite import load_suite
-
     tasks, seen = [], set()
     for path in params.validation.heldout:
         suite = load_suite(path)
@@ -125,8 +120,6 @@ def _how(s: Any) -> str:
 def published_baselines(params: Any, suite: str, names: list[str]) -> dict[str, dict[str, int]]:
     """Published results of suite `suite` (by name in eval.suites) on the tasks `names`: for an
     InterCode-Bash export, each published run's successes on exactly these tasks."""
-    from clawloop.tasks.intercode import published_on
-
     for s in params.eval.suites:
         if s.name == suite and s.format == "intercode" and s.present():
             return published_on(s.path, sorted(set(names)))

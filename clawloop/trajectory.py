@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-import pyarrow as pa
+
+from clawloop.errors import ClawloopError
 
 TRAJECTORY_SCHEMA_VERSION = 1
 
@@ -24,28 +26,28 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 TERMINATIONS = ("submit", "no_tool_call", "max_turns", "timeout", "format_errors", "error")
 """Why the agent phase ended."""
 
-EPISODE_SCHEMA = pa.schema([
-    ("episode_id", pa.string()),        # unique: f"{task_id}-{sample}-{run tag}"
-    ("task_id", pa.string()),
-    ("suite", pa.string()),             # pool or benchmark name
-    ("skill", pa.string()),
-    ("level", pa.int32()),
-    ("sample", pa.int32()),             # 0..k-1
-    ("policy_id", pa.string()),         # checkpoint name or hash
-    ("iteration", pa.int32()),          # loop iteration, -1 outside the loop
-    ("reward", pa.float64()),           # verifier reward (0..1), null on error/skip
-    ("passed", pa.bool_()),
-    ("outcome", pa.string()),           # one of OUTCOMES
-    ("termination", pa.string()),       # one of TERMINATIONS
-    ("error", pa.string()),             # reason for error/skip, else null
-    ("n_turns", pa.int32()),
-    ("n_format_errors", pa.int32()),
-    ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()),
-    ("duration_s", pa.float64()),
-    ("messages", pa.string()),          # the whole conversation, JSON (chat format with tool calls)
-    ("verifier_output", pa.string()),   # what the verifier printed (head and tail), null without a verdict
-])
+EPISODE_FIELDS = (  # (column, pyarrow type): EPISODE_SCHEMA
+    ("episode_id", "string"),        # unique: f"{task_id}-{sample}-{run tag}"
+    ("task_id", "string"),
+    ("suite", "string"),             # pool or benchmark name
+    ("skill", "string"),
+    ("level", "int32"),
+    ("sample", "int32"),             # 0..k-1
+    ("policy_id", "string"),         # checkpoint name or hash
+    ("iteration", "int32"),          # loop iteration, -1 outside the loop
+    ("reward", "float64"),           # verifier reward (0..1), null on error/skip
+    ("passed", "bool_"),
+    ("outcome", "string"),           # one of OUTCOMES
+    ("termination", "string"),       # one of TERMINATIONS
+    ("error", "string"),             # reason for error/skip, else null
+    ("n_turns", "int32"),
+    ("n_format_errors", "int32"),
+    ("prompt_tokens", "int64"),
+    ("completion_tokens", "int64"),
+    ("duration_s", "float64"),
+    ("messages", "string"),          # the whole conversation, JSON (chat format with tool calls)
+    ("verifier_output", "string"),   # what the verifier printed (head and tail), null without a verdict
+)
 
 OPTIONAL_EPISODE_COLUMNS = frozenset({"verifier_output"})
 """Columns added after the first trajectories were written: readers accept parts without them."""
@@ -57,11 +59,7 @@ VERIFIER_OUTPUT_CHARS = 4000
 def episode_parts(rollouts: Any, columns: list[str]) -> Any:
     """(file, rows) of every episodes*.parquet under `rollouts` (directories or files), with
     `columns` read; a part without them is a one-line ClawloopError naming the file."""
-    from pathlib import Path
-
     import pyarrow.parquet as pq
-
-    from clawloop.errors import ClawloopError
 
     for root in rollouts:
         root = Path(root)
@@ -89,22 +87,37 @@ LENIENT_FORMATS = ("json_fence", "bare_json")
 OPTIONAL_STEP_COLUMNS = frozenset({"format"})
 """Step columns added after the first trajectories were written: readers accept parts without them."""
 
-STEP_SCHEMA = pa.schema([
-    ("episode_id", pa.string()),
-    ("step", pa.int32()),               # 0-based assistant turn index
-    ("role", pa.string()),              # "assistant"
-    ("content", pa.string()),           # raw reply text
-    ("tool", pa.string()),              # "bash" | "submit" | other name | null when no valid call
-    ("command", pa.string()),           # parsed bash command, else null
-    ("format_error", pa.bool_()),       # the reply had no valid tool call
-    ("format", pa.string()),            # one of CALL_FORMATS (LENIENT_FORMATS: accepted without
-                                        # <tool_call> tags); null without a call and for scripted agents
-    ("exit_code", pa.int32()),          # null when no command ran
-    ("output", pa.string()),            # truncated observation
-    ("timed_out", pa.bool_()),
-    ("duration_s", pa.float64()),       # command wall time
-    ("tokens", pa.int32()),             # completion tokens of this reply
-])
+STEP_FIELDS = (  # (column, pyarrow type): STEP_SCHEMA
+    ("episode_id", "string"),
+    ("step", "int32"),               # 0-based assistant turn index
+    ("role", "string"),              # "assistant"
+    ("content", "string"),           # raw reply text
+    ("tool", "string"),              # "bash" | "submit" | other name | null when no valid call
+    ("command", "string"),           # parsed bash command, else null
+    ("format_error", "bool_"),       # the reply had no valid tool call
+    ("format", "string"),            # one of CALL_FORMATS (LENIENT_FORMATS: accepted without
+                                     # <tool_call> tags); null without a call and for scripted agents
+    ("exit_code", "int32"),          # null when no command ran
+    ("output", "string"),            # truncated observation
+    ("timed_out", "bool_"),
+    ("duration_s", "float64"),       # command wall time
+    ("tokens", "int32"),             # completion tokens of this reply
+)
+
+_SCHEMA_FIELDS = {"EPISODE_SCHEMA": EPISODE_FIELDS, "STEP_SCHEMA": STEP_FIELDS}
+
+
+def __getattr__(name: str) -> Any:
+    """EPISODE_SCHEMA and STEP_SCHEMA (pyarrow schemas of the fields above), built on first use:
+    the records are imported by the CLI and the harness, which must not load pyarrow for them."""
+    fields = _SCHEMA_FIELDS.get(name)
+    if fields is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import pyarrow as pa
+
+    schema = pa.schema([(column, getattr(pa, kind)()) for column, kind in fields])
+    globals()[name] = schema  # later look-ups find it without calling this again
+    return schema
 
 
 # ------------------------------------------------------------------------------ records

@@ -8,6 +8,10 @@
 Backends: `bwrap` (default; bubblewrap namespaces), `docker` (docker SDK, needs a daemon and the
 `clawloop-sandbox` image), `local` (plain subprocess in a temp dir: NOT isolated, for trusted
 tasks and debugging).
+
+The backends are imported where a sandbox is made or checked (`create`, `unavailable_reason`), not
+at the top: every `sandbox.*` import runs this file, and most importers need only the types of
+sandbox.base.
 """
 
 from __future__ import annotations
@@ -40,37 +44,31 @@ def create(backend: str = "bwrap", config: SandboxConfig | None = None, **config
                 loc = ".".join(str(x) for x in first.get("loc", ()))
                 raise SandboxError(f"bad sandbox config: {loc}: {first.get('msg')}") from None
             raise SandboxError(f"bad sandbox config: {e}") from None
+    from sandbox import bwrap, docker, local
+
     if backend == "bwrap":
-        from sandbox.bwrap import BwrapSandbox
-
-        return BwrapSandbox(config)
+        return bwrap.BwrapSandbox(config)
     if backend == "docker":
-        from sandbox.docker import DockerSandbox
-
-        return DockerSandbox(config)
+        return docker.DockerSandbox(config)
     if backend == "local":
-        from sandbox.local import LocalSandbox
-
-        return LocalSandbox(config)
+        return local.LocalSandbox(config)
     raise SandboxError(f"unknown sandbox backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 
 def unavailable_reason(backend: str) -> str | None:
     """None when `backend` can run here, else a one-line reason (for test skips and doctor)."""
+    from sandbox import bwrap, docker
+
     if backend == "local":
         return None
     if backend == "bwrap":
-        from sandbox.bwrap import find_bwrap
-
         try:
-            find_bwrap()
+            bwrap.find_bwrap()
         except SandboxError as e:
             return str(e)
         return None
     if backend == "docker":
-        from sandbox.docker import unavailable_reason as docker_reason
-
-        why = docker_reason()
+        why = docker.unavailable_reason()
         return f"docker backend unavailable: {why}" if why else None
     return f"unknown sandbox backend {backend!r}"
 

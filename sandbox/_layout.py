@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from sandbox._paths import state_prefix
+from sandbox._paths import sandbox_path, state_prefix
 from sandbox.base import ClosedOnExit, SandboxConfig, SandboxError
 
 RUNTIME_MOUNT = "/opt/clawloop-runtime"
@@ -91,8 +91,6 @@ def shell_script(config: SandboxConfig, command: str, command_file: str | None =
 
 def check_workspace(workspace: str) -> str:
     """Normalise the configured workspace path; refuse the root and system directories."""
-    from sandbox._paths import sandbox_path
-
     ws = sandbox_path(workspace)
     top = ws.strip("/").split("/")[0]
     if ws == "/" or top in RESERVED_TOPS or ws == RUNTIME_MOUNT or ws.startswith(RUNTIME_MOUNT + "/"):

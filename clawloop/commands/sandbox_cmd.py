@@ -8,8 +8,16 @@ from pathlib import Path
 
 import typer
 
+import sandbox
 from clawloop.commands import sandbox_app
 from clawloop.errors import ClawloopError
+from clawloop.runtime import runtime_dir
+from sandbox.docker import reap as reap_containers
+from sandbox.doctor import check_backend
+from sandbox.image import build_image as build_docker_image
+from sandbox.layers import cache_root, list_layers
+from sandbox.layers import prune as prune_layers
+from sandbox.reap import reap_state_dirs
 
 
 @sandbox_app.command(
@@ -25,9 +33,6 @@ def run(
     memory_mb: int = typer.Option(2048, "--memory-mb", help="Memory limit per command, MiB."),
 ) -> None:
     """Run a command in a fresh sandbox; print its output and exit with its exit code."""
-    import sandbox
-    from clawloop.runtime import runtime_dir
-
     if backend not in sandbox.BACKENDS:
         raise ClawloopError(f"unknown backend {backend!r} (choose from {', '.join(sandbox.BACKENDS)})")
     if workspace is not None and not workspace.is_dir():
@@ -48,10 +53,6 @@ def run(
 @sandbox_app.command("doctor")
 def doctor() -> None:
     """Check each backend here: does it work, and if not, why. Exit 1 if no isolated one works."""
-    import sandbox
-    from clawloop.runtime import runtime_dir
-    from sandbox.doctor import check_backend
-
     rt = runtime_dir()
     print(f"task runtime: {rt or 'none (run scripts/setup.sh)'}")
     ok = False
@@ -68,10 +69,7 @@ def build_image(
     method: str = typer.Option("auto", help="auto | dockerfile | debootstrap"),
 ) -> None:
     """Build the docker backend's image: sandbox/Dockerfile with a registry, else debootstrap."""
-    from clawloop.runtime import runtime_dir
-    from sandbox.image import build_image as build
-
-    how = build(tag, runtime_dir=runtime_dir(), method=method,
+    how = build_docker_image(tag, runtime_dir=runtime_dir(), method=method,
                 log=lambda m: print(f"[build-image] {m}", file=sys.stderr))
     print(f"built {tag} ({how})")
 
@@ -79,15 +77,10 @@ def build_image(
 @sandbox_app.command("reap")
 def reap(all_: bool = typer.Option(False, "--all", help="Remove every clawloop container.")) -> None:
     """Remove state dirs and containers left behind by crashed runs."""
-    import sandbox
-    from sandbox.reap import reap_state_dirs
-
     print(f"removed {reap_state_dirs()} state dir(s)")
     why = sandbox.unavailable_reason("docker")
     if why is None or "not found" in why:  # no image does not mean no containers
-        from sandbox.docker import reap as do_reap
-
-        print(f"removed {do_reap(everything=all_)} container(s)")
+        print(f"removed {reap_containers(everything=all_)} container(s)")
     else:
         print(f"docker: {why}")
 
@@ -112,14 +105,11 @@ def layers(
 ) -> None:
     """Show the environment-layer cache (one line per layer: key, kind, size, packages) and the
     disk it takes; --prune removes layers (a sandbox that has one mounted keeps it until it closes)."""
-    from sandbox.layers import cache_root, list_layers
-    from sandbox.layers import prune as do_prune
-
     root = cache or cache_root()
     if prune:
         if keys and older_than_days is not None:
             raise ClawloopError("--prune: name layer keys or give --older-than, not both")
-        n, freed = do_prune(root, keys=list(keys) if keys else None,
+        n, freed = prune_layers(root, keys=list(keys) if keys else None,
                             older_than_s=older_than_days * 86400 if older_than_days is not None else None)
         print(f"removed {n} layer(s), {_size(freed)} freed")
     found = list_layers(root)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import signal
+
 import typer
 
 from clawloop.commands import POLICY_SET_HELP, app, parse_sets
+from clawloop.errors import ClawloopError
+from clawloop.policy.load import load_policy, parse_spec, with_options
+from clawloop.policy.serve import ServeConfig, make_server, url
 
 
 @app.command()
@@ -21,12 +26,6 @@ def serve(
 ) -> None:
     """Serve MODEL at /v1/chat/completions (OpenAI wire format, tools in, tool_calls out), batching
     concurrent requests into one generate call; Ctrl-C or SIGTERM stops it."""
-    import signal
-
-    from clawloop.errors import ClawloopError
-    from clawloop.policy.load import load_policy, parse_spec, with_options
-    from clawloop.policy.serve import ServeConfig, make_server, url
-
     spec = parse_spec(model)
     if spec.backend == "openai":
         raise ClawloopError(f"{model}: serve a local policy (DIR, hf:, llamacpp:, auto:, vllm:), not an endpoint")

@@ -10,6 +10,19 @@ from typing import Any
 import typer
 
 from clawloop.commands import POLICY_SET_HELP, app, parse_sets, tasks_app
+from clawloop.errors import ClawloopError
+from clawloop.evaluation import EvalConfig, evaluate
+from clawloop.executor import executor_params
+from clawloop.io import write_json, write_jsonl
+from clawloop.policy.load import parse_spec, with_options
+from clawloop.progress import Progress, console
+from clawloop.tasks.formats import load_suite_any
+from clawloop.tasks.harbor_export import export_tasks
+from clawloop.tasks.layers import layer_specs
+from clawloop.tasks.pool import read_pool, read_pool_lenient, write_pool
+from clawloop.tasks.suite import load_suite
+from clawloop.tasks.task import Task
+from clawloop.validation.agent_free import AgentFreeParams, default_heldout, load_heldout, validate_pool
 
 _BACKEND_HELP = "Sandbox backend: bwrap (isolated, default), docker, or local (NOT isolated)."
 
@@ -24,8 +37,6 @@ _SKIP_BAD_LINES_HELP = "Go on when lines of a JSONL input are malformed (listed,
 @tasks_app.command()
 def schema() -> None:
     """Print the JSON Schema of one pool line (a Task)."""
-    from clawloop.tasks.task import Task
-
     s = Task.model_json_schema(mode="validation")
     s.setdefault("properties", {})["id"] = {
         "type": "string", "readOnly": True,
@@ -45,19 +56,9 @@ def import_(
                                 "instead of a JSONL pool."),
 ) -> None:
     """Import task directories (Harbor, or another --format) into a JSONL pool or Harbor directories."""
-    from clawloop.errors import ClawloopError
-    from clawloop.tasks.layers import layer_specs
-    from clawloop.tasks.pool import write_pool
-    from clawloop.tasks.suite import load_suite
-
     if not src.is_dir():
         raise ClawloopError(f"{src}: not a directory")
-    if fmt == "harbor":
-        suite = load_suite(src, name=source)
-    else:
-        from clawloop.tasks.formats import load_suite_any
-
-        suite = load_suite_any(src, fmt, name=source)
+    suite = load_suite(src, name=source) if fmt == "harbor" else load_suite_any(src, fmt, name=source)
     bad = [i for i in suite.items if i.task is None]
     for i in bad:
         typer.echo(f"error: {i.error}", err=True)
@@ -69,8 +70,6 @@ def import_(
         [f"{layered} need environment layers, built on first run"] * bool(layered)
     note = f" ({'; '.join(notes)})" if notes else ""
     if harbor:
-        from clawloop.tasks.harbor_export import export_tasks
-
         paths = export_tasks(suite.tasks, out)
         typer.echo(f"wrote {len(paths)} task directories under {out}{note}")
         return
@@ -84,9 +83,6 @@ def export(
     out: Path = typer.Option(..., "--out", help="Directory to write one Harbor task directory per task into."),
 ) -> None:
     """Export a JSONL pool as Harbor task directories."""
-    from clawloop.tasks.harbor_export import export_tasks
-    from clawloop.tasks.pool import read_pool
-
     paths = export_tasks(read_pool(pool), out)
     typer.echo(f"wrote {len(paths)} task directories under {out}")
 
@@ -110,12 +106,6 @@ def validate(
                                         + " Left-out lines count as rejected (parse)."),
 ) -> None:
     """Agent-free validation: oracle passes, no-op fails, deterministic, no duplicates, no held-out overlap."""
-    from clawloop.executor import executor_params
-    from clawloop.io import write_json
-    from clawloop.progress import Progress
-    from clawloop.tasks.pool import read_pool_lenient, write_pool
-    from clawloop.validation.agent_free import AgentFreeParams, default_heldout, load_heldout, validate_pool
-
     tasks, parse_errors = read_pool_lenient(pool)
     _refuse_bad_lines(pool, parse_errors, len(tasks), skip_bad_lines)
     held = [] if no_heldout else load_heldout(heldout if heldout else default_heldout())
@@ -136,8 +126,6 @@ def validate(
 def _refuse_bad_lines(path: Path, errors: list[str], good: int, skip: bool) -> None:
     """Print every malformed line; unless `skip`, stop (exit 2): an unreadable input is bad input,
     unlike tasks that parse and are then rejected."""
-    from clawloop.errors import ClawloopError
-
     for err in errors:
         typer.echo(f"error: {err}", err=True)
     if errors and not skip:
@@ -177,25 +165,18 @@ def eval_(
     Shows progress as episodes end (a bar on a terminal, else a line every few seconds); the
     summary (--json) carries wall_s, episodes_per_s and, for --agent model, token counts and
     tokens_per_s."""
-    from clawloop.evaluation import evaluate
-    from clawloop.executor import executor_params
-    from clawloop.io import write_jsonl
-
     options: dict[str, Any] = {"model": model} if model else {}
     if policy_sets:  # checked before any episode starts
-        from clawloop.errors import ClawloopError
-        from clawloop.policy.load import parse_spec, with_options
-
         if not model:
             raise ClawloopError("--policy-set needs --agent model --model")
         options["model"] = with_options(parse_spec(model), parse_sets(policy_sets, "--policy-set"))
     if agent == "model":  # the model agent's knobs (clawloop.agent.model_agent.run_model_agent)
         options.update(samples=samples, batch=batch, temperature=temperature, out_dir=out, playbook=playbook)
         out = out / "episodes.jsonl" if out is not None else None
-    records, summary = evaluate(
-        suites, agent, backend=backend, jobs=jobs, options=options, fmt=fmt, progress=True,
-        format_options={"grader_root": grader_root, "skills": skills},  # formats hook (issue #10)
-        skip_bad_lines=skip_bad_lines, executor=executor_params(executor))
+    config = EvalConfig(backend=backend, jobs=jobs, fmt=fmt, executor=executor_params(executor),
+                        format_options={"grader_root": grader_root, "skills": skills},  # formats hook (issue #10)
+                        skip_bad_lines=skip_bad_lines)
+    records, summary = evaluate(suites, agent, config, options=options, progress=True)
     if out is not None:
         write_jsonl(out, (r.to_json() for r in records))
     _print_summary(summary)
@@ -213,8 +194,6 @@ def _print_summary(summary: dict[str, Any]) -> None:
     unloadable task and skip, then timings and fractional scores."""
     from rich.markup import escape
     from rich.table import Table
-
-    from clawloop.progress import console
 
     table = Table(title=f"{summary['agent']} on {summary['backend']}")
     for col in ("skill", "tasks", "passed", "failed", "errors", "skipped", "pass rate"):

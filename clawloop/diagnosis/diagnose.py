@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.diagnosis.params import DiagnosisParams
-from clawloop.diagnosis.schema import CapabilityReport
+from clawloop.diagnosis.queries import compute_figures, find_trajectories
+from clawloop.diagnosis.render import HEATMAP_NAME, render_heatmap, render_markdown
+from clawloop.diagnosis.report import build_report, pool_diversity
+from clawloop.diagnosis.schema import CapabilityReport, load_report
+from clawloop.io import write_bytes, write_text
+from clawloop.policy.types import SamplingParams
 
 REPORT_NAME = "diagnosis.json"
 MARKDOWN_NAME = "report.md"
@@ -45,8 +50,6 @@ def report_summary(report: CapabilityReport, max_cells: int = 40) -> str:
 def narrate(report: CapabilityReport, policy: Any, sampling: Any = None, max_chars: int = 2000) -> str:
     """Ask the loop's own policy (anything with `generate(conversations, sampling)`) for a narrative."""
     if sampling is None:
-        from clawloop.policy.types import SamplingParams
-
         sampling = SamplingParams(temperature=0.0, max_new_tokens=400)
     conversation = [{"role": "system", "content": NARRATIVE_SYSTEM},
                     {"role": "user", "content": report_summary(report)}]
@@ -73,10 +76,6 @@ def diagnose(
     JSONL (diversity figures, skills to expand), `policy` the loop model for the optional narrative
     (used only when params.narrative is true).
     """
-    from clawloop.diagnosis.queries import compute_figures, find_trajectories
-    from clawloop.diagnosis.report import build_report, pool_diversity
-    from clawloop.diagnosis.schema import load_report
-
     params = params or DiagnosisParams()
     files = find_trajectories(trajectories)
     prev = load_report(previous) if isinstance(previous, str | Path) else previous
@@ -94,9 +93,6 @@ def diagnose(
 
 def write_report(report: CapabilityReport, out_dir: str | Path) -> None:
     """Render then write pass_rate.png, report.md and diagnosis.json (last), each atomically."""
-    from clawloop.diagnosis.render import HEATMAP_NAME, render_heatmap, render_markdown
-    from clawloop.io import write_bytes, write_text
-
     out = Path(out_dir)
     png = render_heatmap(report) if report.cells else None
     markdown = render_markdown(report, HEATMAP_NAME if png else None)

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawloop import trajectory
 from clawloop.diagnosis.schema import FAILURE_MODES
 from clawloop.diagnosis.taxonomy import TAXONOMY_PARAMS, TAXONOMY_SQL
 from clawloop.errors import ClawloopError
-from clawloop.trajectory import EPISODE_SCHEMA, LENIENT_FORMATS, OUTCOMES, STEP_SCHEMA
+from clawloop.trajectory import LENIENT_FORMATS, OUTCOMES
 
 EPISODE_COLUMNS = (
     "episode_id", "task_id", "suite", "skill", "level", "policy_id", "iteration", "passed",
@@ -235,10 +236,10 @@ def find_trajectories(paths: Sequence[str | Path]) -> TrajectoryFiles:
         raise ClawloopError(f"{', '.join(map(str, paths))}: no episodes*.parquet among the trajectories")
     if not steps:
         raise ClawloopError(f"{', '.join(map(str, paths))}: no steps*.parquet among the trajectories")
-    for part in episodes:
-        _check_columns(part, EPISODE_COLUMNS, EPISODE_SCHEMA)
+    for part in episodes:  # the schemas are built on first use (pyarrow)
+        _check_columns(part, EPISODE_COLUMNS, trajectory.EPISODE_SCHEMA)
     for part in steps:
-        _check_columns(part, STEP_COLUMNS, STEP_SCHEMA)
+        _check_columns(part, STEP_COLUMNS, trajectory.STEP_SCHEMA)
     return TrajectoryFiles(episodes=_dedupe(episodes), steps=_dedupe(steps))
 
 

@@ -21,12 +21,11 @@ from clawloop.diagnosis.schema import (
     SuiteStats,
 )
 from clawloop.stats import wilson_interval
+from clawloop.tasks.pool import read_pool
 
 
 def pool_diversity(path: str | Path) -> tuple[Diversity, dict[str, int]]:
     """Diversity figures of a pool JSONL, and the lowest level seen per skill."""
-    from clawloop.tasks.pool import read_pool
-
     tasks = read_pool(path)
     skills = Counter(t.skill for t in tasks)
     n = len(tasks)

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from clawloop.errors import ClawloopError
+
 KNOBS = ("synthesis.conditioning", "synthesis.routines", "train.method")
 """The params the README's ablations change (uniform, both-routines, grpo, sft+grpo, playbook, sft+playbook)."""
 
@@ -83,8 +85,6 @@ def from_clones(repos: list[str | Path]) -> list[dict[str, Any]]:
     """One row per loop run in a clone of its own: its params.yaml and last runs/iter-N/metrics.json."""
     import yaml
 
-    from clawloop.errors import ClawloopError
-
     rows = []
     for repo in map(Path, repos):
         try:
@@ -105,8 +105,6 @@ def from_clones(repos: list[str | Path]) -> list[dict[str, Any]]:
 def this_run(repo: Path) -> list[dict[str, Any]]:
     """The row of the loop the report is about (`repo`: where its params.yaml and runs/ lie), named
     "this run"; empty when that is not a loop's checkout."""
-    from clawloop.errors import ClawloopError
-
     try:  # no params.yaml or no metrics.json: from_clones says so, and this run has no row
         (row,) = from_clones([repo])
     except ClawloopError:

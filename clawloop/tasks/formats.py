@@ -27,6 +27,7 @@ from typing import Any
 from clawloop.errors import ClawloopError
 from clawloop.tasks import claw_eval_live as cel
 from clawloop.tasks import clawgym, intercode
+from clawloop.tasks.harbor import find_task_dirs, is_task_dir
 from clawloop.tasks.suite import Suite, SuiteItem, load_suite
 from clawloop.tasks.task import FileSpec, Task
 from clawloop.tasks.verifier import PASS_THRESHOLD
@@ -43,15 +44,11 @@ SKILLS_HOME = "/root/.claude/skills"
 
 # ---------------------------------------------------------------------------------- detection
 def _harbor_dirs(path: Path) -> list[Path]:
-    from clawloop.tasks.harbor import find_task_dirs
-
     return [d for d in find_task_dirs(path) if not cel.is_claw_eval_task(d)]
 
 
 def detect_format(path: str | Path) -> str:
     """The layout of a suite path; ClawloopError for none or a mix of several."""
-    from clawloop.tasks.harbor import is_task_dir
-
     path = Path(path)
     if path.is_file():
         if path.suffix in (".jsonl", ".ndjson"):

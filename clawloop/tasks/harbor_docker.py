@@ -22,6 +22,8 @@ from clawloop.tasks.dockerfile_lite import _logical_lines, parse_dockerfile
 from clawloop.tasks.harbor import HARBOR_KEY, _compose_needs
 from clawloop.tasks.shell_lite import Runtime, check_script, default_runtime_dir, detect_runtime
 from clawloop.tasks.task import FileSpec, Task
+from sandbox.docker import client, image_name
+from sandbox.docker_build import BuildError, base_image_id, build_task_image, context_tag
 
 # One command lists what the image offers: bin dirs, a separator, then installed apt packages.
 _PROBE = ("ls /usr/bin /usr/sbin /bin /sbin 2>/dev/null; echo @@dpkg@@; "
@@ -32,8 +34,6 @@ _PROBE = ("ls /usr/bin /usr/sbin /bin /sbin 2>/dev/null; echo @@dpkg@@; "
 def image_runtime(image: str) -> Runtime:
     """The Runtime of `image` (cached per process): the host's task runtime packages (the
     backend mounts or embeds that runtime) with the image's binaries and apt packages."""
-    from sandbox.docker import client
-
     out = client(timeout=60).containers.run(image, ["/bin/sh", "-c", _PROBE], remove=True,
                                             network_mode="none").decode(errors="replace")
     bins_part, _, dpkg_part = out.partition("@@dpkg@@")
@@ -102,8 +102,6 @@ def buildable(task: Task) -> tuple[dict[str, FileSpec], list[str]] | None:
         return None
     if ("docker-compose.yaml" in context or "docker-compose.yml" in context) and _compose_needs(context):
         return None  # several containers
-    from sandbox.docker_build import base_image_id
-
     bases = base_images(context["Dockerfile"].data().decode(errors="replace"))
     if not bases or any(base_image_id(b) is None for b in bases):
         return None
@@ -119,8 +117,6 @@ def task_image(task: Task) -> str | None:
     found = buildable(task)
     if found is None:
         return None
-    from sandbox.docker_build import BuildError, build_task_image, context_tag
-
     context, bases = found
     files = {k: (v.data(), v.mode) for k, v in context.items()}
     dirs = _harbor(task).get("environment_dirs") or []
@@ -163,8 +159,6 @@ def needs_on_image(task: Task, runtime: Runtime) -> str | None:
 
 def docker_skip_reason(task: Task) -> str | None:
     """Why the docker backend cannot run `task` faithfully, or None (see the module docstring)."""
-    from sandbox.docker import client, image_name
-
     try:
         own = task_image(task)
     except ClawloopError:  # the episode reports the build's failure (outcome "error")

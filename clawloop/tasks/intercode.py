@@ -67,12 +67,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import sandbox
 from clawloop.errors import ClawloopError
 from clawloop.io import read_json
 from clawloop.tasks import intercode_reward as icr
+from clawloop.tasks.shell_lite import default_runtime_dir
 from clawloop.tasks.suite import Suite, SuiteItem
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.tasks.verifier import Verdict, host_mounts, read_logs_file, run_verifier, verdict
+from sandbox.base import SandboxConfig, SandboxError
 
 KEY = "intercode"
 """`Task.metadata` key of the record (fs, index, name, commit, snapshot key, roots)."""
@@ -300,8 +303,6 @@ with open(os.path.join(out, "meta.json"), "w") as f:
 
 
 def _isolated_backend(backend: str | None) -> str:
-    import sandbox
-
     if backend == "local":
         raise ClawloopError("InterCode's setup scripts write to /: building them needs an isolated backend "
                             "(bwrap or docker), not local")
@@ -318,10 +319,6 @@ def _isolated_backend(backend: str | None) -> str:
 def build_snapshot(script: bytes, fs: int, *, backend: str | None = None) -> tuple[bytes, list[str]]:
     """Run the setup script of file system `fs` in a fresh sandbox (cwd /, the Dockerfile's env)
     and archive what it made: (tar.gz bytes, top-level names). ClawloopError when it fails."""
-    import sandbox
-    from clawloop.tasks.shell_lite import default_runtime_dir
-    from sandbox.base import SandboxConfig, SandboxError
-
     name = f"setup_nl2b_fs_{fs}.sh"
     backend = _isolated_backend(backend)
     target = "/logs/clawloop-intercode-build"
@@ -598,8 +595,6 @@ def last_observation(task: Task, messages: Sequence[dict[str, Any]] | None, step
 def verify_intercode(sb: Any, task: Task, messages: Sequence[dict[str, Any]] | None,
                      steps: Sequence[tuple[str, Any]]) -> Verdict:
     """InterCode's reward for the agent's sandbox `sb` (see the module doc)."""
-    from sandbox.base import SandboxError
-
     t0 = time.monotonic()
     if getattr(sb, "backend", None) == "local":
         return Verdict("error", None, "intercode: needs an isolated backend (bwrap or docker), not local", "")

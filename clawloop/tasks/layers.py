@@ -17,6 +17,8 @@ from typing import Any
 
 from clawloop.tasks.shell_lite import default_runtime_dir
 from clawloop.tasks.task import Task
+from sandbox._host import find_bwrap, host_identity
+from sandbox.base import SandboxError
 from sandbox.layers import Layer, LayerError, LayerSpec, ensure_layer
 
 SANDBOX_KEY = "sandbox"
@@ -43,9 +45,6 @@ def uids_unavailable() -> str | None:
     """Why this host cannot give a bwrap sandbox several uids (None: it can)."""
     import os
     import shutil
-
-    from sandbox._host import find_bwrap, host_identity
-    from sandbox.base import SandboxError
 
     if os.geteuid() != 0:
         return "several uids need clawloop to run as root (it writes the sandbox's uid map)"
