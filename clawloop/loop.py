@@ -10,7 +10,7 @@ from: the new one when the gate promotes it, else the best so far.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,10 +24,6 @@ from clawloop.stats import pass_figures, wilson_interval
 
 if TYPE_CHECKING:
     from clawloop.agent.harness import HarnessConfig
-from clawloop.policy.hf import HFPolicyConfig
-from clawloop.policy.load import PolicySpec, load_policy
-from clawloop.policy.types import LlamaCppPolicyConfig, Policy, SamplingParams
-from clawloop.progress import Progress
     from clawloop.policy.load import PolicySpec
     from clawloop.policy.types import SamplingParams
     from sandbox.base import SandboxConfig
@@ -285,6 +281,11 @@ class LoopContext:
 
 def loop_context(params: Any) -> LoopContext:
     """The LoopContext of params.yaml's `rollout` and `sandbox` sections (a stage's Params)."""
+    from clawloop.agent.harness import HarnessConfig
+    from clawloop.policy.hf import HFPolicyConfig
+    from clawloop.policy.load import PolicySpec
+    from clawloop.policy.types import LlamaCppPolicyConfig, SamplingParams
+
     r, sb = params.rollout, params.sandbox
     threads = r.engine.threads or max(1, (os.cpu_count() or 2) // 2)
     return LoopContext(
