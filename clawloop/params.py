@@ -19,6 +19,7 @@ from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.errors import ClawloopError, validated
 from clawloop.policy.engine.config import EngineConfig
 from clawloop.policy.types import OpenAIPolicyConfig, VLLMPolicyConfig
+from clawloop.synthesis.config import SynthesisParams
 from clawloop.training.config import TrainParams
 
 
@@ -165,41 +166,6 @@ class RolloutParams(_Section):
                 raise ValueError("engine: now the section of the engine's knobs; the forward pass moved to "
                                  "rollout.engine.forward")
         return data
-
-
-class SynthesisParams(_Section):
-    """Task synthesis: how many tasks, from which routines, steered by the last diagnosis."""
-
-    tasks_per_iteration: int = Field(200, ge=1)
-    """Tasks synthesized per iteration before validation."""
-    seed: int = 0
-    """Base seed; iteration i uses seed + i."""
-    conditioning: bool = True
-    """Steer synthesis with the previous capability report (false = uniform plan, the ablation)."""
-    routines: dict[str, float] = Field(default_factory=lambda: {"procedural": 1.0})
-    """Share of the budget per routine: procedural, hindsight, proposer."""
-    skills: list[str] | None = None
-    """Restrict to these skill families (None = all)."""
-    conversational: float = Field(0.5, ge=0, le=1)
-    """Share of procedural tasks rephrased as people write requests: absolute paths in backticks, a
-    polite frame (clawloop/synthesis/routine_a/register.py). 0 = the generators' terse phrasing only."""
-    # Free mappings, checked at load by _check_synthesis: their classes live beside the synthesis
-    # code, which every stage would otherwise import (and list in its dvc.yaml deps).
-    curriculum: dict[str, Any] = Field(default_factory=dict)
-    """Curriculum thresholds (clawloop.synthesis.routine_a.curriculum.CurriculumParams)."""
-    hindsight: dict[str, Any] = Field(default_factory=dict)
-    """Hindsight relabeling options (clawloop.synthesis.routine_b.hindsight.HindsightParams)."""
-    proposer: dict[str, Any] = Field(default_factory=dict)
-    """Proposer options (clawloop.synthesis.routine_b.proposer.ProposerParams)."""
-
-    @model_validator(mode="after")
-    def _check(self) -> SynthesisParams:
-        unknown = set(self.routines) - {"procedural", "hindsight", "proposer"}
-        if unknown:
-            raise ValueError(f"routines: unknown routine {sorted(unknown)[0]!r}")
-        if not any(v > 0 for v in self.routines.values()) or any(v < 0 for v in self.routines.values()):
-            raise ValueError("routines: shares must be >= 0 with at least one > 0")
-        return self
 
 
 class ProbeParams(_Section):
@@ -378,21 +344,7 @@ def load_params(path: str | Path = "params.yaml") -> Params:
                             "DVC silently skips a foreach over integer keys")
     params = validated(Params, raw, str(path))
     _check_bootstrap(params, path)
-    _check_synthesis(params, path)
     return params
-
-
-def _check_synthesis(params: Params, path: Path) -> None:
-    """Check the synthesis routines' free sections against their config classes."""
-    from clawloop.synthesis.routine_a.curriculum import CurriculumParams
-    from clawloop.synthesis.routine_b.hindsight import HindsightParams
-    from clawloop.synthesis.routine_b.proposer import ProposerParams
-
-    syn = params.synthesis
-    for key, cls, value in (("curriculum", CurriculumParams, syn.curriculum),
-                            ("hindsight", HindsightParams, syn.hindsight),
-                            ("proposer", ProposerParams, syn.proposer)):
-        validated(cls, value, str(path), prefix=f"synthesis.{key}")
 
 
 def _check_bootstrap(params: Params, path: Path) -> None:

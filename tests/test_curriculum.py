@@ -13,9 +13,10 @@ from clawloop.cli import app  # importing the CLI registers every command
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, load_report
 from clawloop.errors import ClawloopError
 from clawloop.stats import wilson_interval
+from clawloop.synthesis.config import CurriculumParams
 from clawloop.synthesis.knobs import Knobs
-from clawloop.synthesis.routine_a.curriculum import CurriculumParams, largest_remainder, plan
 from clawloop.synthesis.skills import families
+from clawloop.synthesis.steering import largest_remainder, plan
 
 SKILLS = list(families())
 
@@ -198,15 +199,15 @@ def test_cli_bad_input_writes_nothing(tmp_path: Path, args: list[str], message: 
     assert not out.exists() and not (tmp_path / "pool.jsonl.manifest.json").exists()
 
 
-def test_routine_b_reads_a_bad_report_as_a_one_line_error(tmp_path: Path) -> None:
-    """Bug: routine B read diagnosis.json with its own loader, so a bad field was a pydantic
+def test_grounded_routines_read_a_bad_report_as_a_one_line_error(tmp_path: Path) -> None:
+    """Bug: the grounded routines read diagnosis.json with its own loader, so a bad field was a pydantic
     traceback and another schema_version went unnoticed. It uses diagnosis's load_report now."""
     from clawloop.policy.scripted import ScriptedPolicy
-    from clawloop.synthesis.routine_b.run import synthesize_routine_b
+    from clawloop.synthesis.grounded.run import synthesize_grounded
 
     bad = tmp_path / "diagnosis.json"
     for body, needle in (({"schema_version": 1, "cells": [{"skill": "files"}]}, r"diagnosis.json: cells\.0\.level"),
                          ({"schema_version": 99}, "schema_version: 99 is not the supported version")):
         bad.write_text(json.dumps(body))
         with pytest.raises(ClawloopError, match=needle):
-            synthesize_routine_b("proposer", policy=ScriptedPolicy(["x"]), n=0, report=bad)
+            synthesize_grounded("proposer", policy=ScriptedPolicy(["x"]), n=0, report=bad)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.synthesis.routine_a.curriculum import Plan
-from clawloop.synthesis.routine_a.procedural import synthesize
+from clawloop.synthesis.procedural.generate import synthesize
+from clawloop.synthesis.steering import Plan
 from clawloop.tasks.pool import read_pool, write_pool
 
 ROOT = Path(__file__).resolve().parents[1]

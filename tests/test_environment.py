@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from clawloop.errors import ClawloopError
-from clawloop.synthesis.routine_a.curriculum import Plan
-from clawloop.synthesis.routine_a.procedural import synthesize
+from clawloop.synthesis.procedural.generate import synthesize
+from clawloop.synthesis.steering import Plan
 from clawloop.tasks import claw_eval_live as cel
 from clawloop.tasks import harbor_docker
 from clawloop.tasks.adapters import ADAPTERS, STANDARD, FormatAdapter, adapter_for

@@ -1,4 +1,4 @@
-"""Routine B, hindsight: state diff rules, the state checker, relabeling in bwrap, the whole
+"""Grounded synthesis, hindsight: state diff rules, the state checker, relabeling in bwrap, the whole
 routine with a scripted policy, and agent-free validation of what it makes."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from clawloop.policy.scripted import ScriptedPolicy
-from clawloop.synthesis.routine_b import state_diff as sd
-from clawloop.synthesis.routine_b import state_probe
-from clawloop.synthesis.routine_b.hindsight import (
-    HindsightParams,
+from clawloop.synthesis.config import HindsightParams
+from clawloop.synthesis.grounded import state_diff as sd
+from clawloop.synthesis.grounded import state_probe
+from clawloop.synthesis.grounded.hindsight import (
     Rejected,
     exploration_task,
     hindsight_tasks,
@@ -198,13 +198,13 @@ def test_hindsight_routine_with_scripted_policy(tmp_path: Path) -> None:
     assert len(kept) == 2, report
 
 
-def test_synthesize_routine_b_hindsight_from_routine_a_seeds() -> None:
-    from clawloop.synthesis.routine_b.run import synthesize_routine_b
+def test_synthesize_grounded_hindsight_from_procedural_seeds() -> None:
+    from clawloop.synthesis.grounded.run import synthesize_grounded
 
     be = backend()
     policy = ScriptedPolicy([bash("touch marker.txt"), SUBMIT])
-    tasks, stats = synthesize_routine_b("hindsight", policy=policy, n=3, seed=1, report=None, iteration=4,
-                                        backend=be, params={"skills": ["files"]})
+    tasks, stats = synthesize_grounded("hindsight", policy=policy, n=3, seed=1, report=None, iteration=4,
+                                        backend=be, params=HindsightParams(skills=["files"]))
     assert stats["attempts"] == 3 and stats["routine"] == "hindsight"
     assert stats["produced"] + sum(stats["rejected"].values()) == 3
     for t in tasks:

@@ -190,8 +190,8 @@ def _record_policy_loads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return seen
 
 
-def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Bug: synthesize handed routine B the policy *path*, which it loaded as `hf` whatever
+def test_grounded_synthesis_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug: synthesize handed the grounded routines the policy *path*, which it loaded as `hf` whatever
     rollout.backend said."""
     from clawloop.policy.load import PolicySpec
 
@@ -205,7 +205,7 @@ def test_routine_b_loads_the_policy_on_the_rollout_backend(tmp_path: Path, monke
 
 
 def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """evaluate, validate and synthesize (routine B) load their policy through `LoopContext.load_policy`:
+    """evaluate, validate and synthesize (grounded routines) load their policy through `LoopContext.load_policy`:
     one PolicySpec (rollout.backend and its options), the checkpoint path and the id filled in."""
     from clawloop.loop import loop_context
 

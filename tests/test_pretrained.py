@@ -99,8 +99,8 @@ def test_sft_on_the_real_base_makes_it_pass_held_in_tasks(smollm2: Path, tmp_pat
     from clawloop.agent.rollout import run_rollouts
     from clawloop.policy.hf import HFPolicy
     from clawloop.policy.types import SamplingParams
-    from clawloop.synthesis.routine_a.curriculum import Plan
-    from clawloop.synthesis.routine_a.procedural import synthesize
+    from clawloop.synthesis.procedural.generate import synthesize
+    from clawloop.synthesis.steering import Plan
     from clawloop.training.config import TrainParams
     from clawloop.training.run import EpisodeSetup, TrainJob, train
 

@@ -95,7 +95,7 @@ def test_track_closes_when_the_loop_raises() -> None:
 
 def test_proposer_shows_proposals_and_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     from clawloop.policy.scripted import ScriptedPolicy
-    from clawloop.synthesis.routine_b.proposer import propose_tasks
+    from clawloop.synthesis.grounded.proposer import propose_tasks
 
     tasks, stats = propose_tasks(ScriptedPolicy(["not a proposal"]), n=3, progress=True)
     assert tasks == [] and stats["attempts"] == 3
@@ -188,13 +188,13 @@ def test_synth_shows_progress_on_the_command_line_and_in_a_stage_log(tmp_path: P
     lines = p.stderr.splitlines()
     assert lines[0].startswith("[synth] 0/") and any(x.startswith("[synth] ") and "(100%)" in x for x in lines)
     assert len(lines) < 40
-    # What each routine produced against its budget (routine B may make fewer than asked).
+    # What each routine produced against its budget (a grounded routine may make fewer than asked).
     assert "[synthesize] iteration 1: 240 tasks (procedural 240 of 240)" in p.stdout
 
 
-def test_routine_a_makes_up_what_hindsight_cannot_make(tmp_path: Path) -> None:
+def test_procedural_makes_up_what_hindsight_cannot_make(tmp_path: Path) -> None:
     """A policy that ran no command in its last evaluation (a base that writes prose) gives
-    hindsight nothing to relabel: the stage skips its exploration, and routine A fills the pool
+    hindsight nothing to relabel: the stage skips its exploration, and the procedural routine fills the pool
     to its budget instead of leaving it short."""
     import yaml
 
@@ -210,7 +210,7 @@ def test_routine_a_makes_up_what_hindsight_cannot_make(tmp_path: Path) -> None:
                         "--out", str(tmp_path / "pool")], cwd=tmp_path, capture_output=True, text=True,
                        timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 0, p.stderr
-    assert "40 tasks (hindsight 0 of 10, procedural 40 of 30; routine A made up 10" in p.stdout
+    assert "40 tasks (hindsight 0 of 10, procedural 40 of 30; procedural made up 10 that the grounded" in p.stdout
     manifest = json.loads((tmp_path / "pool" / "manifest.json").read_text())
     assert manifest["tasks"] == 40 and manifest["refill"] == 10
     assert manifest["routines"]["hindsight"] == {"skipped": "the last evaluation ran no command"}

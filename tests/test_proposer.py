@@ -1,4 +1,4 @@
-"""Routine B, proposer: the proposal format, rejections by reason, conditioning on the report, and
+"""Grounded synthesis, proposer: the proposal format, rejections by reason, conditioning on the report, and
 agent-free validation of proposals written by a scripted policy."""
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeSt
 from clawloop.errors import ClawloopError
 from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.policy.types import Generation
-from clawloop.synthesis.routine_b.conditioning import failure_modes, plan_targets, weak_skills
-from clawloop.synthesis.routine_b.proposer import (
+from clawloop.synthesis.config import ProposerParams
+from clawloop.synthesis.grounded.proposer import (
     ProposalError,
-    ProposerParams,
     parse_proposal,
     prompt,
     proposal_task,
     propose_tasks,
 )
-from clawloop.synthesis.routine_b.run import synthesize_routine_b
+from clawloop.synthesis.grounded.run import synthesize_grounded
+from clawloop.synthesis.steering import failure_modes, plan_targets, weak_skills
 
 GOOD = """Sure, here it is.
 <task skill="text_search" level="2">
@@ -168,37 +168,37 @@ def test_proposer_rejections_are_counted_and_valid_tasks_pass() -> None:
     assert kept[0].provenance.routine == "proposer" and kept[0].provenance.iteration == 2
 
 
-def test_synthesize_routine_b_proposer_and_errors() -> None:
-    tasks, stats = synthesize_routine_b("proposer", policy=ScriptedPolicy([GOOD]), n=2, seed=0, report=report(),
+def test_synthesize_grounded_proposer_and_errors() -> None:
+    tasks, stats = synthesize_grounded("proposer", policy=ScriptedPolicy([GOOD]), n=2, seed=0, report=report(),
                                         iteration=1)
     assert stats["routine"] == "proposer" and stats["attempts"] == 2 and stats["produced"] == 1
     assert stats["rejected"] == {"duplicate": 1} and stats["yield"] == 0.5
     with pytest.raises(ClawloopError):
-        synthesize_routine_b("teacher", policy=ScriptedPolicy([GOOD]), n=1)
-    _, stats = synthesize_routine_b("proposer", policy=TooLong(), n=1)
+        synthesize_grounded("teacher", policy=ScriptedPolicy([GOOD]), n=1)
+    _, stats = synthesize_grounded("proposer", policy=TooLong(), n=1)
     assert stats["rejected"] == {"context": 1}
 
 
 def test_synth_command_writes_pool_and_manifest(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from clawloop.synthesis.routine_b import run as routine_b
+    from clawloop.synthesis.grounded import run as grounded
     from clawloop.tasks.pool import read_pool
 
     with pytest.raises(ClawloopError, match="--model"):
-        routine_b.synth_command("proposer", model=None, n=1, out=tmp_path / "p.jsonl")
-    monkeypatch.setattr(routine_b, "resolve_policy", lambda spec: ScriptedPolicy(in_turn([GOOD, GARBAGE])))
-    info = routine_b.synth_command("proposer", model="fake", n=2, out=tmp_path / "p.jsonl", iteration=3)
+        grounded.synth_command("proposer", model=None, n=1, out=tmp_path / "p.jsonl")
+    monkeypatch.setattr(grounded, "resolve_policy", lambda spec: ScriptedPolicy(in_turn([GOOD, GARBAGE])))
+    info = grounded.synth_command("proposer", model="fake", n=2, out=tmp_path / "p.jsonl", iteration=3)
     assert len(read_pool(tmp_path / "p.jsonl")) == 1 and info["stats"]["rejected"] == {"no_task": 1}
     manifest = json.loads((tmp_path / "p.jsonl.manifest.json").read_text())
     assert manifest["routine"] == "proposer" and manifest["stats"]["attempts"] == 2
 
 
-def test_routine_b_imports_stay_light() -> None:
+def test_grounded_imports_stay_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, clawloop.synthesis.routine_b.run, clawloop.synthesis.routine_b.hindsight, "
-            "clawloop.synthesis.routine_b.proposer; "
+    code = ("import sys, clawloop.synthesis.grounded.run, clawloop.synthesis.grounded.hindsight, "
+            "clawloop.synthesis.grounded.proposer; "
             "print(any(m in sys.modules for m in ('torch', 'transformers', 'trl')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

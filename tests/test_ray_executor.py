@@ -119,8 +119,8 @@ class TestLocalCluster:
         assert s_local["passed"] == 0 and s_local["failed"] == len(tasks)  # noop: every shell-core task fails
 
     def test_validation_report_matches_local(self, backend: str) -> None:
-        from clawloop.synthesis.routine_a.curriculum import Plan
-        from clawloop.synthesis.routine_a.procedural import synthesize
+        from clawloop.synthesis.procedural.generate import synthesize
+        from clawloop.synthesis.steering import Plan
         from clawloop.tasks.task import Solution
         from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 
@@ -139,8 +139,8 @@ class TestLocalCluster:
         assert rep_ray["executor"] == "ray" and sum(rep_ray["nodes"].values()) == len(done) == len(pool) - 1
 
     def test_reference_trajectories_match_local(self, backend: str) -> None:
-        from clawloop.synthesis.routine_a.curriculum import Plan
-        from clawloop.synthesis.routine_a.procedural import synthesize
+        from clawloop.synthesis.procedural.generate import synthesize
+        from clawloop.synthesis.steering import Plan
         from clawloop.training.reference import reference_trajectories
 
         tasks = synthesize(Plan({("files", 1): 2, ("text_search", 1): 2}), seed=3)

@@ -1,4 +1,4 @@
-"""Routine A without a sandbox: the skill library, templates, determinism, diversity, the checker."""
+"""Procedural synthesis without a sandbox: the skill library, templates, determinism, diversity, the checker."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ import pytest
 
 from clawloop.synthesis import words
 from clawloop.synthesis.builder import TEST_SH, _checker_source
+from clawloop.synthesis.config import CurriculumParams
 from clawloop.synthesis.knobs import NO_KNOBS, Knobs
-from clawloop.synthesis.routine_a.curriculum import CurriculumParams, plan
-from clawloop.synthesis.routine_a.procedural import diversity, manifest, synthesize
+from clawloop.synthesis.procedural.generate import diversity, manifest, synthesize
 from clawloop.synthesis.skills import LEVELS, families, git_available
+from clawloop.synthesis.steering import plan
 from clawloop.synthesis.templates import templates
 from clawloop.tasks.pool import read_pool, write_pool
 from clawloop.tasks.task import Task
@@ -231,9 +232,10 @@ def test_docs_table_matches_the_library() -> None:
 def test_conversational_register_changes_only_the_surface() -> None:
     import random
 
-    from clawloop.synthesis.routine_a.curriculum import CurriculumParams, plan
-    from clawloop.synthesis.routine_a.procedural import synthesize
-    from clawloop.synthesis.routine_a.register import restyle
+    from clawloop.synthesis.config import CurriculumParams
+    from clawloop.synthesis.procedural.generate import synthesize
+    from clawloop.synthesis.procedural.register import restyle
+    from clawloop.synthesis.steering import plan
 
     the_plan = plan(None, 42, CurriculumParams(conditioning=False))
     plain = synthesize(the_plan, seed=11)
@@ -258,7 +260,7 @@ def test_conversational_register_changes_only_the_surface() -> None:
 def test_register_backticks_file_names_only(instruction: str, expect: str) -> None:
     import random
 
-    from clawloop.synthesis.routine_a.register import restyle
+    from clawloop.synthesis.procedural.register import restyle
     from clawloop.tasks.task import FileSpec, Task, Verifier
 
     t = Task(instruction=instruction, verifier=Verifier(files={"test.sh": FileSpec(content="exit 0")}))

@@ -207,8 +207,9 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     from clawloop.bootstrap.base import make_base
     from clawloop.paired import outcomes_of
     from clawloop.params import Params
-    from clawloop.synthesis.routine_a.curriculum import CurriculumParams, plan
-    from clawloop.synthesis.routine_a.procedural import synthesize
+    from clawloop.synthesis.config import CurriculumParams
+    from clawloop.synthesis.procedural.generate import synthesize
+    from clawloop.synthesis.steering import plan
     from clawloop.tasks.formats import load_suite_any
     from clawloop.training.run import TrainJob, train
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool

@@ -30,8 +30,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="Print one JSON object last.")
     args = ap.parse_args()
 
-    from clawloop.synthesis.routine_a.curriculum import CurriculumParams, plan
-    from clawloop.synthesis.routine_a.procedural import synthesize
+    from clawloop.synthesis.config import CurriculumParams
+    from clawloop.synthesis.procedural.generate import synthesize
+    from clawloop.synthesis.steering import plan
     from clawloop.tasks.pool import write_pool
 
     p = plan(None, args.n, CurriculumParams(conditioning=False))

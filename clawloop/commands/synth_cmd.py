@@ -7,8 +7,14 @@ from pathlib import Path
 import typer
 
 from clawloop.commands import tasks_app
-
-ROUTINES = ("procedural", "hindsight", "proposer")
+from clawloop.diagnosis.schema import load_report
+from clawloop.errors import ClawloopError
+from clawloop.io import write_json
+from clawloop.synthesis.config import ROUTINES, CurriculumParams
+from clawloop.synthesis.grounded.run import synth_command
+from clawloop.synthesis.procedural.generate import manifest, synthesize
+from clawloop.synthesis.steering import plan
+from clawloop.tasks.pool import write_pool
 
 
 def manifest_path(out: Path) -> Path:
@@ -29,29 +35,20 @@ def synth(
                                       help="Steer by the report (off: uniform plan, the ablation)."),
     conversational: float = typer.Option(0.5, "--conversational", min=0.0, max=1.0,
                                          help="Share rephrased as people write requests (backticked paths)."),
-    # --- routine B hook (clawloop/synthesis/routine_b/run.py) ---
+    # --- grounded routines hook (clawloop/synthesis/grounded/run.py) ---
     model: str | None = typer.Option(None, "--model", help="Loop model for hindsight|proposer: DIR, "
                                      "vllm:DIR or openai:MODEL@URL."),
     backend: str = typer.Option("bwrap", "--backend", help="Sandbox backend of hindsight exploration."),
-    # --- end routine B hook ---
+    # --- end grounded routines hook ---
 ) -> None:
     """Synthesize N tasks with a curriculum steered by the last capability report."""
-    from clawloop.diagnosis.schema import load_report
-    from clawloop.errors import ClawloopError
-    from clawloop.io import write_json
-    from clawloop.synthesis.routine_a.curriculum import CurriculumParams, plan
-    from clawloop.synthesis.routine_a.procedural import manifest, synthesize
-    from clawloop.tasks.pool import write_pool
-
     # every input is checked before anything is written
     if routine not in ROUTINES:
         raise ClawloopError(f"--routine: unknown routine {routine!r} (choose from {', '.join(ROUTINES)})")
     if n < 0:
         raise ClawloopError(f"--n: must be >= 0, got {n}")
-    # --- routine B hook (clawloop/synthesis/routine_b/run.py) ---
+    # --- grounded routines hook (clawloop/synthesis/grounded/run.py) ---
     if routine != "procedural":
-        from clawloop.synthesis.routine_b.run import synth_command
-
         info = synth_command(routine, model=model, n=n, out=out, seed=seed, report=report, iteration=iteration,
                              backend=backend, skills=skills.split(",") if skills is not None else None,
                              conditioning=conditioning, manifest=manifest_path(out))
@@ -59,7 +56,7 @@ def synth(
         typer.echo(f"wrote {info['tasks']} tasks to {out} ({routine}: {info['stats']['attempts']} attempts; "
                    f"rejected: {rej})")
         return
-    # --- end routine B hook ---
+    # --- end grounded routines hook ---
     rep = load_report(report) if report is not None else None
     params = CurriculumParams(conditioning=conditioning)
     the_plan = plan(rep, n, params, skills=skills.split(",") if skills is not None else None)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+LEVELS = (1, 2, 3, 4, 5)
+"""Difficulty levels every skill family generates."""
+
 
 class Knobs(BaseModel):
     """Difficulty switches shared by every skill family (unused ones are ignored)."""

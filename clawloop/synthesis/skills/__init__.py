@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from clawloop.errors import ClawloopError
-from clawloop.synthesis.knobs import Knobs
+from clawloop.synthesis.knobs import LEVELS, Knobs
 from clawloop.tasks.task import Task
-
-LEVELS = (1, 2, 3, 4, 5)
 
 # family name -> module (modules avoid stdlib names: json/csv would shadow them in tooling).
 _MODULES = {

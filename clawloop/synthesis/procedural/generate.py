@@ -1,4 +1,4 @@
-"""Routine A: procedural synthesis. A Plan in, a deterministic list of tasks out.
+"""Procedural synthesis: a steering Plan in, a deterministic list of tasks out.
 
 Each task gets its own rng seeded from (seed, iteration, skill, level, index, attempt) by
 sha256, so a pool does not depend on the order in which it is built and the same seed gives a
@@ -18,9 +18,9 @@ from typing import Any
 from clawloop.diagnosis.schema import Diversity
 from clawloop.progress import Progress, progress_for
 from clawloop.synthesis.knobs import NO_KNOBS
-from clawloop.synthesis.routine_a.curriculum import Plan
-from clawloop.synthesis.routine_a.register import restyle
+from clawloop.synthesis.procedural.register import restyle
 from clawloop.synthesis.skills import check_level, families, family
+from clawloop.synthesis.steering import Plan
 from clawloop.tasks.task import Provenance, Task
 
 MAX_ATTEMPTS = 50

@@ -3,7 +3,7 @@
 Each attempt renders `propose.j2` for one (skill, level) target (weak skills weighted by how
 often they fail, the dominant failure modes named) and asks the policy for one task in the
 tagged format below. A reply that does not parse is rejected with its reason; the rest become
-Tasks that go through the same validation as routine A (where a test that a no-op passes, or a
+Tasks that go through the same validation as procedural ones (where a test that a no-op passes, or a
 solution the test fails, is rejected).
 
 The format (strict: tags on their own, attributes in double quotes):
@@ -35,10 +35,15 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from clawloop.agent.harness import render
+from clawloop.policy.types import SamplingParams
 from clawloop.progress import Progress
-from clawloop.synthesis.routine_b.conditioning import Stats, failure_modes, plan_targets, weak_skills
+from clawloop.synthesis.config import ProposerParams
+from clawloop.synthesis.grounded.stats import Stats
+from clawloop.synthesis.skills import families
+from clawloop.synthesis.steering import failure_modes, plan_targets, weak_skills
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 if TYPE_CHECKING:
@@ -62,29 +67,6 @@ _ATTR = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 _FILE = re.compile(r"<file\b([^>]*)>(.*?)</file>", re.S)
 _STEP = re.compile(r"<step>(.*?)</step>", re.S)
 _MODE = re.compile(r"^0?[0-7]{3}$")
-
-
-class ProposerParams(BaseModel):
-    """Knobs of the proposer."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    temperature: float = Field(1.0, ge=0)
-    max_new_tokens: int = Field(1024, ge=1)
-    batch_size: int = Field(8, ge=1)
-    """Proposals generated in one batched call."""
-    levels: tuple[int, ...] = (1, 2, 3)
-    """Levels asked for when the report does not say."""
-    skills: list[str] | None = None
-    """Skills to propose for (None: every routine-A family)."""
-    workdir: str = "/workspace"
-    max_files: int = Field(20, ge=0)
-    max_file_bytes: int = Field(65536, ge=1)
-    max_steps: int = Field(30, ge=1)
-    max_instruction_chars: int = Field(2000, ge=1)
-    max_test_chars: int = Field(8000, ge=1)
-    avoid: int = Field(3, ge=0)
-    """Instructions of earlier proposals for the same skill shown as 'make it different'."""
 
 
 class ProposalError(Exception):
@@ -198,15 +180,11 @@ def proposal_task(p: Proposal, *, skill: str, level: int, workdir: str = "/works
 def prompt(skill: str, level: int, *, weak: list[tuple[str, int, float]], modes: list[str],
            avoid: list[str], workdir: str = "/workspace") -> list[dict[str, Any]]:
     """The conversation asking for one proposal."""
-    from clawloop.agent.harness import render
-
     return [{"role": "user", "content": render("propose.j2", skill=skill, level=level, weak=weak, modes=modes,
                                                avoid=avoid, workdir=workdir)}]
 
 
 def known_skills(params: ProposerParams) -> list[str]:
-    from clawloop.synthesis.skills import families
-
     fams = list(families())
     return [s for s in params.skills if s in fams] if params.skills else fams
 
@@ -216,8 +194,6 @@ def propose_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityRe
                   progress: bool = False) -> tuple[list[Task], dict[str, Any]]:
     """n proposals by `policy`; returns (tasks that parsed, stats with rejections by reason).
     `progress` shows proposals made and tokens/s (clawloop.progress)."""
-    from clawloop.policy.types import SamplingParams
-
     params = params or ProposerParams()
     stats = Stats("proposer")
     known = known_skills(params) or ["files"]

@@ -1,89 +1,37 @@
-"""The curriculum: turn the last capability report into per-(skill, level) quotas and knobs.
+"""Steering: how the last capability report becomes the next pool's quotas and targets.
 
-Per skill the report's cells decide a target level (zone of proximal development):
-raise one level where the Wilson interval's low end clears `raise_threshold` at the highest
-level assessed, step back where the high end of some level is below `lower_floor`, hold
-otherwise. The budget goes to skills in proportion to weakness (1 - pass rate at the deciding
-cell) on top of a floor share, so no skill ever drops to zero. Failure modes seen on a skill
-switch on generator knobs for part of its tasks (quoting trouble -> names with spaces, ...).
-Without a report (iteration 1) the budget is spread evenly over skills and `start_levels`;
-`conditioning=False` ignores the report (the ablation) and spreads it over `uniform_levels`.
+The procedural plan (`plan`): per skill the report's cells decide a target level (zone of
+proximal development): raise one level where the Wilson interval's low end clears
+`raise_threshold` at the highest level assessed, step back where the high end of some level is
+below `lower_floor`, hold otherwise. The budget goes to skills in proportion to weakness (1 - pass
+rate at the deciding cell) on top of a floor share, so no skill ever drops to zero. Failure modes
+seen on a skill switch on generator knobs for part of its tasks (quoting trouble -> names with
+spaces, ...). Without a report (iteration 1) the budget is spread evenly over skills and
+`start_levels`; `conditioning=False` ignores the report (the ablation) and spreads it over
+`uniform_levels`.
+
+The grounded routines' conditioning (`weak_skills`, `failure_modes`, `plan_targets`): the
+(skill, level) each hindsight seed or proposal aims at, and the modes a proposal is told about;
+`grounded_skip` says when the report leaves a grounded routine nothing to work on.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
-from clawloop.diagnosis.schema import FAILURE_MODES, CapabilityReport, CellStats
-from clawloop.errors import ClawloopError
+from clawloop.diagnosis.schema import CapabilityReport, CellStats, load_report
+from clawloop.errors import ClawloopError, describe_validation_error
+from clawloop.synthesis.config import CurriculumParams
 from clawloop.synthesis.knobs import NO_KNOBS, Knobs
-from clawloop.synthesis.skills import LEVELS, families, family
+from clawloop.synthesis.skills import families, family
 
 Action = Literal["start", "raise", "hold", "lower", "uniform"]
-
-
-def _default_failure_knobs() -> dict[str, dict[str, Any]]:
-    return {
-        "unknown_command": {"names_with_spaces": True},  # `./my script.sh` unquoted exits 127
-        "error_ignored": {"loud_broken_start": True},
-        "wrong_result": {"distractors": 2},
-        "premature_submit": {"more_steps": True},
-    }
-
-
-class CurriculumParams(BaseModel):
-    """Thresholds of the curriculum (params.yaml `synthesis.curriculum.*`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    raise_threshold: float = Field(0.7, ge=0, le=1)
-    """Raise a skill one level when the Wilson low end at its highest assessed level reaches this."""
-    lower_floor: float = Field(0.2, ge=0, le=1)
-    """Step a skill back when the Wilson high end of one of its levels is below this."""
-    min_episodes: int = Field(4, ge=1)
-    """Cells with fewer episodes are ignored (too little evidence to move a level)."""
-    floor_share: float = Field(0.03, ge=0, le=1)
-    """Budget share every skill gets whatever its weakness (capped at 1 / number of skills)."""
-    unknown_weakness: float = Field(1.0, ge=0, le=1)
-    """Weakness assumed for a skill the report has no cells for (1 = treat as weakest)."""
-    review_share: float = Field(0.25, ge=0, le=1)
-    """Share of a skill's quota spent one level below its target, so earlier levels are kept."""
-    start_levels: list[int] = Field(default_factory=lambda: [1, 2])
-    """Levels of a skill without data (iteration 1), budget spread evenly over them."""
-    uniform_levels: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
-    """Levels the unconditioned plan (conditioning=False, the ablation) spreads over evenly."""
-    max_level: int = Field(5, ge=1, le=5)
-    """Highest level a skill may be raised to."""
-    mode_threshold: float = Field(0.15, ge=0, le=1)
-    """A failure mode turns on its knobs for a skill when at least this share of the skill's
-    failed episodes show it."""
-    mode_min_count: int = Field(2, ge=1)
-    """... and at least this many episodes show it (one odd episode moves nothing)."""
-    failure_knobs: dict[str, dict[str, Any]] = Field(default_factory=_default_failure_knobs)
-    """Failure mode -> Knobs fields it switches on (see clawloop.synthesis.knobs.Knobs)."""
-    knob_fraction: float = Field(0.5, ge=0, le=1)
-    """Share of a knobbed skill's tasks that get the knobs (the rest stay plain)."""
-    conditioning: bool = True
-    """Steer by the report; False gives the uniform plan (params.yaml `synthesis.conditioning`)."""
-
-    @model_validator(mode="after")
-    def _check(self) -> CurriculumParams:
-        for name in ("start_levels", "uniform_levels"):
-            levels = getattr(self, name)
-            if not levels or any(lv not in LEVELS for lv in levels):
-                raise ValueError(f"{name}: levels must be a non-empty list within 1-5")
-        for mode, updates in self.failure_knobs.items():
-            if mode not in FAILURE_MODES:
-                raise ValueError(f"failure_knobs: unknown failure mode {mode!r}")
-            try:
-                Knobs(**updates)
-            except ValidationError as e:
-                raise ValueError(f"failure_knobs.{mode}: {e.errors()[0]['msg']}") from None
-        return self
 
 
 @dataclass(frozen=True)
@@ -266,3 +214,73 @@ def plan(report: CapabilityReport | None, budget: int, params: CurriculumParams 
                 quotas[(s, lv)] = k
     return Plan(quotas=quotas, knobs={s: k for s, k in knobs.items() if k != NO_KNOBS},
                 knob_fraction=p.knob_fraction, decisions=decisions)
+
+
+# ------------------------------------------------------------------ the grounded routines
+def grounded_skip(routine: str, last: CapabilityReport | None) -> str | None:
+    """Why `routine` has nothing to work on after the `last` report, or None to run it.
+
+    Hindsight relabels the policy's own commands; a policy that ran none in its last evaluation
+    (a base that writes prose) explores for minutes and makes no task."""
+    if routine == "hindsight" and last is not None and last.command_vocabulary == 0:
+        return "the last evaluation ran no command"
+    return None
+
+
+def as_report(report: CapabilityReport | dict[str, Any] | str | Path | None) -> CapabilityReport | None:
+    """A CapabilityReport from itself, its dict, or a diagnosis.json path (`load_report`; a
+    missing file: None). A bad one is a one-line ClawloopError."""
+    if report is None or isinstance(report, CapabilityReport):
+        return report
+    if isinstance(report, dict):
+        try:
+            return CapabilityReport.model_validate(report)
+        except ValidationError as e:
+            raise ClawloopError(f"capability report: {describe_validation_error(e)}") from None
+    path = Path(report)
+    return load_report(path) if path.is_file() else None
+
+
+def weak_skills(report: CapabilityReport | None, known: list[str], k: int = 4) -> list[tuple[str, int, float]]:
+    """(skill, level, pass rate) of the weakest cells among `known` skills, weakest first.
+
+    A cell with episodes counts; per skill the lowest level among its weakest cells is kept.
+    Recommendations to lower or hold a skill count as weak at the recommended level."""
+    if report is None:
+        return []
+    best: dict[str, tuple[float, int]] = {}
+    for c in report.cells:
+        if c.skill in known and c.episodes > 0 and c.pass_rate < 1.0:
+            cur = best.get(c.skill)
+            if cur is None or (c.pass_rate, c.level) < cur:
+                best[c.skill] = (c.pass_rate, c.level)
+    for r in report.recommendations:
+        if r.skill in known and r.action in ("lower", "hold") and r.skill not in best:
+            best[r.skill] = (0.5, r.level)
+    ranked = sorted(best.items(), key=lambda kv: (kv[1][0], kv[0]))
+    return [(s, lvl, rate) for s, (rate, lvl) in ranked[:k]]
+
+
+def failure_modes(report: CapabilityReport | None, k: int = 3) -> list[str]:
+    """The most frequent failure modes of the report (infra errors left out)."""
+    if report is None:
+        return []
+    modes = sorted((m for m in report.failure_modes if m.count > 0 and m.mode != "infra_error"),
+                   key=lambda m: (-m.count, m.mode))
+    return [m.mode for m in modes[:k]]
+
+
+def plan_targets(report: CapabilityReport | None, known: list[str], n: int, rng: random.Random,
+                 levels: tuple[int, ...] = (1, 2, 3)) -> list[tuple[str, int]]:
+    """(skill, level) for each of n attempts: weak skills most (weighted by 1 - pass rate, at
+    their weak level), a quarter spread over all skills so nothing is starved."""
+    weak = weak_skills(report, known, k=len(known))
+    out = []
+    for _ in range(n):
+        if weak and rng.random() < 0.75:
+            weights = [1.0 - rate + 0.05 for _, _, rate in weak]
+            skill, level, _ = rng.choices(weak, weights=weights)[0]
+            out.append((skill, max(1, min(5, level))))
+        else:
+            out.append((rng.choice(known), rng.choice(levels)))
+    return out

@@ -44,7 +44,7 @@ EXPECTED_NAME = "expected.json"
 @cache
 def probe_source() -> str:
     """The text of state_probe.py (shipped into the sandbox on stdin, and as the verifier)."""
-    return resources.files("clawloop.synthesis.routine_b").joinpath("state_probe.py").read_text("utf-8")
+    return resources.files("clawloop.synthesis.grounded").joinpath("state_probe.py").read_text("utf-8")
 
 
 def take_snapshot(sb: Sandbox, root: str = "/workspace", *, timeout: float = 60.0,

@@ -1,7 +1,7 @@
 """Hindsight relabeling: the change an exploring agent made becomes a task.
 
-1. Seeds: starting states of routine-A tasks (files + setup), drawn toward the weak skills of the
-   capability report; the routine-A task is the new task's parent.
+1. Seeds: starting states of procedural tasks (files + setup), drawn toward the weak skills of the
+   capability report (steering.plan_targets); the procedural task is the new task's parent.
 2. Exploration: the policy works on each seed under the `explore.j2` prompt (no fixed goal),
    batched in lockstep by `run_rollouts`.
 3. Relabel: the episode's bash commands are replayed in a fresh sandbox with a state snapshot
@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from clawloop.agent.harness import HarnessConfig, render
+from clawloop.agent.rollout import RolloutConfig, run_rollouts
 from clawloop.errors import ClawloopError
-from clawloop.synthesis.routine_b import state_diff as sd
-from clawloop.synthesis.routine_b.conditioning import Stats, plan_targets
-from clawloop.synthesis.routine_b.hindsight_text import TextLimits, Undescribable, describe, show
+from clawloop.policy.types import SamplingParams
+from clawloop.synthesis.config import HindsightParams
+from clawloop.synthesis.grounded import state_diff as sd
+from clawloop.synthesis.grounded.hindsight_text import TextLimits, Undescribable, describe, show
+from clawloop.synthesis.grounded.stats import Stats
+from clawloop.synthesis.knobs import NO_KNOBS
+from clawloop.synthesis.skills import families
+from clawloop.synthesis.steering import plan_targets
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from sandbox.base import SandboxError
@@ -42,45 +47,10 @@ GENERATOR = "hindsight@1"
 _TEXT_READ_LIMIT = 1 << 16
 
 
-class HindsightParams(BaseModel):
-    """Knobs of hindsight relabeling."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    max_turns: int = Field(6, ge=1)
-    """Turns of an exploration episode."""
-    command_timeout_s: float = Field(10.0, gt=0)
-    """Timeout of one command (exploration and replays)."""
-    temperature: float = Field(1.0, ge=0)
-    max_new_tokens: int = Field(128, ge=1)
-    batch_size: int = Field(16, ge=1)
-    """Exploration episodes stepped in lockstep."""
-    levels: tuple[int, ...] = (1, 2, 3)
-    """Levels of the routine-A seeds when the report does not say."""
-    skills: list[str] | None = None
-    """Seed families (None: all available, git excepted: its index changes on every look)."""
-    max_changes: int = Field(8, ge=1)
-    """More essential changes than this make an unreadable task: rejected (too_many_changes)."""
-    literal_chars: int = Field(400, ge=0)
-    """Longest text an instruction may spell out."""
-    literal_lines: int = Field(12, ge=0)
-    keep_untouched: bool = True
-    """The verifier also checks that the seeded files the episode left alone are unchanged."""
-    minimize: bool = True
-    """Drop commands that changed nothing from the reference solution."""
-    check_replay: bool = True
-    """Replay the reference solution in a fresh sandbox and require the same final state."""
-    instruction: Literal["template", "model"] = "template"
-    """Who phrases the instruction: relabel.j2, or the loop model rephrasing it (checked)."""
-
-
 # ---------------------------------------------------------------------------------- seeds
 def seed_tasks(n: int, seed: int, report: CapabilityReport | None = None,
                params: HindsightParams | None = None, stats: Stats | None = None) -> list[Task]:
-    """n routine-A tasks whose starting states the policy will explore."""
-    from clawloop.synthesis.knobs import NO_KNOBS
-    from clawloop.synthesis.skills import families
-
+    """n procedural tasks whose starting states the policy will explore."""
     params = params or HindsightParams()
     fams = families()
     known = [s for s in (params.skills or [f for f in fams if f != "git"]) if s in fams]
@@ -113,8 +83,6 @@ _EXPLORE_TEST = "#!/bin/bash\n# exploration has no goal: nothing to verify\nmkdi
 
 def exploration_task(parent: Task, params: HindsightParams | None = None, focus: str | None = None) -> Task:
     """The goal-free episode on `parent`'s starting state (instruction from explore.j2)."""
-    from clawloop.agent.harness import render
-
     params = params or HindsightParams()
     files = []
     for path, spec in sorted(parent.files.items()):
@@ -282,8 +250,6 @@ def first_change(states: list[sd.Snapshot], rel: str) -> int:
 
 def phrase(items: list[dict[str, Any]], rng: random.Random, *, keep: bool = True) -> str:
     """The instruction for `items` from relabel.j2 (paths shown as a person types them)."""
-    from clawloop.agent.harness import render
-
     blank = dict.fromkeys(_ITEM_KEYS)
     shown = [{**blank, **{k: show(v) if k in ("path", "src", "src2") else v for k, v in i.items()}}
              for i in items]
@@ -292,9 +258,6 @@ def phrase(items: list[dict[str, Any]], rng: random.Random, *, keep: bool = True
 
 def model_phrase(policy: Policy, instruction: str, items: list[dict[str, Any]], workdir: str) -> str | None:
     """The loop model's rephrasing of `instruction`, or None when it drops a path or literal."""
-    from clawloop.agent.harness import render
-    from clawloop.policy.types import SamplingParams
-
     prompt = render("describe.j2", instruction=instruction, workdir=workdir)
     gen = policy.generate([[{"role": "user", "content": prompt}]], SamplingParams(temperature=0.0, max_new_tokens=400))
     text = gen[0].text.strip() if gen else ""
@@ -310,10 +273,6 @@ def hindsight_tasks(policy: Policy, *, n: int, seed: int = 0, report: Capability
                     parents: list[Task] | None = None, out_dir: str | Path | None = None,
                     progress: bool = False) -> tuple[list[Task], dict[str, Any]]:
     """Explore n seeds (or the given `parents`) with `policy` and relabel each episode."""
-    from clawloop.agent.harness import HarnessConfig
-    from clawloop.agent.rollout import run_rollouts
-    from clawloop.policy.types import SamplingParams
-
     params = params or HindsightParams()
     stats = Stats("hindsight")
     if parents is None:
@@ -330,10 +289,9 @@ def hindsight_tasks(policy: Policy, *, n: int, seed: int = 0, report: Capability
     explore = [exploration_task(p, params) for p in parents]
     sampling = SamplingParams(temperature=params.temperature, max_new_tokens=params.max_new_tokens, seed=seed)
     harness = HarnessConfig(max_turns=params.max_turns, command_timeout_s=params.command_timeout_s)
-    summaries = run_rollouts(explore, policy, k=1, batch_size=params.batch_size, backend=backend,
-                             harness_config=harness, sampling=sampling, out_dir=out_dir,
-                             iteration=-1 if iteration is None else iteration, suite="hindsight-explore",
-                             progress=progress)
+    exploring = RolloutConfig(batch_size=params.batch_size, backend=backend, harness=harness, sampling=sampling,
+                              iteration=-1 if iteration is None else iteration, suite="hindsight-explore")
+    summaries = run_rollouts(explore, policy, exploring, out_dir=out_dir, progress=progress)
     tasks: list[Task] = []
     ids: set[str] = set()
     for i, (parent, summ) in enumerate(zip(parents, summaries, strict=True)):

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clawloop.synthesis.routine_b.state_diff import Change, essential
+from clawloop.synthesis.grounded.state_diff import Change, essential
 
 _SAFE = re.compile(r"^[A-Za-z0-9._/+-]+$")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@:-]{2,}")
@@ -164,6 +164,85 @@ def _modified(old: bytes | None, new: bytes, mentioned: str, sources: dict[str, 
     return None
 
 
+@dataclass(frozen=True)
+class _Evidence:
+    """What a change is explained by: the seeded files, the commands, the files a move emptied."""
+
+    before_text: dict[str, bytes]
+    texts: dict[str, str]
+    """Seeded files that are text, by relative path."""
+    kept_hash: dict[str, str]
+    """sha256 -> a seeded file the episode left alone (a copy's source)."""
+    moves: dict[str, str]
+    """Created path -> the deleted seeded file with its bytes (a move's source)."""
+    origin: dict[str, str]
+    mentioned: str
+    limits: TextLimits
+
+    def sources_for(self, path: str) -> dict[str, str]:
+        """Seeded text files other than `path`, those its command names first."""
+        said = self.origin.get(path, self.mentioned)
+        named = sorted(self.texts, key=lambda p: (p.rsplit("/", 1)[-1] not in said,
+                                                  p.rsplit("/", 1)[-1] not in self.mentioned, p))
+        return {p: self.texts[p] for p in named if p != path}
+
+    def file_item(self, c: Change, data: bytes) -> dict[str, Any]:
+        """The item of a created or modified regular file with bytes `data`."""
+        assert c.after is not None
+        h = c.after["sha256"]
+        mode = c.after.get("mode")
+        extra = {"mode": f"{mode:o}"} if (mode != 0o644 if c.before is None or c.before["t"] != "f"
+                                           else mode != c.before.get("mode")) else {}
+        if c.path in self.moves:
+            return {"kind": "move", "path": c.path, "src": self.moves[c.path], **extra}
+        if h in self.kept_hash and self.kept_hash[h] != c.path:
+            return {"kind": "copy", "path": c.path, "src": self.kept_hash[h], **extra}
+        said = self.origin.get(c.path, self.mentioned)
+        if c.kind == "modified":
+            mod = _modified(self.before_text.get(c.path), data, said, self.sources_for(c.path), self.limits)
+            if mod is not None:
+                return {**mod, "path": c.path, **extra}
+        rel = _derive(data, self.sources_for(c.path), said)
+        if rel is not None:
+            return {"kind": "derive", "path": c.path, "rewrite": c.kind == "modified", **rel, **extra}
+        lit = _literal(data, self.limits)
+        if lit is None:
+            raise Undescribable(f"{c.path}: content is long or binary and no relation explains it")
+        return {"kind": "literal", "path": c.path, "text": lit, "rewrite": c.kind == "modified", **extra}
+
+
+def _moves(ess: list[Change]) -> dict[str, str]:
+    """Created path -> the deleted seeded file whose bytes it has (each source moves once)."""
+    deleted = {c.path: c for c in ess if c.kind == "deleted" and c.type == "f"}
+    by_hash = {c.before["sha256"]: p for p, c in deleted.items() if c.before}
+    moves: dict[str, str] = {}
+    for c in ess:
+        if c.kind in ("created", "retyped") and c.type == "f" and c.after and c.after["sha256"] in by_hash:
+            src = by_hash[c.after["sha256"]]
+            if src not in moves.values():
+                moves[c.path] = src
+    return moves
+
+
+def _other_item(c: Change) -> dict[str, Any]:
+    """The item of a change that is not a regular file's content (nor a moved file's deletion)."""
+    if c.kind in ("created", "retyped") and c.type == "d":
+        assert c.after is not None
+        m = c.after.get("mode")
+        return {"kind": "mkdir", "path": c.path, **({"mode": f"{m:o}"} if m != 0o755 else {})}
+    if c.kind in ("created", "retyped", "modified") and c.type == "l":
+        assert c.after is not None
+        return {"kind": "link", "path": c.path, "target": c.after["target"]}
+    if c.kind == "mode":
+        assert c.after is not None and c.before is not None
+        m, was = c.after["mode"], c.before["mode"]
+        plus_x = m == was | 0o111 and m != was
+        return {"kind": "chmod", "path": c.path, "mode": f"{m:o}", "plus_x": plus_x, "dir": c.type == "d"}
+    if c.kind == "deleted":
+        return {"kind": "delete", "path": c.path, "dir": c.type == "d"}
+    raise Undescribable(f"{c.path}: unsupported change {c.kind} of type {c.type}")
+
+
 def describe(changes: list[Change], before_text: dict[str, bytes], after_data: dict[str, bytes],
              commands: list[str], limits: TextLimits | None = None,
              origin: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], str]:
@@ -172,84 +251,26 @@ def describe(changes: list[Change], before_text: dict[str, bytes], after_data: d
     `before_text`: seeded files' bytes by relative path; `after_data`: bytes of the created or
     modified regular files by relative path; `origin`: the command that first changed each path
     (its words and file names are preferred when a change has several explanations)."""
-    limits = limits or TextLimits()
-    mentioned = "\n".join(commands)
-    origin = origin or {}
     ess = essential(changes)
-    texts = {p: t for p, b in before_text.items() if (t := _text(b)) is not None}
-
-    def sources_for(path: str) -> dict[str, str]:  # files the path's command names first
-        said = origin.get(path, mentioned)
-        named = sorted(texts, key=lambda p: (p.rsplit("/", 1)[-1] not in said, p.rsplit("/", 1)[-1] not in
-                                             mentioned, p))
-        return {p: texts[p] for p in named if p != path}
-
-    deleted = {c.path: c for c in ess if c.kind == "deleted" and c.type == "f"}
-    by_hash = {c.before["sha256"]: p for p, c in deleted.items() if c.before}
     touched = {c.path for c in changes}
     kept_hash: dict[str, str] = {}
     for p, b in sorted(before_text.items()):
         if p not in touched:
             kept_hash.setdefault(hashlib.sha256(b).hexdigest(), p)
+    evidence = _Evidence(
+        before_text=before_text, texts={p: t for p, b in before_text.items() if (t := _text(b)) is not None},
+        kept_hash=kept_hash, moves=_moves(ess), origin=origin or {}, mentioned="\n".join(commands),
+        limits=limits or TextLimits())
+    moved = set(evidence.moves.values())
     items: list[dict[str, Any]] = []
-    moved: set[str] = set()
-    c_moves: dict[str, str] = {}
-    for c in ess:  # moves first, so their deletions are known before they are met
-        if c.kind in ("created", "retyped") and c.type == "f" and c.after and c.after["sha256"] in by_hash:
-            src = by_hash[c.after["sha256"]]
-            if src not in moved:
-                moved.add(src)
-                c_moves[c.path] = src
     for c in ess:
         if c.kind in ("created", "retyped", "modified") and c.type == "f":
-            assert c.after is not None
             data = after_data.get(c.path)
             if data is None:
                 raise Undescribable(f"{c.path}: content not readable")
-            h = c.after["sha256"]
-            mode = c.after.get("mode")
-            extra = {"mode": f"{mode:o}"} if (mode != 0o644 if c.before is None or c.before["t"] != "f"
-                                               else mode != c.before.get("mode")) else {}
-            if c.path in c_moves:
-                items.append({"kind": "move", "path": c.path, "src": c_moves[c.path], **extra})
-                continue
-            if h in kept_hash and kept_hash[h] != c.path:
-                items.append({"kind": "copy", "path": c.path, "src": kept_hash[h], **extra})
-                continue
-            said = origin.get(c.path, mentioned)
-            if c.kind == "modified":
-                mod = _modified(before_text.get(c.path), data, said, sources_for(c.path), limits)
-                if mod is not None:
-                    items.append({**mod, "path": c.path, **extra})
-                    continue
-            rel = _derive(data, sources_for(c.path), said)
-            if rel is not None:
-                items.append({"kind": "derive", "path": c.path, "rewrite": c.kind == "modified", **rel, **extra})
-                continue
-            lit = _literal(data, limits)
-            if lit is None:
-                raise Undescribable(f"{c.path}: content is long or binary and no relation explains it")
-            items.append({"kind": "literal", "path": c.path, "text": lit, "rewrite": c.kind == "modified",
-                          **extra})
-        elif c.kind in ("created", "retyped") and c.type == "d":
-            assert c.after is not None
-            m = c.after.get("mode")
-            items.append({"kind": "mkdir", "path": c.path, **({"mode": f"{m:o}"} if m != 0o755 else {})})
-        elif c.kind in ("created", "retyped", "modified") and c.type == "l":
-            assert c.after is not None
-            items.append({"kind": "link", "path": c.path, "target": c.after["target"]})
-        elif c.kind == "mode":
-            assert c.after is not None and c.before is not None
-            m, was = c.after["mode"], c.before["mode"]
-            plus_x = m == was | 0o111 and m != was
-            items.append({"kind": "chmod", "path": c.path, "mode": f"{m:o}", "plus_x": plus_x,
-                          "dir": c.type == "d"})
-        elif c.kind == "deleted":
-            if c.path in moved:
-                continue
-            items.append({"kind": "delete", "path": c.path, "dir": c.type == "d"})
-        else:
-            raise Undescribable(f"{c.path}: unsupported change {c.kind} of type {c.type}")
+            items.append(evidence.file_item(c, data))
+        elif not (c.kind == "deleted" and c.path in moved):
+            items.append(_other_item(c))
     if not items:
         raise Undescribable("no change to describe")
     return items, primary_skill(items)

@@ -1,0 +1,177 @@
+"""params.yaml `synthesis`: the budget, its split over the routines, and each routine's knobs.
+
+Light on purpose (pydantic, the knobs, the failure-mode names): clawloop.params reads every
+section through it, so every stage imports it; the code that runs the routines lives beside it
+(steering.py, pool.py, procedural/, grounded/).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from clawloop.diagnosis.schema import FAILURE_MODES
+from clawloop.synthesis.knobs import LEVELS, Knobs
+
+ROUTINES = ("procedural", "hindsight", "proposer")
+"""Every routine a budget share can name: the generators, and the agent-grounded two."""
+GROUNDED = ("hindsight", "proposer")
+"""The routines that run the current policy (grounded/): tasks from what the policy does or proposes."""
+
+
+def _default_failure_knobs() -> dict[str, dict[str, Any]]:
+    return {
+        "unknown_command": {"names_with_spaces": True},  # `./my script.sh` unquoted exits 127
+        "error_ignored": {"loud_broken_start": True},
+        "wrong_result": {"distractors": 2},
+        "premature_submit": {"more_steps": True},
+    }
+
+
+class CurriculumParams(BaseModel):
+    """Thresholds of the curriculum (params.yaml `synthesis.curriculum.*`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    raise_threshold: float = Field(0.7, ge=0, le=1)
+    """Raise a skill one level when the Wilson low end at its highest assessed level reaches this."""
+    lower_floor: float = Field(0.2, ge=0, le=1)
+    """Step a skill back when the Wilson high end of one of its levels is below this."""
+    min_episodes: int = Field(4, ge=1)
+    """Cells with fewer episodes are ignored (too little evidence to move a level)."""
+    floor_share: float = Field(0.03, ge=0, le=1)
+    """Budget share every skill gets whatever its weakness (capped at 1 / number of skills)."""
+    unknown_weakness: float = Field(1.0, ge=0, le=1)
+    """Weakness assumed for a skill the report has no cells for (1 = treat as weakest)."""
+    review_share: float = Field(0.25, ge=0, le=1)
+    """Share of a skill's quota spent one level below its target, so earlier levels are kept."""
+    start_levels: list[int] = Field(default_factory=lambda: [1, 2])
+    """Levels of a skill without data (iteration 1), budget spread evenly over them."""
+    uniform_levels: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
+    """Levels the unconditioned plan (conditioning=False, the ablation) spreads over evenly."""
+    max_level: int = Field(5, ge=1, le=5)
+    """Highest level a skill may be raised to."""
+    mode_threshold: float = Field(0.15, ge=0, le=1)
+    """A failure mode turns on its knobs for a skill when at least this share of the skill's
+    failed episodes show it."""
+    mode_min_count: int = Field(2, ge=1)
+    """... and at least this many episodes show it (one odd episode moves nothing)."""
+    failure_knobs: dict[str, dict[str, Any]] = Field(default_factory=_default_failure_knobs)
+    """Failure mode -> Knobs fields it switches on (see clawloop.synthesis.knobs.Knobs)."""
+    knob_fraction: float = Field(0.5, ge=0, le=1)
+    """Share of a knobbed skill's tasks that get the knobs (the rest stay plain)."""
+    conditioning: bool = True
+    """Steer by the report; False gives the uniform plan (params.yaml `synthesis.conditioning`)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> CurriculumParams:
+        for name in ("start_levels", "uniform_levels"):
+            levels = getattr(self, name)
+            if not levels or any(lv not in LEVELS for lv in levels):
+                raise ValueError(f"{name}: levels must be a non-empty list within 1-5")
+        for mode, updates in self.failure_knobs.items():
+            if mode not in FAILURE_MODES:
+                raise ValueError(f"failure_knobs: unknown failure mode {mode!r}")
+            try:
+                Knobs(**updates)
+            except ValidationError as e:
+                raise ValueError(f"failure_knobs.{mode}: {e.errors()[0]['msg']}") from None
+        return self
+
+
+class HindsightParams(BaseModel):
+    """Knobs of hindsight relabeling."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_turns: int = Field(6, ge=1)
+    """Turns of an exploration episode."""
+    command_timeout_s: float = Field(10.0, gt=0)
+    """Timeout of one command (exploration and replays)."""
+    temperature: float = Field(1.0, ge=0)
+    max_new_tokens: int = Field(128, ge=1)
+    batch_size: int = Field(16, ge=1)
+    """Exploration episodes stepped in lockstep."""
+    levels: tuple[int, ...] = (1, 2, 3)
+    """Levels of the procedural seeds when the report does not say."""
+    skills: list[str] | None = None
+    """Seed families (None: all available, git excepted: its index changes on every look)."""
+    max_changes: int = Field(8, ge=1)
+    """More essential changes than this make an unreadable task: rejected (too_many_changes)."""
+    literal_chars: int = Field(400, ge=0)
+    """Longest text an instruction may spell out."""
+    literal_lines: int = Field(12, ge=0)
+    keep_untouched: bool = True
+    """The verifier also checks that the seeded files the episode left alone are unchanged."""
+    minimize: bool = True
+    """Drop commands that changed nothing from the reference solution."""
+    check_replay: bool = True
+    """Replay the reference solution in a fresh sandbox and require the same final state."""
+    instruction: Literal["template", "model"] = "template"
+    """Who phrases the instruction: relabel.j2, or the loop model rephrasing it (checked)."""
+
+
+class ProposerParams(BaseModel):
+    """Knobs of the proposer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float = Field(1.0, ge=0)
+    max_new_tokens: int = Field(1024, ge=1)
+    batch_size: int = Field(8, ge=1)
+    """Proposals generated in one batched call."""
+    levels: tuple[int, ...] = (1, 2, 3)
+    """Levels asked for when the report does not say."""
+    skills: list[str] | None = None
+    """Skills to propose for (None: every skill family)."""
+    workdir: str = "/workspace"
+    max_files: int = Field(20, ge=0)
+    max_file_bytes: int = Field(65536, ge=1)
+    max_steps: int = Field(30, ge=1)
+    max_instruction_chars: int = Field(2000, ge=1)
+    max_test_chars: int = Field(8000, ge=1)
+    avoid: int = Field(3, ge=0)
+    """Instructions of earlier proposals for the same skill shown as 'make it different'."""
+
+
+class SynthesisParams(BaseModel):
+    """Task synthesis: how many tasks, from which routines, steered by the last capability report."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks_per_iteration: int = Field(200, ge=1)
+    """Tasks synthesized per iteration before validation."""
+    seed: int = 0
+    """Base seed; iteration i uses seed + i."""
+    conditioning: bool = True
+    """Steer synthesis with the previous capability report (false = uniform plan, the ablation)."""
+    routines: dict[str, float] = Field(default_factory=lambda: {"procedural": 1.0})
+    """Share of the budget per routine: procedural, hindsight, proposer (ties of the split go to
+    the routine named first)."""
+    skills: list[str] | None = None
+    """Restrict to these skill families (None = all)."""
+    conversational: float = Field(0.5, ge=0, le=1)
+    """Share of procedural tasks rephrased as people write requests: absolute paths in backticks, a
+    polite frame (clawloop/synthesis/procedural/register.py). 0 = the generators' terse phrasing only."""
+    curriculum: CurriculumParams = Field(default_factory=CurriculumParams)
+    """Thresholds of the procedural plan (clawloop.synthesis.steering)."""
+    hindsight: HindsightParams = Field(default_factory=HindsightParams)
+    """Hindsight relabeling options (clawloop.synthesis.grounded.hindsight)."""
+    proposer: ProposerParams = Field(default_factory=ProposerParams)
+    """Proposer options (clawloop.synthesis.grounded.proposer)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> SynthesisParams:
+        unknown = set(self.routines) - set(ROUTINES)
+        if unknown:
+            raise ValueError(f"routines: unknown routine {sorted(unknown)[0]!r}")
+        if not any(v > 0 for v in self.routines.values()) or any(v < 0 for v in self.routines.values()):
+            raise ValueError("routines: shares must be >= 0 with at least one > 0")
+        if "conditioning" in self.curriculum.model_fields_set:
+            raise ValueError("curriculum.conditioning: set synthesis.conditioning (the one switch)")
+        return self
+
+    def steering(self) -> CurriculumParams:
+        """The curriculum thresholds with `conditioning` switched as this section says."""
+        return self.curriculum.model_copy(update={"conditioning": self.conditioning})

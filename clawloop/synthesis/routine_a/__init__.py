@@ -1,1 +1,0 @@
-"""Routine A: procedural synthesis steered by the curriculum (`curriculum.plan` -> `procedural.synthesize`)."""
