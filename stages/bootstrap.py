@@ -8,20 +8,17 @@ Qwen3-architecture model and tokenizer from scratch (plus teacher-free pretraini
 checkpoint path is handed over (hard links, no copy of the weights where the filesystem allows).
 """
 
+from clawloop.bootstrap.base import make_base
 from clawloop.params import Params
+from clawloop.progress import Progress
 from clawloop.stage import output_dir, run_stage, stage_parser
 
 
 def main(params: Params) -> None:
     ap = stage_parser(iteration=False)
     args = ap.parse_args()
-
-    from clawloop.bootstrap.base import make_base
-
     m = params.model
-    from clawloop.progress import Progress  # progress hook (issue 21): signs of life while it builds
-
-    with output_dir(args.out) as tmp, Progress("bootstrap", unit=""):
+    with output_dir(args.out) as tmp, Progress("bootstrap", unit=""):  # signs of life while it builds
         meta = make_base(m.base, tmp, seed=m.seed, bootstrap=m.bootstrap, pretrain=m.pretrain)
     params_n = f"{meta['params']:,} parameters, " if "params" in meta else ""
     print(f"[bootstrap] {m.base}: {params_n}digest {meta['digest']}")

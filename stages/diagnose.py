@@ -9,6 +9,7 @@ Writes diagnosis.json (read by the next synthesis), report.md and a pass-rate he
 
 from pathlib import Path
 
+from clawloop.diagnosis.diagnose import diagnose, write_report
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 
@@ -19,8 +20,6 @@ def main(params: Params) -> None:
     ap.add_argument("--pool", type=Path, help="validated pool, for diversity figures")
     ap.add_argument("--previous", type=Path, help="previous iteration's diagnosis.json")
     args = ap.parse_args()
-
-    from clawloop.diagnosis.diagnose import diagnose, write_report
 
     report = diagnose([args.eval], previous=args.previous, pool=args.pool, iteration=args.iteration,
                       params=params.diagnosis.options)

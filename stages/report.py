@@ -6,6 +6,7 @@
 import argparse
 from pathlib import Path
 
+from clawloop.loop_report import write_report
 from clawloop.params import Params
 from clawloop.stage import run_stage
 
@@ -15,8 +16,6 @@ def main(params: Params) -> None:
     ap.add_argument("--runs", type=Path, default=Path("runs"))
     ap.add_argument("--out", type=Path, default=Path("runs/report"))
     args = ap.parse_args()
-
-    from clawloop.loop_report import write_report
 
     page = write_report(args.runs, args.out)
     print(f"[report] {page}")

@@ -7,6 +7,8 @@ that read those suites depend on this file, not on the suite directories (see
 clawloop/suite_manifest.py), and check it before they roll anything out.
 """
 
+from clawloop import suite_manifest
+from clawloop.io import write_json
 from clawloop.params import Params
 from clawloop.stage import run_stage, stage_parser
 
@@ -14,10 +16,6 @@ from clawloop.stage import run_stage, stage_parser
 def main(params: Params) -> None:
     ap = stage_parser(iteration=False)
     args = ap.parse_args()
-
-    from clawloop import suite_manifest
-    from clawloop.io import write_json
-
     manifest = suite_manifest.build(params)
     write_json(args.out, manifest)
     for path, entry in manifest["suites"].items():

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clawloop.tasks.task import FileSpec
+from sandbox.layers import LayerError, LayerSpec
 from sandbox.offline_tools import DPKG_LIST, UV_INSTALLER, apt_satisfied
 
 _PIP_ALWAYS = {"pip", "setuptools", "wheel"}
@@ -118,8 +119,6 @@ class LayerWants:
 
     def add(self, kind: str, package: str) -> bool:
         """Record `package` if it is a plain name a layer may hold (False: refused, e.g. `$PKG`)."""
-        from sandbox.layers import LayerError, LayerSpec
-
         try:
             LayerSpec(kind, (package,))
         except LayerError:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawloop.errors import ClawloopError
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
 from clawloop.training.config import GRPOParams, LoraParams, SFTParams, resolve_bf16
 
@@ -90,8 +91,6 @@ def freeze_lower(model: Any, trainable_layers: int) -> int:
     inner = getattr(model, "model", None)
     layers = getattr(inner, "layers", None)
     if layers is None:
-        from clawloop.errors import ClawloopError
-
         raise ClawloopError(f"trainable_layers: {type(model).__name__} has no model.layers to freeze")
     for p in model.parameters():
         p.requires_grad_(False)
@@ -138,7 +137,7 @@ def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir:
             *, logs_dir: Path | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train `base` on `dataset` (resuming from `stage_dir`), save into `dest`; returns the meta."""
     start = time.time()
-    from clawloop.training.progress import training_run
+    from clawloop.training.progress import training_run  # imports transformers
 
     with training_run("sft", stage_dir, logs_dir) as (callbacks, resume):
         trainer = build_trainer(base, dataset, params, stage_dir, callbacks=callbacks)

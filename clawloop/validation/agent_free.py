@@ -33,6 +33,8 @@ from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, Ran, executor_params, run_all
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
 from clawloop.tasks.episode import LIST_TOUCHED, OracleCheck, check_oracle, run_oracle
+from clawloop.tasks.harbor import find_task_dirs
+from clawloop.tasks.suite import load_suite
 from clawloop.tasks.task import Task
 from sandbox.base import SandboxConfig, SandboxError
 
@@ -224,9 +226,6 @@ def default_heldout() -> list[Path]:
 def load_heldout(paths: Iterable[str | Path]) -> list[Task]:
     """Tasks of held-out suites (directories searched for Harbor tasks, or pools); a task that
     fails to load is left out; a path that does not exist is an error."""
-    from clawloop.tasks.harbor import find_task_dirs
-    from clawloop.tasks.suite import load_suite
-
     tasks: list[Task] = []
     for p in map(Path, paths):
         if p.is_dir() and not find_task_dirs(p):
