@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -60,23 +61,41 @@ def check_lines(suites: Iterable[Suite]) -> None:
         raise ClawloopError(f"{bad[0].error}{more}; nothing run (--skip-bad-lines runs the rest)")
 
 
-def run_agent(agent: str, items: list[SuiteItem], *, backend: str = "bwrap", jobs: int = 2,
-              config: SandboxConfig | None = None, options: dict[str, Any] | None = None,
-              progress: Progress | None = None,
-              executor: ExecutorParams | str | None = None) -> list[EpisodeRecord]:
+@dataclass(frozen=True)
+class EvalConfig:
+    """Where `evaluate` runs its episodes and how it reads the suites."""
+
+    backend: str = "bwrap"
+    jobs: int = 2
+    """Simple agents' episodes in parallel (threads of the local executor)."""
+    sandbox_config: SandboxConfig | None = None
+    """Every sandbox's config (None: environment.default_config())."""
+    executor: ExecutorParams | str | None = None
+    """Runs the oracle / no-op episodes as Ray tasks (clawloop.executor); None: local."""
+    fmt: str = "auto"
+    """Suite format (`clawloop.tasks.formats.load_suite_any`): auto | harbor | jsonl | clawgym | claw-eval-live."""
+    format_options: dict[str, Any] = field(default_factory=dict)
+    """The format's options (grader_root, skills, pass_threshold)."""
+    skip_bad_lines: bool = True
+    """False refuses a JSONL suite with a malformed line (`check_lines`) before anything runs."""
+
+
+def run_agent(agent: str, items: list[SuiteItem], config: EvalConfig, *, options: dict[str, Any] | None = None,
+              progress: Progress | None = None) -> list[EpisodeRecord]:
     """Run `agent` on every loadable item; records come back in item order.
 
     The one dispatch on the agent's name: simple agents (oracle, noop) run one sandboxed episode
-    per task on `jobs` threads, or one Ray task each (`executor`, clawloop.executor: the record's
-    `node` names the Ray node); a model agent (`--agent model --model DIR`) plugs in here, its
-    policy and sandboxes on this machine. `progress` is advanced once per episode (and by
-    generated tokens for a model agent).
+    per task on `config.jobs` threads, or one Ray task each (`config.executor`, clawloop.executor:
+    the record's `node` names the Ray node); a model agent (`--agent model --model DIR`) plugs in
+    here, its policy and sandboxes on this machine. `progress` is advanced once per episode (and
+    by generated tokens for a model agent).
     """
     todo = [i for i in items if i.task is not None]
     if agent in SIMPLE_AGENTS:
-        return _run_simple(agent, todo, backend, jobs, config, progress, executor)
+        return _run_simple(agent, todo, config, progress)
     if agent == "model":  # k samples per task in lockstep batches (clawloop.agent.rollout)
-        return run_model_agent(todo, backend=backend, config=config, options=options, progress=progress)
+        return run_model_agent(todo, options or {}, backend=config.backend, sandbox_config=config.sandbox_config,
+                               progress=progress)
     raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
 
 
@@ -86,14 +105,14 @@ def _simple_episode(item: SuiteItem, agent: str, backend: str, config: SandboxCo
     return run_episode(item.task, agent, backend, config, suite=item.suite, name=item.name)
 
 
-def _run_simple(agent: str, items: list[SuiteItem], backend: str, jobs: int, config: SandboxConfig | None,
-                progress: Progress | None, executor: ExecutorParams | str | None = None) -> list[EpisodeRecord]:
+def _run_simple(agent: str, items: list[SuiteItem], config: EvalConfig,
+                progress: Progress | None) -> list[EpisodeRecord]:
     def done(_k: int, ran: Any) -> None:
         if progress is not None:
             progress.advance(outcome=ran.value.outcome)
 
-    one = partial(_simple_episode, agent=agent, backend=backend, config=config)
-    ran = run_all(one, items, jobs=jobs, executor=executor, on_done=done)
+    one = partial(_simple_episode, agent=agent, backend=config.backend, config=config.sandbox_config)
+    ran = run_all(one, items, jobs=config.jobs, executor=config.executor, on_done=done)
     for r in ran:
         r.value.node = r.node
     return [r.value for r in ran]
@@ -146,30 +165,28 @@ def timing(records: list[EpisodeRecord], wall_s: float, agent: str) -> dict[str,
     return out
 
 
-def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", jobs: int = 2,
-             config: SandboxConfig | None = None, options: dict[str, Any] | None = None,
-             progress: bool | Progress = False, fmt: str = "auto",
-             format_options: dict[str, Any] | None = None, skip_bad_lines: bool = True,
-             executor: ExecutorParams | str | None = None) -> tuple[list[EpisodeRecord], dict[str, Any]]:
+def evaluate(paths: list[str | Path], agent: str, config: EvalConfig | None = None, *,
+             options: dict[str, Any] | None = None,
+             progress: bool | Progress = False) -> tuple[list[EpisodeRecord], dict[str, Any]]:
     """Load the suites, run the agent, and summarize: (records in suite order, summary).
 
-    `fmt` and `format_options` (grader_root, skills, pass_threshold) go to
-    `clawloop.tasks.formats.load_suite_any`: auto | harbor | jsonl | clawgym | claw-eval-live.
-    `skip_bad_lines=False` refuses a JSONL suite with a malformed line (check_lines) before
-    anything runs. `progress`: True (or the caller's Progress) shows episodes as they end.
-    The summary carries `timing` (wall_s, episodes_per_s, tokens); wall_s runs from after the
-    suites and a model agent's policy are loaded to the last episode (a Ray cluster's start or
-    join included). `executor` runs the oracle / no-op episodes as Ray tasks (clawloop.executor);
-    the summary then names it and counts episodes per node ("nodes").
+    `config` says how the suites are read and where the episodes run (EvalConfig); `options` are
+    a model agent's (clawloop.agent.model_agent). `progress`: True (or the caller's Progress)
+    shows episodes as they end. The summary carries `timing` (wall_s, episodes_per_s, tokens);
+    wall_s runs from after the suites and a model agent's policy are loaded to the last episode
+    (a Ray cluster's start or join included). With Ray as the executor the summary names it and
+    counts episodes per node ("nodes").
     """
-    ex = executor_params(executor)
+    config = config or EvalConfig()
+    ex = executor_params(config.executor)
+    config = replace(config, executor=ex)
     if agent == "model" and ex.kind != "local":
         raise ClawloopError(f"--executor {ex.kind}: runs the oracle and no-op agents' episodes; a model agent's "
                             "episodes run beside its policy, on this machine (--executor local)")
     if agent not in AGENTS:
         raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
-    suites = [load_suite_any(p, fmt, **(format_options or {})) for p in paths]
-    if not skip_bad_lines:
+    suites = [load_suite_any(p, config.fmt, **config.format_options) for p in paths]
+    if not config.skip_bad_lines:
         check_lines(suites)
     items = [i for s in suites for i in s.items]
     failed_loads = [error_record(i, agent) for i in items if i.task is None]
@@ -184,9 +201,8 @@ def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", job
             options = {**(options or {}), "model": agent_policy(options or {})}
         t0 = time.perf_counter()
         if runnable:
-            preflight(backend, config)
-        ran = run_agent(agent, items, backend=backend, jobs=jobs, config=config, options=options, progress=bar,
-                        executor=ex)
+            preflight(config.backend, config.sandbox_config)
+        ran = run_agent(agent, items, config, options=options, progress=bar)
         wall = time.perf_counter() - t0
     if agent == "model":  # k samples per task: not one record per item
         records = [*failed_loads, *ran]
@@ -198,4 +214,4 @@ def evaluate(paths: list[str | Path], agent: str, *, backend: str = "bwrap", job
         if r.node is not None:
             nodes[r.node] = nodes.get(r.node, 0) + 1
     where = {"executor": ex.kind, **({"nodes": dict(sorted(nodes.items()))} if nodes else {})}
-    return records, {**summarize(records, agent, backend), **timing(records, wall, agent), **where}
+    return records, {**summarize(records, agent, config.backend), **timing(records, wall, agent), **where}

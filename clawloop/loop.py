@@ -10,23 +10,27 @@ from: the new one when the gate promotes it, else the best so far.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop import paired
+from clawloop.agent.harness import HarnessConfig
+from clawloop.agent.playbook import policy_playbook
+from clawloop.agent.rollout import RolloutConfig, run_rollouts
 from clawloop.errors import ClawloopError
 from clawloop.io import hand_over, read_json, write_json  # noqa: F401  (hand_over: re-exported)
 from clawloop.paired import Comparison, Outcomes
+from clawloop.policy.hf import HFPolicyConfig
+from clawloop.policy.load import PolicySpec, load_policy
+from clawloop.policy.types import LlamaCppPolicyConfig, Policy, SamplingParams
+from clawloop.progress import Progress
 from clawloop.stats import pass_figures, wilson_interval
-
-if TYPE_CHECKING:
-    from clawloop.agent.harness import HarnessConfig
-    from clawloop.policy.load import PolicySpec
-    from clawloop.policy.types import SamplingParams
-    from sandbox.base import SandboxConfig
+from clawloop.tasks.task import Task
+from clawloop.trajectory import EpisodeRecord
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -242,50 +246,40 @@ class LoopContext:
     """sandbox.backend."""
     jobs: int
     """sandbox.jobs: sandboxes in parallel (validation, reference trajectories)."""
-    sandbox_config: SandboxConfig | None
-    """The config every episode's sandbox opens with. params.yaml has none to give: None opens each
-    with `environment.default_config()` resolved where the episode runs (a Ray worker mounts its own
-    task runtime, not this machine's path)."""
     batch: int
     """rollout.batch: episodes in lockstep."""
 
     def harness_for(self, policy: str | Path | None) -> HarnessConfig:
         """The harness of a rollout of the policy at `policy`: its playbook (`playbook.json`,
         clawloop.agent.playbook), if any, rendered into the system prompt."""
-        from clawloop.agent.playbook import policy_playbook
-
         return self.harness.model_copy(update={"playbook": policy_playbook(policy)})
 
     def sampling_at(self, temperature: float | None) -> SamplingParams:
         """The sampling with another temperature (None keeps rollout.temperature)."""
         return self.sampling if temperature is None else self.sampling.model_copy(update={"temperature": temperature})
 
-    def load_policy(self, path: str | Path, policy_id: str) -> Any:
+    def load_policy(self, path: str | Path, policy_id: str) -> Policy:
         """The policy at checkpoint dir `path` on rollout.backend. On the openai backend the endpoint
         of `rollout.openai` serves the model (e.g. `clawloop serve`): the path is sent as the model
         name, and the weights are whatever the endpoint holds."""
-        from clawloop.policy.load import load_policy
-
         return load_policy(self.policy.model_copy(update={"model": str(path), "policy_id": policy_id}))
 
-    def rollouts(self, tasks: Any, policy: Any, *, k: int = 1, harness: HarnessConfig | None = None,
-                 sampling: SamplingParams | None = None, **kwargs: Any) -> list[Any]:
-        """`run_rollouts` of `policy` on this context's sandboxes, batch, harness and sampling
-        (`harness`/`sampling` replace them; other keywords go through: out_dir, iteration, suite...)."""
-        from clawloop.agent.rollout import run_rollouts
+    def rollout_config(self, **changes: Any) -> RolloutConfig:
+        """A RolloutConfig on this context's sandboxes, batch, harness and sampling; `changes`
+        replace its fields (k, harness, sampling, iteration, suite...). Every sandbox opens with
+        `environment.default_config()`, resolved where the episode runs: params.yaml has no
+        sandbox config to give."""
+        return replace(RolloutConfig(batch_size=self.batch, backend=self.backend, harness=self.harness,
+                                     sampling=self.sampling), **changes)
 
-        return run_rollouts(tasks, policy, k=k, batch_size=self.batch, backend=self.backend,
-                            harness_config=harness or self.harness, sampling=sampling or self.sampling,
-                            sandbox_config=self.sandbox_config, **kwargs)
+    def rollouts(self, tasks: Sequence[Task], policy: Policy, *, out_dir: str | Path | None = None,
+                 progress: bool | Progress = True, **changes: Any) -> list[EpisodeRecord]:
+        """`run_rollouts` of `policy` under `rollout_config(**changes)`."""
+        return run_rollouts(tasks, policy, self.rollout_config(**changes), out_dir=out_dir, progress=progress)
 
 
 def loop_context(params: Any) -> LoopContext:
     """The LoopContext of params.yaml's `rollout` and `sandbox` sections (a stage's Params)."""
-    from clawloop.agent.harness import HarnessConfig
-    from clawloop.policy.hf import HFPolicyConfig
-    from clawloop.policy.load import PolicySpec
-    from clawloop.policy.types import LlamaCppPolicyConfig, SamplingParams
-
     r, sb = params.rollout, params.sandbox
     threads = r.engine.threads or max(1, (os.cpu_count() or 2) // 2)
     return LoopContext(
@@ -295,7 +289,7 @@ def loop_context(params: Any) -> LoopContext:
         policy=PolicySpec(backend=r.backend, model="", hf=HFPolicyConfig(engine=replace(r.engine, threads=threads)),
                           llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),
                           openai=r.openai, vllm=r.vllm),
-        backend=sb.backend, jobs=sb.jobs, sandbox_config=None, batch=r.batch)
+        backend=sb.backend, jobs=sb.jobs, batch=r.batch)
 
 
 def suite_metrics(summaries: list[Any], *, heldout: bool) -> SuiteMetrics:

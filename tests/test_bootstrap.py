@@ -134,7 +134,7 @@ def test_tiny_model_end_to_end_rollout(tiny: Path, tmp_path: Path) -> None:
     """init → HFPolicy → lockstep rollout of 2 tasks × 2 samples on bwrap → Parquet."""
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
-    from clawloop.agent.rollout import run_rollouts
+    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.policy.load import load_policy
     from clawloop.policy.types import SamplingParams
     from clawloop.trajectory import OUTCOMES
@@ -142,9 +142,9 @@ def test_tiny_model_end_to_end_rollout(tiny: Path, tmp_path: Path) -> None:
     policy = load_policy({"backend": "hf", "model": str(tiny)})
     tasks = [Task(instruction=f"Create {f}.", verifier=Verifier(files={"test.sh": FileSpec(
         content=TEST_SH.format(f=f))})) for f in ("a.txt", "b.txt")]
-    res = run_rollouts(tasks, policy, k=2, batch_size=4, backend="bwrap", out_dir=tmp_path, progress=False,
-                       harness_config=HarnessConfig(max_turns=3),
-                       sampling=SamplingParams(temperature=1.0, max_new_tokens=24, seed=0))
+    config = RolloutConfig(k=2, batch_size=4, backend="bwrap", harness=HarnessConfig(max_turns=3),
+                           sampling=SamplingParams(temperature=1.0, max_new_tokens=24, seed=0))
+    res = run_rollouts(tasks, policy, config, out_dir=tmp_path, progress=False)
     assert len(res) == 4 and all(r.outcome in OUTCOMES and r.outcome != "error" for r in res)
     assert all(1 <= r.n_turns <= 3 and r.completion_tokens > 0 for r in res)
     eps = pq.read_table(next(tmp_path.glob("episodes-*.parquet"))).to_pylist()

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from clawloop.cli import app
 from clawloop.errors import ClawloopError
-from clawloop.evaluation import evaluate, load_suite, summarize
+from clawloop.evaluation import EvalConfig, evaluate, load_suite, summarize
 from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.pool import write_pool
 from clawloop.trajectory import EpisodeRecord
@@ -83,7 +83,7 @@ def test_pool_suite_with_a_bad_line(backend: str, tmp_path: Path) -> None:
     assert [i.name for i in suite.items] == ["word-count", "line 2", "line 3"]
     assert "pool.jsonl:2: not valid JSON" in (suite.items[1].error or "")
     assert "pool.jsonl:3: verifier: Field required" in (suite.items[2].error or "")
-    records, summary = evaluate([pool], "oracle", backend=backend, jobs=1)
+    records, summary = evaluate([pool], "oracle", EvalConfig(backend=backend, jobs=1))
     assert [r.outcome for r in records] == ["passed", "error", "error"]
     assert summary["pass_rate"] == 1.0 and summary["suites"]["pool"]["errors"] == 2
 
@@ -130,7 +130,7 @@ def test_json_summary_has_timings_and_progress_shows(backend: str) -> None:
 
 
 def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.policy import load as policy_mod
+    from clawloop.agent import model_agent as policy_mod  # where --agent model loads its policy
     from clawloop.policy.scripted import ScriptedPolicy
 
     submit = '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'
@@ -147,7 +147,7 @@ def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.Monkey
 
 def test_policy_set_reaches_the_backend_options_and_bad_keys_are_named(backend: str,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.policy import load as policy_mod
+    from clawloop.agent import model_agent as policy_mod  # where --agent model loads its policy
     from clawloop.policy.scripted import ScriptedPolicy
 
     specs = []

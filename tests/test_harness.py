@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from clawloop.agent.episode import EpisodeState
 from clawloop.agent.harness import (
-    EpisodeState,
     HarnessConfig,
     format_observation,
     initial_messages,

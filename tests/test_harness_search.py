@@ -121,7 +121,7 @@ class HarnessSensitivePolicy:
 def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) -> None:
     """A policy whose pass rate depends on the harness: the train step keeps the variant that wins on
     the dev split, rejects the one that loses, and every later rollout of the policy dir uses it."""
-    from clawloop.agent.rollout import run_rollouts
+    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.io import write_json
     from clawloop.loop import loop_context
     from clawloop.params import load_params
@@ -133,7 +133,7 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
 
     def run_dev(tasks: Any, cfg: HarnessConfig) -> dict[str, float]:
         dev_runs.append(len(tasks))
-        eps = run_rollouts(tasks, policy, backend=backend, harness_config=cfg, batch_size=6, progress=False)
+        eps = run_rollouts(tasks, policy, RolloutConfig(backend=backend, harness=cfg, batch_size=6), progress=False)
         return outcomes_of(eps, "dev")
 
     write_json(tmp_path / "diagnosis.json", report({"format_error": 6, "wrong_result": 8}).model_dump(mode="json"))
@@ -166,7 +166,7 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
     ctx = loop_context(load_params(Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml"))
     cfg = ctx.harness_for(out)
     assert "## Method" in system_prompt(pool[0], cfg) and tools_for(cfg) == TOOLS
-    again = run_rollouts(pool, policy, backend=backend, harness_config=cfg, batch_size=6, progress=False)
+    again = run_rollouts(pool, policy, RolloutConfig(backend=backend, harness=cfg, batch_size=6), progress=False)
     assert all(e.outcome == "passed" for e in again)
 
 

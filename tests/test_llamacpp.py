@@ -278,7 +278,7 @@ def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeyp
     """params.yaml's rollout section → LoopContext.load_policy → lockstep rollouts in bwrap sandboxes."""
     import yaml
 
-    from clawloop.agent.rollout import run_rollouts
+    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.evaluation import load_suite
     from clawloop.loop import loop_context
     from clawloop.params import load_params
@@ -295,8 +295,9 @@ def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeyp
         assert isinstance(policy, LlamaCppPolicy) and policy.config.parallel == 2
         harness, sampling = loop_context(params).harness, loop_context(params).sampling
         tasks = [t for t in load_suite(root / "benchmarks" / "shell-core").tasks if not t.needs_image][:2]
-        res = run_rollouts(tasks, policy, k=1, batch_size=2, backend="bwrap", harness_config=harness,
-                           sampling=sampling, out_dir=tmp_path / "out", progress=False)
+        res = run_rollouts(tasks, policy,
+                           RolloutConfig(k=1, batch_size=2, backend="bwrap", harness=harness, sampling=sampling),
+                           out_dir=tmp_path / "out", progress=False)
     finally:
         policy.close()
     assert [r.outcome for r in res] == ["failed", "failed"]  # a random model passes nothing

@@ -77,13 +77,13 @@ def _patch_suites(monkeypatch: pytest.MonkeyPatch, suites: list[Any]) -> None:
 
 
 def _capture_rollouts(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any], task: Task) -> None:
-    def fake_rollouts(tasks: Any, policy: Any, **kwargs: Any) -> list[Any]:
-        seen.update(kwargs)
+    def fake_rollouts(tasks: Any, policy: Any, config: Any, **kwargs: Any) -> list[Any]:
+        seen.update(kwargs, config=config)
         raise _Stop
 
     _patch_suites(monkeypatch, [("shell-core", [task], True)])
     monkeypatch.setattr("clawloop.loop.LoopContext.load_policy", lambda *a, **k: object())
-    monkeypatch.setattr("clawloop.agent.rollout.run_rollouts", fake_rollouts)
+    monkeypatch.setattr("clawloop.loop.run_rollouts", fake_rollouts)
 
 
 @pytest.mark.parametrize("stage", ["train", "transfer"])
@@ -106,9 +106,10 @@ def test_training_renders_the_system_prompt_evaluation_uses(tmp_path: Path, monk
         _run(monkeypatch, "transfer", params, "--base", tmp_path, "--first", validated, "--final", validated,
              "--out", tmp_path / "transfer")
     assert trained.get("harness_config") is not None, f"stage {stage} gives training no harness config"
-    assert system_prompt(task, trained["harness_config"]) == system_prompt(task, evaluated["harness_config"])
-    assert initial_messages(task, trained["harness_config"]) == initial_messages(task, evaluated["harness_config"])
-    assert trained["harness_config"] == evaluated["harness_config"]
+    evaluated_harness = evaluated["config"].harness
+    assert system_prompt(task, trained["harness_config"]) == system_prompt(task, evaluated_harness)
+    assert initial_messages(task, trained["harness_config"]) == initial_messages(task, evaluated_harness)
+    assert trained["harness_config"] == evaluated_harness
 
 
 def test_train_stage_uses_the_sandbox_section(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,7 +187,7 @@ def _record_policy_loads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         seen.append(spec)
         raise _Stop
 
-    monkeypatch.setattr("clawloop.policy.load.load_policy", fake_load)
+    monkeypatch.setattr("clawloop.loop.load_policy", fake_load)  # LoopContext.load_policy loads through it
     return seen
 
 
@@ -232,7 +233,8 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
 
 
 def test_the_stages_run_episodes_on_the_contexts_sandboxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every stage's episodes take backend, jobs, sandbox config, batch and sampling from the context."""
+    """Every stage's episodes take backend, jobs, batch and sampling from the context; every sandbox
+    opens with the default config (params.yaml has none to give)."""
     from clawloop.loop import loop_context
 
     params = _params(tmp_path, lambda r: (r["sandbox"].update(backend="local", jobs=3), r["rollout"].update(batch=5)))
@@ -240,11 +242,10 @@ def test_the_stages_run_episodes_on_the_contexts_sandboxes(tmp_path: Path, monke
     evaluated: dict[str, Any] = {}
     _capture_rollouts(monkeypatch, evaluated, task)
     _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", tmp_path, "--out", tmp_path / "eval")
-    assert (evaluated["backend"], evaluated["batch_size"], evaluated["sampling"]) == ("local", 5, ctx.sampling)
-    assert "sandbox_config" in evaluated and evaluated["sandbox_config"] == ctx.sandbox_config
+    config = evaluated["config"]
+    assert (config.backend, config.batch_size, config.sampling, config.sandbox_config) == ("local", 5, ctx.sampling, None)
     trained: dict[str, Any] = {}
     _capture_train(monkeypatch, trained)
     _run(monkeypatch, "train", params, "--iteration", "1", "--validated", _validated(tmp_path, [task]),
          "--policy", tmp_path, "--out", tmp_path / "checkpoint")
     assert (trained["backend"], trained["jobs"], trained["harness_config"]) == ("local", 3, ctx.harness)
-    assert "sandbox_config" in trained and trained["sandbox_config"] == ctx.sandbox_config

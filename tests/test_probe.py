@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from clawloop.agent.rollout import RolloutConfig
 from clawloop.diagnosis.synthetic import episode_row, write_trajectories
 from clawloop.errors import ClawloopError
 from clawloop.tasks.task import Task, Verifier
+from clawloop.validation import probe
 from clawloop.validation.probe import (
     ProbeResult,
     label_episodes,
@@ -94,47 +95,43 @@ def fake_rollout(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     first sample is an infrastructure error)."""
     calls: list[dict[str, Any]] = []
 
-    def run_rollouts(tasks: list[Task], policy: Any, *, k: int, batch_size: int, harness_config: Any,
-                     sampling: Any, out_dir: Path | None, iteration: int, suite: str, progress: bool = True,
-                     backend: str = "bwrap") -> list[Any]:
-        calls.append({"n": len(tasks), "k": k, "batch_size": batch_size, "backend": backend, "suite": suite})
+    def run_rollouts(tasks: list[Task], policy: Any, config: RolloutConfig, *, out_dir: Path | None,
+                     progress: bool = True) -> list[Any]:
+        calls.append({"n": len(tasks), "k": config.k, "batch_size": config.batch_size, "backend": config.backend,
+                      "suite": config.suite})
         rows = [episode_row(f"{t.id}-{s}-x", task_id=t.id, sample=s,
                             outcome="error" if (i, s) == (3, 0) else "passed" if s < i else "failed")
-                for i, t in enumerate(tasks) for s in range(k)]
+                for i, t in enumerate(tasks) for s in range(config.k)]
         if out_dir is not None:
             write_trajectories(out_dir, rows, [])
         return [types.SimpleNamespace(**r) for r in rows]  # like trajectory.EpisodeRecord
 
-    mod = types.ModuleType("clawloop.agent.rollout")
-    mod.run_rollouts = run_rollouts  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "clawloop.agent.rollout", mod)
+    monkeypatch.setattr(probe, "run_rollouts", run_rollouts)
     return calls
 
 
 def test_probe_tasks_wiring(tmp_path: Path, fake_rollout: list[dict[str, Any]]) -> None:
     tasks = _tasks()
-    results = probe_tasks(tasks + [tasks[0]], policy=object(), k=3, out_dir=tmp_path / "traj",
-                          batch_size=8, backend="local")
+    results = probe_tasks(tasks + [tasks[0]], object(), RolloutConfig(k=3, batch_size=8, backend="local"),
+                          out_dir=tmp_path / "traj")
     assert fake_rollout == [{"n": 4, "k": 3, "batch_size": 8, "backend": "local", "suite": "probe"}]
     assert [r.label for r in results] == ["frontier", "learnable", "learnable", "too_easy", "frontier"]
     assert [(r.passes, r.errors) for r in results[:4]] == [(0, 0), (1, 0), (2, 0), (2, 1)]
     assert len(read_episode_rows(tmp_path / "traj")) == 12
     with pytest.raises(ClawloopError, match="already holds episodes"):
-        probe_tasks(tasks, policy=object(), k=3, out_dir=tmp_path / "traj")
-    assert [r.label for r in probe_tasks(tasks, policy=object(), k=3)] == [
+        probe_tasks(tasks, object(), RolloutConfig(k=3), out_dir=tmp_path / "traj")
+    assert [r.label for r in probe_tasks(tasks, object(), RolloutConfig(k=3))] == [
         "frontier", "learnable", "learnable", "too_easy"]  # no trajectories kept
 
 
 def test_cli_probe(tmp_path: Path, fake_rollout: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import clawloop.commands.diagnose_cmd  # noqa: F401  (registers the commands)
-    from clawloop.commands import app
-    from clawloop.policy import load as policy_mod
+    from clawloop.commands import app, diagnose_cmd  # diagnose_cmd registers the commands
     from clawloop.policy.scripted import ScriptedPolicy
     from clawloop.tasks.pool import read_pool, write_pool
 
-    monkeypatch.setattr(policy_mod, "load_policy", lambda spec: ScriptedPolicy([]))
+    monkeypatch.setattr(diagnose_cmd, "load_policy", lambda spec: ScriptedPolicy([]))
     write_pool(tmp_path / "pool.jsonl", _tasks())
     res = CliRunner().invoke(app, ["tasks", "probe", str(tmp_path / "pool.jsonl"), "--model", "m", "--k", "3",
                                    "--out", str(tmp_path / "probe.jsonl"), "--backend", "local"])
@@ -166,8 +163,8 @@ def test_probe_and_diagnose_end_to_end(tmp_path: Path) -> None:
             return submit
         return touch if not any(m.get("role") == "assistant" for m in conv) else submit
 
-    results = probe_tasks([doable, lazy], ScriptedPolicy(reply), k=2, out_dir=tmp_path / "traj",
-                          backend="bwrap", batch_size=4)
+    results = probe_tasks([doable, lazy], ScriptedPolicy(reply), RolloutConfig(k=2, backend="bwrap", batch_size=4),
+                          out_dir=tmp_path / "traj")
     if any(r.errors for r in results):
         pytest.skip("the bwrap sandbox does not work here")
     assert [(r.label, r.passes) for r in results] == [("too_easy", 2), ("frontier", 0)]

@@ -104,12 +104,12 @@ def _outcomes(records: list[Any]) -> dict[str, tuple[str, float | None]]:
 @pytest.mark.usefixtures("local_ray")
 class TestLocalCluster:
     def test_eval_pass_sets_match_local(self, backend: str) -> None:
-        from clawloop.evaluation import evaluate
+        from clawloop.evaluation import EvalConfig, evaluate
 
         tasks = _shell_core(12)
         for agent in ("oracle", "noop"):
-            local, s_local = evaluate(tasks, agent, backend=backend, jobs=2)
-            remote, s_ray = evaluate(tasks, agent, backend=backend, jobs=2, executor="ray")
+            local, s_local = evaluate(tasks, agent, EvalConfig(backend=backend, jobs=2))
+            remote, s_ray = evaluate(tasks, agent, EvalConfig(backend=backend, jobs=2, executor="ray"))
             assert _outcomes(remote) == _outcomes(local), agent
             assert [r.name for r in remote] == [r.name for r in local]  # the same order
             assert {k: v for k, v in s_ray.items() if k not in {"wall_s", "episodes_per_s", "executor", "nodes"}} == \
@@ -202,10 +202,10 @@ class TestTwoNodes:
     def test_evaluation_runs_on_both_nodes(self, two_nodes: dict[str, Any], backend: str) -> None:
         import ray
 
-        from clawloop.evaluation import evaluate
+        from clawloop.evaluation import EvalConfig, evaluate
 
         tasks = _shell_core(8)
-        records, summary = evaluate(tasks, "oracle", backend=backend, executor="ray")
+        records, summary = evaluate(tasks, "oracle", EvalConfig(backend=backend, executor="ray"))
         assert not ray.is_initialized()  # it joined and left; the cluster runs on
         assert summary["passed"] == len(tasks) and [r.name for r in records] == [p.name for p in tasks]
         workers = {n.node_id for n in two_nodes["nodes"]}

@@ -11,9 +11,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from clawloop.agent import rollout as ro
+from clawloop.agent import episode
 from clawloop.agent.harness import HarnessConfig
-from clawloop.agent.rollout import run_rollouts
+from clawloop.agent.rollout import RolloutConfig, run_rollouts
 from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.tasks.environment import TaskEnvironment
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
@@ -83,7 +83,7 @@ class FakeEnvironment(TaskEnvironment):
 @pytest.fixture()
 def fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeSandbox]:
     FakeSandbox.opened = []
-    monkeypatch.setattr(ro, "TaskEnvironment", FakeEnvironment)
+    monkeypatch.setattr(episode, "TaskEnvironment", FakeEnvironment)
     return FakeSandbox
 
 
@@ -104,8 +104,9 @@ def test_lockstep_batches_and_parts(fake: type[FakeSandbox], tmp_path: Path) -> 
         sample_turns = 1 + len(conv[1]["content"]) % 3
         return SUBMIT if n >= sample_turns else bash(f"echo {n}")
     policy = ScriptedPolicy(reply)
-    res = run_rollouts(tasks, policy, k=2, batch_size=4, backend="fake", out_dir=tmp_path,
-                       iteration=3, suite="unit", progress=False, flush_every=3)
+    res = run_rollouts(tasks, policy,
+                       RolloutConfig(k=2, batch_size=4, backend="fake", iteration=3, suite="unit", flush_every=3),
+                       out_dir=tmp_path, progress=False)
     assert len(res) == 10 and [(r.task_id, r.sample) for r in res] == [
         (t.id, s) for t in tasks for s in range(2)]
     assert max(policy.calls) == 4 and all(c >= 1 for c in policy.calls)
@@ -125,7 +126,8 @@ def test_lockstep_batches_and_parts(fake: type[FakeSandbox], tmp_path: Path) -> 
     steps = read(tmp_path, "steps")
     assert len(steps) == sum(e["n_turns"] for e in eps)
     # a second run into the same directory adds parts, never overwrites
-    run_rollouts(tasks[:1], policy, k=1, batch_size=2, backend="fake", out_dir=tmp_path, progress=False)
+    run_rollouts(tasks[:1], policy, RolloutConfig(k=1, batch_size=2, backend="fake"), out_dir=tmp_path,
+                 progress=False)
     assert len(read(tmp_path, "episodes")) == 11
 
 
@@ -140,10 +142,10 @@ def test_rollouts_show_progress(fake: type[FakeSandbox], capsys: pytest.CaptureF
     policy = ScriptedPolicy(lambda conv: SUBMIT if len(conv) > 2 else bash("echo hi"))
     shown = Progress("eval model", 6, live=False, stream=io.StringIO(), ticker=False)
     with shown:
-        res = run_rollouts(tasks, policy, k=2, batch_size=4, backend="fake", progress=shown)
+        res = run_rollouts(tasks, policy, RolloutConfig(k=2, batch_size=4, backend="fake"), progress=shown)
     assert shown.done == 6 and shown.counts["passed"] == sum(r.passed for r in res) == 6
     assert shown.tokens == sum(r.completion_tokens for r in res) > 0
-    run_rollouts(tasks[:1], policy, k=1, batch_size=1, backend="fake", suite="probe", progress=True)
+    run_rollouts(tasks[:1], policy, RolloutConfig(k=1, batch_size=1, backend="fake", suite="probe"), progress=True)
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("[probe] 0/1 episodes (0%)")
     assert lines[-1].startswith("[probe] 1/1 episodes (100%) · passed 1 · ") and "done in" in lines[-1]
@@ -164,8 +166,9 @@ def test_bad_output_never_crashes(fake: type[FakeSandbox], tmp_path: Path) -> No
         n = sum(m["role"] == "assistant" for m in conv)
         seq = replies[key]
         return seq[n] if n < len(seq) else SUBMIT
-    res = run_rollouts(list(tasks.values()), ScriptedPolicy(reply), k=1, batch_size=8, backend="fake",
-                       out_dir=tmp_path, progress=False, harness_config=HarnessConfig(max_turns=5))
+    res = run_rollouts(list(tasks.values()), ScriptedPolicy(reply),
+                       RolloutConfig(k=1, batch_size=8, backend="fake", harness=HarnessConfig(max_turns=5)),
+                       out_dir=tmp_path, progress=False)
     by = {r.task_id: r for r in res}
     a, b, c, d, e = (by[tasks[k].id] for k in "abcde")
     assert (a.n_format_errors, a.termination, a.outcome) == (2, "submit", "failed")
@@ -188,7 +191,7 @@ def test_setup_and_verifier_breakage_are_errors(fake: type[FakeSandbox], tmp_pat
              Task(instruction="badverifier here", verifier=Verifier(files={"test.sh": FileSpec(content="x")})),
              Task(instruction="needs image", needs_image="python:3.12 with gcc",
                   verifier=Verifier(files={"test.sh": FileSpec(content="x")}))]
-    res = run_rollouts(tasks, ScriptedPolicy([SUBMIT]), k=2, batch_size=8, backend="bwrap",
+    res = run_rollouts(tasks, ScriptedPolicy([SUBMIT]), RolloutConfig(k=2, batch_size=8, backend="bwrap"),
                        out_dir=tmp_path, progress=False)
     assert [r.outcome for r in res] == ["error", "error", "error", "error", "skipped", "skipped"]
     assert "setup exploded" in res[0].error and "no reward file" in res[2].error
@@ -211,10 +214,11 @@ def test_policy_failure_is_error_then_raises(fake: type[FakeSandbox], tmp_path: 
                 raise ConnectionError("endpoint down")
             return ScriptedPolicy([SUBMIT]).generate(convs, sampling)
     tasks = [make_task("a.txt", "a"), make_task("b.txt", "b")]
-    res = run_rollouts(tasks, Flaky(1), k=1, batch_size=1, backend="fake", out_dir=tmp_path, progress=False)
+    res = run_rollouts(tasks, Flaky(1), RolloutConfig(k=1, batch_size=1, backend="fake"), out_dir=tmp_path,
+                       progress=False)
     assert [r.outcome for r in res] == ["error", "failed"] and "endpoint down" in res[0].error
     with pytest.raises(ConnectionError):
-        run_rollouts(tasks * 3, Flaky(99), k=1, batch_size=1, backend="fake", progress=False)
+        run_rollouts(tasks * 3, Flaky(99), RolloutConfig(k=1, batch_size=1, backend="fake"), progress=False)
     assert all(sb.closed for sb in fake.opened)
 
 
@@ -241,8 +245,8 @@ def test_scripted_policy_on_real_tasks(tmp_path: Path) -> None:
         bad.instruction: [bash("echo wrong > other.txt; exit 3"), "oops, no call", SUBMIT],
     }
     policy = ScriptedPolicy(lambda conv: scripts[conv[1]["content"]][sum(m["role"] == "assistant" for m in conv)])
-    res = run_rollouts([good, bad], policy, k=1, batch_size=2, backend=backend, out_dir=tmp_path,
-                       suite="hand", progress=False)
+    res = run_rollouts([good, bad], policy, RolloutConfig(k=1, batch_size=2, backend=backend, suite="hand"),
+                       out_dir=tmp_path, progress=False)
     assert [(r.outcome, r.reward, r.termination) for r in res] == [
         ("passed", 1.0, "submit"), ("failed", 0.0, "submit")]
     eps = {e["task_id"]: e for e in read(tmp_path, "episodes")}
@@ -268,8 +272,8 @@ def test_command_timeout_on_real_sandbox(tmp_path: Path) -> None:
     backend = _real_backend()
     task = make_task("t.txt", "x")
     policy = ScriptedPolicy([bash("sleep 30"), SUBMIT])
-    res = run_rollouts([task], policy, backend=backend, out_dir=tmp_path, progress=False,
-                       harness_config=HarnessConfig(command_timeout_s=0.5))
+    res = run_rollouts([task], policy, RolloutConfig(backend=backend, harness=HarnessConfig(command_timeout_s=0.5)),
+                       out_dir=tmp_path, progress=False)
     assert res[0].outcome == "failed" and res[0].duration_s < 20
     s = read(tmp_path, "steps")[0]
     assert s["timed_out"] and "timed out" in s["output"]

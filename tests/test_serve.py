@@ -186,7 +186,7 @@ def serve_tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 def test_openai_policy_to_clawloop_serve_to_a_scratch_model_end_to_end(
         serve_tiny: tuple[str, Path], tmp_path: Path) -> None:
     from clawloop.agent.harness import HarnessConfig
-    from clawloop.agent.rollout import run_rollouts
+    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.load import load_policy
     from clawloop.tasks.task import FileSpec, Task, Verifier
@@ -204,9 +204,9 @@ def test_openai_policy_to_clawloop_serve_to_a_scratch_model_end_to_end(
     test = 'if [ "$(cat /workspace/{f} 2>/dev/null)" = hi ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt'
     tasks = [Task(instruction=f"Write hi into {f}.", skill="files",
                   verifier=Verifier(files={"test.sh": FileSpec(content=test.format(f=f))})) for f in ("a.txt", "b.txt")]
-    res = run_rollouts(tasks, client, k=2, batch_size=4, backend="bwrap", out_dir=tmp_path, suite="served",
-                       harness_config=HarnessConfig(max_turns=2, max_format_errors=2), sampling=greedy,
-                       progress=False)
+    config = RolloutConfig(k=2, batch_size=4, backend="bwrap", suite="served",
+                           harness=HarnessConfig(max_turns=2, max_format_errors=2), sampling=greedy)
+    res = run_rollouts(tasks, client, config, out_dir=tmp_path, progress=False)
     assert len(res) == 4 and all(r.outcome in ("passed", "failed") for r in res)
     assert all(r.n_turns >= 1 and r.prompt_tokens > 0 for r in res)
     assert list(tmp_path.glob("episodes-*.parquet"))

@@ -110,7 +110,7 @@ def convo(task: Task, *commands: str) -> str:
 
 
 def test_self_trajectories_from_real_rollouts(tmp_path: Path) -> None:
-    from clawloop.agent.rollout import run_rollouts
+    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.policy.scripted import ScriptedPolicy
 
     tasks = [make_task("a.txt", "alpha"), make_task("b.txt", "beta")]
@@ -121,7 +121,8 @@ def test_self_trajectories_from_real_rollouts(tmp_path: Path) -> None:
             return call_text("bash", {"command": "echo alpha > a.txt"})
         return call_text("submit", {})
 
-    run_rollouts(tasks, ScriptedPolicy(reply), k=3, backend="bwrap", out_dir=tmp_path / "r", progress=False)
+    run_rollouts(tasks, ScriptedPolicy(reply), RolloutConfig(k=3, backend="bwrap"), out_dir=tmp_path / "r",
+                 progress=False)
     convs = tdata.load_self_trajectories([tmp_path / "r"])
     # three identical passing episodes of a.txt dedupe to one; b.txt failed
     assert len(convs) == 1 and convs[0].task_id == tasks[0].id

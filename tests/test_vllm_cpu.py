@@ -57,7 +57,7 @@ def worker(spec_path: Path, out_path: Path) -> None:
     import yaml
 
     from clawloop.agent.harness import TOOLS
-    from clawloop.agent.rollout import run_rollouts
+    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.evaluation import load_suite
     from clawloop.loop import loop_context
     from clawloop.params import load_params
@@ -84,8 +84,9 @@ def worker(spec_path: Path, out_path: Path) -> None:
         out["sampled"] = _rows(policy.generate(CONVS, hot, tools=TOOLS))
         harness, sampling = loop_context(params).harness, loop_context(params).sampling
         tasks = [t for t in load_suite(ROOT / "benchmarks" / "shell-core").tasks if not t.needs_image][:2]
-        res = run_rollouts(tasks, policy, k=1, batch_size=2, backend="bwrap", harness_config=harness,
-                           sampling=sampling, out_dir=work / "rollouts", progress=False)
+        res = run_rollouts(tasks, policy,
+                           RolloutConfig(k=1, batch_size=2, backend="bwrap", harness=harness, sampling=sampling),
+                           out_dir=work / "rollouts", progress=False)
         out["episodes"] = [{"outcome": r.outcome, "termination": r.termination, "n_turns": r.n_turns,
                             "completion_tokens": r.completion_tokens, "error": r.error} for r in res]
     finally:

@@ -33,10 +33,10 @@ SUITE = ROOT / "benchmarks" / "shell-core"
 
 
 def _run(executor: str, backend: str, jobs: int) -> tuple[float, set[str], dict[str, Any]]:
-    from clawloop.evaluation import evaluate
+    from clawloop.evaluation import EvalConfig, evaluate
 
     t0 = time.perf_counter()
-    records, summary = evaluate([SUITE], "oracle", backend=backend, jobs=jobs, executor=executor)
+    records, summary = evaluate([SUITE], "oracle", EvalConfig(backend=backend, jobs=jobs, executor=executor))
     took = time.perf_counter() - t0
     return took, {r.name for r in records if r.passed}, summary
 

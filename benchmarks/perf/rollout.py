@@ -76,7 +76,7 @@ def main() -> int:
         return compare(args)
 
     from clawloop.agent.harness import HarnessConfig
-    from clawloop.agent.rollout import run_rollouts
+    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.load import load_policy
     from clawloop.policy.types import SamplingParams
@@ -105,8 +105,8 @@ def main() -> int:
     for b in batches:
         n = max(b, 8)  # batch 1 runs 8 episodes one after another; larger batches one full batch
         t0 = time.perf_counter()
-        res = run_rollouts(tasks[:n], policy, k=1, batch_size=b, backend=args.backend, harness_config=harness,
-                           sampling=sampling, out_dir=Path(tmp.name) / f"b{b}", progress=False)
+        config = RolloutConfig(batch_size=b, backend=args.backend, harness=harness, sampling=sampling)
+        res = run_rollouts(tasks[:n], policy, config, out_dir=Path(tmp.name) / f"b{b}", progress=False)
         dt = time.perf_counter() - t0
         toks = sum(r.completion_tokens for r in res)
         rows.append({"batch": b, "episodes": n, "seconds": round(dt, 2), "episodes_per_s": round(n / dt, 3),

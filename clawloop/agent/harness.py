@@ -1,4 +1,4 @@
-"""The agent harness: prompt, tool-call parsing and the turn logic of one episode.
+"""The agent harness: the prompt, the tools and the turns' texts of an episode.
 
 The conversation uses the HF chat format, so any chat template with tool support renders it:
 
@@ -19,22 +19,20 @@ in a row end the episode.
 
 What the harness learned rides in the playbook (`config.playbook.harness`, a
 clawloop.agent.playbook.HarnessEdits) and is applied here, to every episode of a policy that carries
-it: the format-hint variant (`hint_message`), the observation length (`EpisodeState.on_result`), the
-tool descriptions (`tools_for`), the system-template variant (`system_prompt`) and the turn and
-command-time budgets (`_limits`). A budget edit only ever lowers a budget: it is applied as
-`min(edit, the harness's limit, the task's own limit)`. `EpisodeState` holds the turn logic
-without any I/O, so the lockstep rollout (clawloop.agent.rollout) and GRPO's environment drive it
-the same way.
+it: the format-hint variant (`hint_message`), the observation length (read by
+`EpisodeState.on_result`), the tool descriptions (`tools_for`), the system-template variant
+(`system_prompt`) and the turn and command-time budgets (`episode_limits`). A budget edit only ever lowers a budget: it is applied as
+`min(edit, the harness's limit, the task's own limit)`. The turn logic that uses all this is
+clawloop.agent.episode.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,18 +41,10 @@ from clawloop.agent.tool_calls import (  # noqa: F401  (TOOLS, BASH_TOOL: re-exp
     BASH_TOOL,
     TOOLS,
     FormatError,
-    assistant_message,
-    clean_text,
-    parse_reply,
-    tool_message,
     tools_variant,
 )
 from clawloop.tasks.task import FileSpec, Task, Verifier
-from clawloop.trajectory import Step
 from sandbox.base import ExecResult, truncate_output
-
-if TYPE_CHECKING:
-    from clawloop.policy.types import Generation
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -128,7 +118,7 @@ def tools_for(config: HarnessConfig | None = None) -> list[dict[str, Any]]:
                          submit=config is None or config.submit_tool)
 
 
-def _limits(task: Task, config: HarnessConfig) -> tuple[int, float, float]:
+def episode_limits(task: Task, config: HarnessConfig) -> tuple[int, float, float]:
     """(turns, command timeout, agent time) of an episode: the harness's, else the task's; a
     learned budget edit can only lower the first two (the guard against raising one's own budget,
     enforced here whatever a playbook.json says)."""
@@ -146,7 +136,7 @@ def system_prompt(task: Task, config: HarnessConfig | None = None) -> str:
     """The system turn for `task` (from the system template, or the learned system variant's),
     then the playbook block if any."""
     config = config or HarnessConfig()
-    max_turns, cmd_timeout, _ = _limits(task, config)
+    max_turns, cmd_timeout, _ = episode_limits(task, config)
     variant = harness_edits(config).system_template
     template = SYSTEM_VARIANTS[variant] if variant is not None else config.system_template
     text = render(template, workdir=task.workdir, submit_tool=config.submit_tool,
@@ -202,118 +192,3 @@ def hint_message(error: FormatError, config: HarnessConfig | None = None) -> dic
     config = config or HarnessConfig()
     template = FORMAT_HINTS[harness_edits(config).format_hint or "tool_call"]
     return {"role": "user", "content": render(template, reason=error.reason, submit_tool=config.submit_tool)}
-
-
-@dataclass
-class EpisodeState:
-    """The agent side of one episode, driven by replies and command results (no I/O here)."""
-
-    task: Task
-    config: HarnessConfig = field(default_factory=HarnessConfig)
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
-    termination: str | None = None
-    """One of trajectory.TERMINATIONS once ended."""
-    error: str | None = None
-    """Why the episode broke, when termination is "error"."""
-    n_format_errors: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    pending: str | None = None
-    """The command waiting to run, after a bash call."""
-    _streak: int = 0
-    command_s: float = 0.0
-    """Wall clock spent in the agent's commands so far: what `episode_timeout_s` bounds."""
-
-    def __post_init__(self) -> None:
-        if not self.messages:
-            self.messages = initial_messages(self.task, self.config)
-        self.max_turns, self.command_timeout_s, self.episode_timeout_s = _limits(self.task, self.config)
-
-    @property
-    def done(self) -> bool:
-        return self.termination is not None
-
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        return tools_for(self.config)
-
-    def time_left(self) -> float:
-        """Seconds of the command budget left (generation time is not counted)."""
-        return self.episode_timeout_s - self.command_s
-
-    def end(self, termination: str, error: str | None = None) -> None:
-        if self.termination is None:
-            self.termination, self.error, self.pending = termination, error, None
-
-    def check_time(self) -> bool:
-        """End the episode with "timeout" when its wall-clock budget is spent; True while alive."""
-        if not self.done and self.time_left() <= 0:
-            self.end("timeout")
-        return not self.done
-
-    def command_timeout(self) -> float:
-        """Timeout for the pending command: the per-command limit within the episode budget."""
-        return max(0.1, min(self.command_timeout_s, self.time_left()))
-
-    def on_generation(self, gen: Generation) -> str | None:
-        """Record a reply; return the command to run, or None (episode ended or hint sent)."""
-        if self.done:
-            return None
-        self.prompt_tokens += gen.prompt_tokens
-        self.completion_tokens += gen.completion_tokens
-        if gen.finish_reason == "context":
-            self.end("max_turns")
-            return None
-        text = clean_text(gen.text)
-        limit = self.config.max_reply_chars
-        stored = text if len(text) <= limit else text[:limit]
-        rec = Step(step=len(self.steps), content=stored, tokens=gen.completion_tokens)
-        self.steps.append(rec)
-        names = tuple(t["function"]["name"] for t in self.tools)
-        parsed = parse_reply(text, max_chars=limit, tools=names, lenient=self.config.lenient_calls)
-        if isinstance(parsed, FormatError) and parsed.kind == "no_tool_call" and not self.config.submit_tool:
-            self.messages.append({"role": "assistant", "content": stored})
-            self.end("no_tool_call")
-            return None
-        if isinstance(parsed, FormatError):
-            rec.format_error, rec.tool, rec.error_kind = True, parsed.tool, parsed.kind
-            self.n_format_errors += 1
-            self._streak += 1
-            self.messages.append({"role": "assistant", "content": stored})
-            if self._streak >= self.config.max_format_errors:
-                self.end("format_errors")
-            elif len(self.steps) >= self.max_turns:
-                self.end("max_turns")
-            else:
-                self.messages.append(hint_message(parsed, self.config))
-            return None
-        self._streak = 0
-        rec.tool, rec.format = parsed.name, parsed.format
-        self.messages.append(assistant_message(parsed.command, parsed.content))
-        if parsed.name == "submit":
-            self.end("submit")
-            return None
-        rec.command = parsed.command
-        if not self.check_time():
-            return None
-        self.pending = parsed.command
-        return parsed.command
-
-    def on_result(self, result: ExecResult) -> None:
-        """Record the result of the pending command and hand it to the model."""
-        if self.pending is None:
-            return
-        rec = self.steps[-1]
-        timeout = self.command_timeout()
-        limit = harness_edits(self.config).observation_chars or self.config.observation_chars
-        obs = format_observation(result, limit=limit, timeout_s=timeout)
-        rec.exit_code, rec.output, rec.timed_out, rec.duration_s = (
-            result.exit_code, obs, result.timed_out, result.duration_s)
-        self.command_s += result.duration_s
-        self.messages.append(tool_message(obs))
-        self.pending = None
-        if len(self.steps) >= self.max_turns:
-            self.end("max_turns")
-        else:
-            self.check_time()

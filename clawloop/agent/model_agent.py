@@ -8,17 +8,25 @@ samples, a playbook file) and `run_rollouts`; the loop itself knows nothing of s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from clawloop.agent.harness import HarnessConfig
-from clawloop.agent.rollout import run_rollouts
+from clawloop.agent.playbook import Playbook, policy_playbook, read_playbook
+from clawloop.agent.rollout import RolloutConfig, run_rollouts
 from clawloop.errors import ClawloopError
+from clawloop.policy.load import PolicySpec, load_policy, parse_spec
+from clawloop.policy.types import Policy, SamplingParams
 from clawloop.progress import Progress
+from clawloop.tasks.suite import SuiteItem
+from clawloop.trajectory import EpisodeRecord
+from sandbox.base import SandboxConfig
 
 
-def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any = None,
-                    options: dict[str, Any] | None = None, progress: Progress | None = None) -> list[Any]:
+def run_model_agent(items: Sequence[SuiteItem], options: dict[str, Any], *, backend: str = "bwrap",
+                    sandbox_config: SandboxConfig | None = None,
+                    progress: Progress | None = None) -> list[EpisodeRecord]:
     """`clawloop eval --agent model`: rollouts of a policy over suite items, as EpisodeRecords.
 
     options: model (policy spec string or PolicySpec, required), samples (k, default 1), batch (default 32),
@@ -26,54 +34,44 @@ def run_model_agent(items: Sequence[Any], *, backend: str = "bwrap", config: Any
     (a playbook.json; default: the one a model directory carries, clawloop.agent.playbook).
     `progress` (the eval's) is advanced per episode and by the tokens generated.
     """
-    from clawloop.policy.types import SamplingParams
-
-    opts = dict(options or {})
-    policy = agent_policy(opts)
-    sampling = SamplingParams(temperature=float(opts.get("temperature") or 0.0),
-                              max_new_tokens=int(opts.get("max_new_tokens") or 256),
-                              seed=opts.get("seed"))
-    harness = HarnessConfig(max_turns=opts.get("max_turns"), playbook=_playbook(opts))
-
-    groups: dict[str, list[Any]] = {}
+    policy = agent_policy(options)
+    sampling = SamplingParams(temperature=float(options.get("temperature") or 0.0),
+                              max_new_tokens=int(options.get("max_new_tokens") or 256),
+                              seed=options.get("seed"))
+    config = RolloutConfig(k=int(options.get("samples") or 1), batch_size=int(options.get("batch") or 32),
+                           backend=backend, harness=HarnessConfig(max_turns=options.get("max_turns"),
+                                                                  playbook=_playbook(options)),
+                           sampling=sampling, sandbox_config=sandbox_config)
+    groups: dict[str, list[SuiteItem]] = {}
     for it in items:
         groups.setdefault(it.suite, []).append(it)
     records = []
     for suite, group in groups.items():
-        by_id = {it.task.id: it for it in group}
-        res = run_rollouts(
-            [it.task for it in group], policy, k=int(opts.get("samples") or 1),
-            batch_size=int(opts.get("batch") or 32), backend=backend, harness_config=harness,
-            sampling=sampling, out_dir=opts.get("out_dir"), suite=suite,
-            progress=progress if progress is not None else False, sandbox_config=config)
+        by_id = {it.task.id: it for it in group if it.task is not None}
+        res = run_rollouts([it.task for it in group if it.task is not None], policy, replace(config, suite=suite),
+                           out_dir=options.get("out_dir"), progress=progress if progress is not None else False)
         for r in res:  # the rollout's record, under the item's name in the suite
             r.name = by_id[r.task_id].name
         records += res
     return records
 
 
-def _playbook(options: dict[str, Any]) -> Any:
-    from clawloop.agent.playbook import policy_playbook, read_playbook
-
+def _playbook(options: dict[str, Any]) -> Playbook | None:
     if options.get("playbook"):
         return read_playbook(options["playbook"])
     model = options.get("model")
-    from clawloop.policy.load import PolicySpec, parse_spec
-
     if isinstance(model, str | Path | PolicySpec):
         spec = model if isinstance(model, PolicySpec) else parse_spec(str(model))
         return policy_playbook(spec.model) if spec.backend != "openai" and Path(spec.model).is_dir() else None
     return None
 
 
-def agent_policy(options: dict[str, Any]) -> Any:
+def agent_policy(options: dict[str, Any]) -> Policy:
     """The policy of `--agent model`: options["model"] is a spec to load, or a loaded policy
     (evaluate loads it before its clock starts, so wall_s times episodes, not the loading)."""
     model = options.get("model")
     if not model:
         raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
-    from clawloop.policy.load import PolicySpec, load_policy
-
     if isinstance(model, str | Path | PolicySpec):
         return load_policy(model)
     return model

@@ -3,18 +3,15 @@
 At each step every live episode's conversation goes into one batched `policy.generate`; the
 commands of the replies then run in parallel sandboxes (a thread pool). Episodes leave the batch
 as they end and waiting ones take their places, so the batch stays full. Each episode is one
-`TaskEnvironment`: open → prepare → turns (`exec`) → verify (with the conversation) → close. Breakage of setup, sandbox or
-verifier is outcome "error" (never "failed"); a task that needs its Docker image on another
-backend is "skipped". Finished episodes are written in parts (`episodes-00000.parquet`,
-`steps-00000.parquet`, ...) following clawloop/trajectory.py, so a crash loses at most one part.
+`clawloop.agent.episode.Episode` (begin → step … → conclude), which turns skips and breakage of
+setup, sandbox, policy or verifier into outcomes. Finished episodes are written in parts
+(`episodes-00000.parquet`, `steps-00000.parquet`, ...) following clawloop/trajectory.py, so a
+crash loses at most one part.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import time
-import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -22,12 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawloop.agent.harness import EpisodeState, HarnessConfig, tools_for
+from clawloop import trajectory
+from clawloop.agent.episode import Episode
+from clawloop.agent.harness import HarnessConfig, tools_for
 from clawloop.errors import ClawloopError
+from clawloop.io import atomic_path
+from clawloop.policy.types import Policy, SamplingParams
 from clawloop.progress import Progress, progress_for
-from clawloop.tasks.environment import TaskEnvironment
 from clawloop.tasks.task import Task
 from clawloop.trajectory import EpisodeRecord, clip
+from sandbox.base import SandboxConfig
 
 MAX_POLICY_FAILURES = 3
 """Consecutive failed generate calls after which the rollout stops with the policy's error."""
@@ -60,12 +61,9 @@ class TrajectoryWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from clawloop.io import atomic_path
-        from clawloop.trajectory import EPISODE_SCHEMA, STEP_SCHEMA
-
         name = f"{self.part:05d}.parquet"
-        for prefix, rows, schema in (("steps", self.steps, STEP_SCHEMA),
-                                     ("episodes", self.episodes, EPISODE_SCHEMA)):
+        for prefix, rows, schema in (("steps", self.steps, trajectory.STEP_SCHEMA),  # built on first use
+                                     ("episodes", self.episodes, trajectory.EPISODE_SCHEMA)):
             with atomic_path(self.out_dir / f"{prefix}-{name}") as tmp:
                 pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
         self.parts.append(self.out_dir / f"episodes-{name}")
@@ -73,22 +71,36 @@ class TrajectoryWriter:
         self.episodes, self.steps = [], []
 
 
+@dataclass(frozen=True)
+class RolloutConfig:
+    """How a rollout runs: samples, batch, sandboxes, harness, sampling and the run's labels."""
+
+    k: int = 1
+    """Episodes per task."""
+    batch_size: int = 32
+    """Episodes in lockstep."""
+    backend: str = "bwrap"
+    harness: HarnessConfig = field(default_factory=HarnessConfig)
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    sandbox_config: SandboxConfig | None = None
+    """Every sandbox's config (None: environment.default_config(), the task runtime mounted)."""
+    iteration: int = -1
+    """Loop iteration written into the trajectories."""
+    suite: str = ""
+    """Suite name written into the trajectories (and the progress label)."""
+    workers: int | None = None
+    """Threads for commands, setups and verifiers (None: the batch size, within 4..32)."""
+    flush_every: int | None = None
+    """Episodes per Parquet part (None: the batch size)."""
+
+
 @dataclass
-class _Slot:
-    task: Task
+class _Run:
+    """One queued episode with its place in the rollout."""
+
     sample: int
     episode_id: str
-    t0: float = field(default_factory=time.monotonic)
-    env: TaskEnvironment | None = None
-    state: EpisodeState | None = None
-    outcome: str | None = None
-    reward: float | None = None
-    error: str | None = None
-    verifier_output: str | None = None
-
-
-def _short(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}"[:500]
+    episode: Episode
 
 
 def run_tag(policy_id: str, iteration: int, suite: str, seed: int | None) -> str:
@@ -96,196 +108,154 @@ def run_tag(policy_id: str, iteration: int, suite: str, seed: int | None) -> str
     return hashlib.sha256(f"{policy_id}|{iteration}|{suite}|{seed}".encode()).hexdigest()[:8]
 
 
-def run_rollouts(
-    tasks: Sequence[Task],
-    policy: Any,
-    *,
-    k: int = 1,
-    batch_size: int = 32,
-    backend: str = "bwrap",
-    harness_config: HarnessConfig | None = None,
-    sampling: Any = None,
-    out_dir: str | Path | None = None,
-    iteration: int = -1,
-    suite: str = "",
-    progress: bool | Progress = True,
-    sandbox_config: Any = None,
-    workers: int | None = None,
-    flush_every: int | None = None,
-    on_episode: Callable[[EpisodeRecord], None] | None = None,
-) -> list[EpisodeRecord]:
-    """Run k episodes of `policy` per task, `batch_size` at a time in lockstep.
+def run_rollouts(tasks: Sequence[Task], policy: Policy, config: RolloutConfig | None = None, *,
+                 out_dir: str | Path | None = None, progress: bool | Progress = True,
+                 on_episode: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
+    """Run `config.k` episodes of `policy` per task, `config.batch_size` at a time in lockstep.
 
-    Trajectories go to `out_dir` (when given) in parts of `flush_every` (default `batch_size`)
-    episodes. `sandbox_config` is a sandbox.base.SandboxConfig (or its dict) for every sandbox
-    (default: environment.default_config(), the task runtime mounted);
-    `workers` threads run commands, setups and verifiers; `on_episode` is called as each episode
+    Trajectories go to `out_dir` (when given) in parts; `on_episode` is called as each episode
     ends. `progress`: True shows episodes done, passed so far, generated tokens/s and the ETA
-    (clawloop.progress); a Progress of the caller's is advanced instead (it covers several calls). Returns one summary per episode, in task order then sample order.
+    (clawloop.progress); a Progress of the caller's is advanced instead (it covers several
+    calls). Returns one record per episode, in task order then sample order.
     """
-    from clawloop.policy.types import SamplingParams
-
-    if k < 1 or batch_size < 1:
-        raise ClawloopError(f"k and batch_size must be at least 1 (got k={k}, batch_size={batch_size})")
-    config = harness_config or HarnessConfig()
-    sampling = sampling or SamplingParams()
-    tools = tools_for(config)
-    policy_id = str(getattr(policy, "policy_id", type(policy).__name__))
-    tag = run_tag(policy_id, iteration, suite, sampling.seed)
     writer = TrajectoryWriter(out_dir) if out_dir is not None else None
-    flush_every = flush_every or batch_size
-    queue = deque(_Slot(t, s, f"{t.id}-{s}-{tag}") for t in tasks for s in range(k))
-    order = {slot.episode_id: i for i, slot in enumerate(queue)}
-    results: dict[str, EpisodeRecord] = {}
-    live: list[_Slot] = []
-    failures = 0
+    return LockstepScheduler(tasks, policy, config or RolloutConfig(), writer, on_episode).run(progress)
 
-    def start(slot: _Slot) -> None:
-        slot.t0 = time.monotonic()
-        try:
-            env = TaskEnvironment(slot.task, backend, sandbox_config)
-            if (why := env.skip_reason()) is not None:
-                slot.outcome, slot.error = "skipped", why[:500]
-                return
-            slot.env = env.open()
-            env.prepare()
-        except Exception as e:  # setup breakage is an error of the episode, not of the rollout
-            slot.outcome, slot.error = "error", f"setup: {_short(e)}"
-            return
-        slot.state = EpisodeState(slot.task, config)
 
-    def execute(slot: _Slot) -> None:
-        st = slot.state
-        assert st is not None and st.pending is not None
+class LockstepScheduler:
+    """Keeps a batch of episodes full: sets them up and verifies them on `life` threads while the
+    batch generates, runs the replies' commands on `cmds` threads, records each as it ends."""
+
+    def __init__(self, tasks: Sequence[Task], policy: Policy, config: RolloutConfig,
+                 writer: TrajectoryWriter | None, on_episode: Callable[[EpisodeRecord], None] | None) -> None:
+        if config.k < 1 or config.batch_size < 1:
+            raise ClawloopError(f"k and batch_size must be at least 1 (got k={config.k}, "
+                                f"batch_size={config.batch_size})")
+        self.policy, self.config, self.writer, self.on_episode = policy, config, writer, on_episode
+        self.policy_id = str(getattr(policy, "policy_id", type(policy).__name__))
+        tag = run_tag(self.policy_id, config.iteration, config.suite, config.sampling.seed)
+        self.queue = deque(_Run(s, f"{t.id}-{s}-{tag}", Episode(t, config.backend, config.sandbox_config,
+                                                                config.harness))
+                           for t in tasks for s in range(config.k))
+        self.order = {run.episode_id: i for i, run in enumerate(self.queue)}
+        self.tools = tools_for(config.harness)
+        self.results: dict[str, EpisodeRecord] = {}
+        self.live: list[_Run] = []
+        self.starting: dict[Future[bool], _Run] = {}
+        self.finishing: dict[Future[Any], _Run] = {}
+        self.failures = 0
+        """Consecutive failed generate calls."""
+        self.probed = False
+
+    def run(self, progress: bool | Progress) -> list[EpisodeRecord]:
+        """Every episode to its end; on any exception the open sandboxes are closed."""
+        n_workers = self.config.workers or min(32, max(4, self.config.batch_size))
+        with progress_for(progress, self.config.suite or "rollouts", len(self.queue)) as self.bar, \
+                ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-life") as self.life, \
+                ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-cmd") as self.cmds:
+            try:
+                while self.queue or self.live or self.starting or self.finishing:
+                    self.tick()
+            except BaseException:
+                self.abandon()
+                raise
+            finally:
+                if self.writer is not None:
+                    self.writer.flush()
+        return sorted(self.results.values(), key=lambda r: self.order[r.episode_id])
+
+    def tick(self) -> None:
+        """One lockstep step: refill the batch, one reply for each ready episode, retire ended ones."""
+        self.refill()
+        self.harvest(block=False)
+        ready = self.ready()
+        if len(ready) < len(self.starting):  # most of the batch is still being set up: wait for it
+            wait(list(self.starting))
+            self.harvest(block=False)
+            ready = self.ready()
+        if ready:
+            self.turn(ready)
+        for run in [r for r in self.live if r.episode.over]:
+            self.live.remove(run)
+            self.finishing[self.life.submit(run.episode.conclude)] = run
+        if not ready:
+            self.harvest(block=True)
+
+    def refill(self) -> None:
+        """Begin waiting episodes until the batch (live and being set up) is full."""
+        while self.queue and len(self.live) + len(self.starting) < self.config.batch_size:
+            run = self.queue.popleft()
+            self.starting[self.life.submit(run.episode.begin)] = run
+            if not self.probed:  # backends probe the host on first use: let one sandbox do it alone
+                wait(list(self.starting))
+                self.probed = True
+
+    def ready(self) -> list[_Run]:
+        return [r for r in self.live if r.episode.wants_reply()]
+
+    def turn(self, ready: list[_Run]) -> None:
+        """One batched generate for `ready`, then each reply's command, in parallel sandboxes."""
         try:
-            assert slot.env is not None
-            res = slot.env.exec(st.pending, timeout=st.command_timeout())
+            gens = self.policy.generate([r.episode.state.messages for r in ready],  # type: ignore[union-attr]
+                                        self.config.sampling, tools=self.tools)
+            if len(gens) != len(ready):
+                raise ClawloopError(f"policy returned {len(gens)} replies for {len(ready)}")
+            self.failures = 0
+            self.bar.add_tokens(sum(g.completion_tokens for g in gens))
         except Exception as e:
-            st.end("error", f"sandbox: {_short(e)}")
+            self.failures += 1
+            if self.failures >= MAX_POLICY_FAILURES:
+                raise
+            for r in ready:
+                r.episode.fail("policy", e)
             return
-        st.on_result(res)
+        list(self.cmds.map(Episode.step, [r.episode for r in ready], gens))
 
-    def finish(slot: _Slot) -> None:
-        st = slot.state
-        try:
-            if slot.outcome is None and st is not None and st.termination == "error":
-                slot.outcome, slot.error = "error", st.error
-            elif slot.outcome is None:
-                assert slot.env is not None
-                verdict = slot.env.verify(st.messages if st is not None else [])
-                slot.outcome, slot.reward = verdict.outcome, verdict.reward
-                slot.verifier_output = clip(verdict.output or "")
-                if slot.outcome not in ("passed", "failed"):
-                    slot.error = verdict.reason or slot.error
-                    slot.reward = None
-        except Exception as e:
-            slot.outcome, slot.error, slot.reward = "error", f"verifier: {_short(e)}", None
-        finally:
-            if slot.env is not None:
-                with contextlib.suppress(Exception):
-                    slot.env.close()
-
-    n_workers = workers or min(32, max(4, batch_size))
-    starting: dict[Future[None], _Slot] = {}
-    finishing: dict[Future[None], _Slot] = {}
-
-    def record(s: _Slot) -> None:
-        summary = _record(s, policy_id, iteration, suite)
-        results[s.episode_id] = summary
-        if writer is not None:
-            writer.add(summary.to_row(), summary.step_rows())
-        bar.advance(outcome=summary.outcome)
-        if on_episode is not None:
-            on_episode(summary)
-        if writer is not None and len(writer) >= flush_every:
-            writer.flush()
-
-    def harvest(block: bool) -> None:
-        """Move started slots into the batch and record finished ones (optionally waiting)."""
-        if block and (starting or finishing):
-            wait([*starting, *finishing], return_when=FIRST_COMPLETED)
-        for fut in [f for f in starting if f.done()]:
+    def harvest(self, block: bool) -> None:
+        """Move begun episodes into the batch and record concluded ones (optionally waiting)."""
+        if block and (self.starting or self.finishing):
+            wait([*self.starting, *self.finishing], return_when=FIRST_COMPLETED)
+        for fut in [f for f in self.starting if f.done()]:
             fut.result()
-            live.append(starting.pop(fut))
-        for fut in [f for f in finishing if f.done()]:
+            self.live.append(self.starting.pop(fut))
+        for fut in [f for f in self.finishing if f.done()]:
             fut.result()
-            record(finishing.pop(fut))
+            self.record(self.finishing.pop(fut))
 
-    # Setup and verification run on `life` threads, overlapping generation; commands run on `cmds`.
-    with progress_for(progress, suite or "rollouts", len(queue)) as bar, \
-            ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-life") as life, \
-            ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-cmd") as cmds:
-        try:
-            first = True
-            while queue or live or starting or finishing:
-                while queue and len(live) + len(starting) < batch_size:
-                    slot = queue.popleft()
-                    starting[life.submit(start, slot)] = slot
-                    if first:  # backends probe the host on first use: let one sandbox do it alone
-                        wait(list(starting))
-                        first = False
-                harvest(block=False)
-                ready = [s for s in live if s.state is not None and s.outcome is None and s.state.check_time()]
-                if len(ready) < len(starting):  # most of the batch is still being set up: wait for it
-                    wait(list(starting))
-                    harvest(block=False)
-                    ready = [s for s in live if s.state is not None and s.outcome is None
-                             and s.state.check_time()]
-                if ready:
-                    try:
-                        gens = policy.generate([s.state.messages for s in ready], sampling, tools=tools)
-                        if len(gens) != len(ready):
-                            raise ClawloopError(f"policy returned {len(gens)} replies for {len(ready)}")
-                        failures = 0
-                        bar.add_tokens(sum(g.completion_tokens for g in gens))
-                    except Exception as e:
-                        failures += 1
-                        if failures >= MAX_POLICY_FAILURES:
-                            raise
-                        for s in ready:
-                            s.state.end("error", f"policy: {_short(e)}")
-                        gens = []
-                    runs = [s for s, g in zip(ready, gens, strict=False) if s.state.on_generation(g) is not None]
-                    list(cmds.map(execute, runs))
-                for s in [s for s in live if s.outcome is not None or s.state is None or s.state.done]:
-                    live.remove(s)
-                    finishing[life.submit(finish, s)] = s
-                if not ready:
-                    harvest(block=True)
-        except BaseException:
-            for fut in starting:
-                fut.cancel()
-            wait([f for f in starting if not f.cancelled()])
-            live.extend(s for f, s in starting.items() if not f.cancelled())
-            for s in live:
-                _close(s)
-            raise
-        finally:
-            if writer is not None:
-                writer.flush()
-    return sorted(results.values(), key=lambda r: order[r.episode_id])
+    def record(self, run: _Run) -> None:
+        summary = episode_record(run, self.policy_id, self.config)
+        self.results[run.episode_id] = summary
+        if self.writer is not None:
+            self.writer.add(summary.to_row(), summary.step_rows())
+        self.bar.advance(outcome=summary.outcome)
+        if self.on_episode is not None:
+            self.on_episode(summary)
+        if self.writer is not None and len(self.writer) >= (self.config.flush_every or self.config.batch_size):
+            self.writer.flush()
+
+    def abandon(self) -> None:
+        """Close every begun episode's sandbox (the rollout is stopping on an exception)."""
+        for fut in self.starting:
+            fut.cancel()
+        wait([f for f in self.starting if not f.cancelled()])
+        self.live.extend(r for f, r in self.starting.items() if not f.cancelled())
+        for r in self.live:
+            r.episode.close()
 
 
-def _record(s: _Slot, policy_id: str, iteration: int, suite: str) -> EpisodeRecord:
-    st = s.state
-    outcome = s.outcome or "error"
+def episode_record(run: _Run, policy_id: str, config: RolloutConfig) -> EpisodeRecord:
+    """The trajectory record of a concluded model episode."""
+    ep, st, task = run.episode, run.episode.state, run.episode.task
+    outcome = ep.outcome or "error"
     return EpisodeRecord(
-        task_id=s.task.id, name=s.task.name, suite=suite, skill=s.task.skill, level=s.task.level, agent="model",
-        outcome=outcome,  # type: ignore[arg-type]
-        reward=s.reward if outcome in ("passed", "failed") else None,
-        reason=s.error if outcome in ("error", "skipped") else None,
-        duration_s=round(time.monotonic() - s.t0, 4), verifier_output=s.verifier_output,
+        task_id=task.id, name=task.name, suite=config.suite, skill=task.skill, level=task.level, agent="model",
+        outcome=outcome,
+        reward=ep.reward if outcome in ("passed", "failed") else None,
+        reason=ep.reason if outcome in ("error", "skipped") else None,
+        duration_s=round(ep.duration_s, 4),
+        verifier_output=clip(ep.verdict.output or "") if ep.verdict is not None else None,
         steps=list(st.steps) if st else [], prompt_tokens=st.prompt_tokens if st else 0,
-        completion_tokens=st.completion_tokens if st else 0, episode_id=s.episode_id, sample=s.sample,
+        completion_tokens=st.completion_tokens if st else 0, episode_id=run.episode_id, sample=run.sample,
         termination=st.termination if st is not None and st.termination else "error",
         n_format_errors=st.n_format_errors if st else 0, messages=st.messages if st is not None else [],
-        policy_id=policy_id, iteration=iteration)
-
-
-def _close(slot: _Slot) -> None:
-    """Discard the slot's sandbox; a close that fails is printed, never raised (others must close)."""
-    if slot.env is not None:
-        try:
-            slot.env.close()
-        except Exception:
-            traceback.print_exc()
+        policy_id=policy_id, iteration=config.iteration)

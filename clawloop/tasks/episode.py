@@ -1,15 +1,15 @@
 """One episode of a simple agent (oracle, no-op) as an EpisodeRecord (clawloop.trajectory), and
 validation's trusted fast path.
 
-The episode protocol itself (prepare → agent → verify in a clean world → close) is
-`clawloop.tasks.environment.TaskEnvironment`; its verifier and reward rules are
-`clawloop.tasks.verifier`. Here: `run_oracle` (the reference solution, its helper files at
+The episode's lifecycle (begin → agent → verify in a clean world → close, trouble turned into
+outcomes) is `clawloop.agent.episode.Episode` around `clawloop.tasks.environment.TaskEnvironment`;
+the verifier and reward rules are `clawloop.tasks.verifier`. Here: `run_oracle` (the reference solution, its helper files at
 /solution), `run_episode` (one record of a simple agent on any format: the task's adapter decides
 how it is graded and whether its record carries scores), and `check_oracle` (setup and oracle
 scripted in one exec for validation, then the verifier as `TaskEnvironment.verify` runs it).
 
 Errors (setup broke, verifier wrote no usable reward, sandbox failed) are outcome "error", never
-"failed".
+"failed"; a simple agent that fails otherwise than by task trouble (a test's assertion) raises.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from clawloop.agent.episode import Episode
 from clawloop.errors import ClawloopError
 from clawloop.tasks.environment import (
     SETUP_FAILED,
@@ -91,34 +92,30 @@ def simple_agent(agent: str) -> SimpleAgent:
 def run_episode(task: Task, agent: str | SimpleAgent = "oracle", backend: str = "bwrap",
                 config: SandboxConfig | None = None, *, suite: str | None = None,
                 name: str | None = None) -> EpisodeRecord:
-    """One episode of a simple agent: open, prepare, act, verify, close. Never raises for task
-    trouble (outcome "error"); a task that cannot run here is "skipped". Formats with fractional
-    scores name their benchmark in the record and give its scores."""
+    """One episode of a simple agent (clawloop.agent.episode: begin, act, conclude). Never raises
+    for task trouble (outcome "error"); a task that cannot run here is "skipped". Formats with
+    fractional scores name their benchmark in the record and give its scores."""
     agent_name = agent if isinstance(agent, str) else getattr(agent, "__name__", "agent")
     fn = simple_agent(agent) if isinstance(agent, str) else agent
-    env = TaskEnvironment(task, backend, config)
-    bench = env.adapter.benchmark
+    episode = Episode(task, backend, config, needs_solution=fn is run_oracle)
+    if episode.begin():
+        episode.act(fn)
+    episode.conclude()
+    bench = episode.env.adapter.benchmark if episode.env is not None else None
+    v = episode.verdict
     rec = EpisodeRecord(task.id, name or task.id, suite or task.source, task.skill, task.level, agent_name,
-                        "skipped", benchmark=bench)
-    rec.reason = env.skip_reason()
-    if rec.reason is None and fn is run_oracle and task.solution is None:
-        rec.reason = "no reference solution"
-    if rec.reason:
-        return rec
-    t0 = time.monotonic()
-    try:
-        with env:
-            env.prepare()
-            fn(env)
-            rec.steps = [Step(i, tool="bash", command=c, exit_code=r.exit_code, output=r.output,
-                              timed_out=r.timed_out, duration_s=r.duration_s) for i, (c, r) in enumerate(env.steps)]
-            v = env.verify()
-        rec.outcome, rec.reward, rec.reason, rec.verifier_output = v.outcome, v.reward, v.reason, v.output
+                        episode.outcome or "error", benchmark=bench)
+    rec.reward = v.reward if v is not None else None
+    rec.reason = v.reason if v is not None else episode.reason
+    if v is not None:
+        rec.verifier_output = v.output
         if bench:
             rec.scores = v.scores
-    except (ClawloopError, SandboxError, OSError) as e:
-        rec.outcome, rec.reason = "error", str(e)
-    rec.duration_s = time.monotonic() - t0
+    if rec.outcome != "skipped":
+        rec.duration_s = episode.duration_s
+    steps = episode.env.steps if episode.env is not None else []
+    rec.steps = [Step(i, tool="bash", command=c, exit_code=r.exit_code, output=r.output, timed_out=r.timed_out,
+                      duration_s=r.duration_s) for i, (c, r) in enumerate(steps)]
     return rec
 
 

@@ -1,9 +1,9 @@
 """Multi-turn GRPO with TRL's GRPOTrainer on the environment path (`environment_factory`).
 
-Each rollout gets a `ShellEnvironment`: `reset(**row)` opens the row's task in a fresh
-`TaskEnvironment` and prepares it, the public `bash` and `submit` methods are the tools (their docstrings make exactly the
-harness's tool schemas, so GRPO prompts equal the SFT/rollout prompts), and `get_reward` runs
-the hidden verifier. Infrastructure failures (sandbox, setup, verifier error) return a reward
+Each rollout gets a `ShellEnvironment`: `reset(**row)` begins the row's task as a fresh
+`Episode` (clawloop.agent.episode: open and prepare), the public `bash` and `submit` methods are
+the tools (their docstrings make exactly the harness's tool schemas, so GRPO prompts equal the
+SFT/rollout prompts), and `get_reward` concludes the episode (the hidden verifier, then close). Infrastructure failures (sandbox, setup, verifier error) return a reward
 of None: TRL turns it into NaN, leaves the row out of the group baseline and zeroes its
 advantage (`GRPOTrainer._generate_and_score_completions`, "unscorable" rows), so they are
 masked out rather than scored 0.
@@ -15,7 +15,6 @@ one more turn whose tool calls no longer run. `max_turns` bounds the tool-callin
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import Counter
@@ -25,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from clawloop.agent.episode import Episode
 from clawloop.agent.harness import HarnessConfig, format_observation, initial_messages
 from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL
 from clawloop.errors import ClawloopError
-from clawloop.tasks.environment import TaskEnvironment
 from clawloop.tasks.environment import sandbox_config as episode_config
 from clawloop.tasks.task import Task
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
@@ -41,7 +40,8 @@ if TYPE_CHECKING:
 
 
 class ShellEnvironment:
-    """One rollout's sandbox. Configure the class with `environment_factory(...)`."""
+    """One rollout's episode (clawloop.agent.episode), its tools called by TRL. Configure the
+    class with `environment_factory(...)`."""
 
     backend: str = "bwrap"
     sandbox_config: SandboxConfig | None = None  # set per factory: the task runtime mounted, as in rollouts
@@ -51,43 +51,40 @@ class ShellEnvironment:
     lock = threading.Lock()
 
     def __init__(self) -> None:
-        self.env: TaskEnvironment | None = None
-        self.task: Task | None = None
-        self.error: str | None = None
+        self.episode: Episode | None = None
         self.submitted = False
         self.turns = 0
         with self.lock:
             self.registry.append(self)
 
+    @property
+    def error(self) -> str | None:
+        """Why the episode broke (setup, sandbox, verifier), else None."""
+        return self.episode.reason if self.episode is not None and self.episode.outcome == "error" else None
+
     # -- TRL protocol ---------------------------------------------------------------------
     def reset(self, **row: Any) -> str | None:
-        """Close the previous environment, open a fresh one and prepare the row's task."""
+        """Close the previous episode, begin the row's task in a fresh one (open and prepare)."""
         self._close()
-        self.error, self.submitted, self.turns = None, False, 0
+        self.submitted, self.turns = False, 0
         try:
-            self.task = Task.from_json(orjson.loads(row["task"]))
+            task = Task.from_json(orjson.loads(row["task"]))
         except (KeyError, ValueError, orjson.JSONDecodeError) as e:
             raise ClawloopError(f"GRPO dataset row: task: {e}") from None
-        try:
-            self.env = TaskEnvironment(self.task, self.backend, self.sandbox_config).open()
-            self.env.prepare()
-        except Exception as e:  # any setup breakage is an infrastructure error of this rollout
-            self.error = f"setup: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        self.episode = Episode(task, self.backend, self.sandbox_config)
+        self.episode.begin()
         return None
 
     def bash(self, command: str):  # no return annotation: keeps the schema equal to tool_calls.BASH_TOOL
         """(Set from tool_calls.BASH_TOOL below.)"""
-        if self.error is not None:
+        if self.episode is None or self.episode.outcome is not None:
             return "[the sandbox is unavailable]"
         if self.submitted:
             return "[the task was already submitted]"
-        assert self.task is not None and self.env is not None
         self.turns += 1
-        timeout = self.harness_config.command_timeout_s or self.task.limits.command_timeout_s
-        try:
-            result = self.env.exec(command, timeout=timeout)
-        except Exception as e:
-            self.error = f"sandbox: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        timeout = self.harness_config.command_timeout_s or self.episode.task.limits.command_timeout_s
+        result = self.episode.run_command(command, timeout)
+        if result is None:
             return "[the sandbox is unavailable]"
         return format_observation(result, limit=self.harness_config.observation_chars, timeout_s=timeout)
 
@@ -97,32 +94,21 @@ class ShellEnvironment:
         return "[submitted]"
 
     def get_reward(self) -> float | None:
-        """The verifier's reward on the workspace as left; None for infrastructure errors."""
-        try:
-            if self.error is not None or self.env is None:
-                outcome, reward = "error", None
-            else:
-                try:
-                    verdict = self.env.verify()
-                    outcome, reward = verdict.outcome, verdict.reward
-                except Exception as e:
-                    self.error = f"verifier: {e}"
-                    outcome, reward = "error", None
-                if outcome == "error":
-                    reward = None
-        finally:
-            self._close()
+        """The verifier's reward on the workspace as left; None for infrastructure errors (and
+        skips), which TRL masks out."""
+        if self.episode is None:
+            outcome, reward = "error", None
+        else:
+            outcome, reward = self.episode.conclude(), self.episode.reward
         with self.lock:
             self.stats[outcome] += 1
         return reward
 
     # -- cleanup --------------------------------------------------------------------------
     def _close(self) -> None:
-        """Close the environment (idempotent)."""
-        env, self.env = self.env, None
-        if env is not None:
-            with contextlib.suppress(Exception):
-                env.close()
+        """Close the episode's sandbox (idempotent)."""
+        if self.episode is not None:
+            self.episode.close()
 
     @classmethod
     def close_all(cls) -> None:
@@ -146,7 +132,7 @@ ShellEnvironment.bash.__doc__ = _google_docstring(BASH_TOOL)
 ShellEnvironment.submit.__doc__ = _google_docstring(SUBMIT_TOOL)
 
 
-def environment_factory(backend: str = "bwrap", sandbox_config: Any = None,
+def environment_factory(backend: str = "bwrap", sandbox_config: SandboxConfig | dict[str, Any] | None = None,
                         harness_config: HarnessConfig | None = None) -> type[ShellEnvironment]:
     """A fresh ShellEnvironment subclass bound to a backend (its own registry and stats).
 
@@ -197,7 +183,7 @@ def grpo_config(params: GRPOParams, output_dir: Path, *, bf16: bool | None = Non
 
 
 def build_trainer(base: Path, tasks: Sequence[Task], params: GRPOParams, output_dir: Path, *,
-                  backend: str = "bwrap", sandbox_config: Any = None,
+                  backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
                   harness_config: HarnessConfig | None = None, callbacks: list[Any] | None = None,
                   ) -> tuple[Any, type[ShellEnvironment]]:
     """A GRPOTrainer over `tasks` with one ShellEnvironment per rollout."""
@@ -235,7 +221,8 @@ def build_trainer(base: Path, tasks: Sequence[Task], params: GRPOParams, output_
 
 
 def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: Path, dest: Path, *,
-             backend: str = "bwrap", sandbox_config: Any = None, harness_config: HarnessConfig | None = None,
+             backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
+             harness_config: HarnessConfig | None = None,
              logs_dir: Path | None = None, meta: dict[str, Any] | None = None,
              callbacks: Sequence[Callable[..., Any]] | None = None) -> dict[str, Any]:
     """GRPO from `base` on `tasks` (resuming from `stage_dir`), saved into `dest`; returns the meta."""

@@ -1,7 +1,7 @@
 """Reference trajectories: each task's reference solution executed step by step in a sandbox.
 
-Every solution step is one bash tool call, run through the harness exactly as a model's reply
-would be (`EpisodeState`: same command timeout, same observation format), then a submit call;
+Every solution step is one bash tool call, stepped through the episode exactly as a model's reply
+would be (clawloop.agent.episode: same command timeout, same observation format), then a submit call;
 the hidden verifier decides whether the episode is kept. The conversation is therefore in the
 harness's own format with real observations, ready for SFT.
 """
@@ -15,13 +15,14 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Literal
 
-from clawloop.agent.harness import EpisodeState, HarnessConfig
+from clawloop.agent.episode import Episode
+from clawloop.agent.harness import HarnessConfig
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, run_all
-from clawloop.tasks.environment import TaskEnvironment
+from clawloop.policy.types import Generation
 from clawloop.tasks.task import Task
 from clawloop.training.data import Conversation
-from sandbox.base import SandboxError
+from sandbox.base import SandboxConfig
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
 
@@ -46,31 +47,25 @@ def call_text(name: str, arguments: dict[str, Any]) -> str:
     return f"<tool_call>\n{body}\n</tool_call>"
 
 
-def _reply(text: str) -> Any:
-    from clawloop.policy.types import Generation
-
+def _reply(text: str) -> Generation:
     return Generation(text=text, prompt_tokens=0, completion_tokens=0)
 
 
-def replay(env: TaskEnvironment, config: HarnessConfig | None = None) -> EpisodeState:
-    """Drive the harness with the solution's steps on a prepared environment, then submit."""
-    task = env.task
-    if task.solution is None:
-        raise ClawloopError(f"task {task.id}: has no reference solution")
-    state = EpisodeState(task, config or HarnessConfig())
+def replay(episode: Episode) -> None:
+    """Drive a begun episode's turns with its task's solution steps, then submit."""
+    task, state = episode.task, episode.state
+    if task.solution is None or state is None:
+        raise ClawloopError(f"task {task.id}: has no reference solution or no harness to replay it in")
     for step in task.solution.steps:
-        command = state.on_generation(_reply(call_text("bash", {"command": step})))
-        if command is None:
+        if episode.step(_reply(call_text("bash", {"command": step}))) is None:
             break
-        state.on_result(env.exec(command, timeout=state.command_timeout()))
     if not state.done:
-        state.on_generation(_reply(call_text("submit", {})))
-    return state
+        episode.step(_reply(call_text("submit", {})))
 
 
-def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Any = None,
+def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
                       harness_config: HarnessConfig | None = None) -> ReferenceResult:
-    """Open an environment, prepare, replay, verify, close. Never raises for task trouble."""
+    """One episode (clawloop.agent.episode) replaying the task's solution. Never raises for task trouble."""
     t0 = time.monotonic()
 
     def result(outcome: Outcome, reason: str | None = None, conv: Conversation | None = None) -> ReferenceResult:
@@ -78,27 +73,24 @@ def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Any = 
 
     if task.solution is None or not task.solution.steps:
         return result("skipped", "no reference solution")
-    env = TaskEnvironment(task, backend, sandbox_config)
-    if (why := env.skip_reason()) is not None:
-        return result("skipped", why)
-    try:
-        with env:
-            env.prepare()
-            state = replay(env, harness_config)
-            if state.termination != "submit":
-                return result("skipped", f"replay ended with {state.termination} before submit "
-                                         f"({len(task.solution.steps)} steps)")
-            verdict = env.verify(state.messages)
-    except (ClawloopError, SandboxError, OSError) as e:
-        return result("error", str(e).splitlines()[0] if str(e) else type(e).__name__)
-    if verdict.outcome != "passed":
-        return result(verdict.outcome, verdict.reason or f"reward {verdict.reward}")
-    conv = Conversation(task.id, state.messages, "reference",
+    episode = Episode(task, backend, sandbox_config, harness_config or HarnessConfig())
+    if episode.begin():
+        replay(episode)
+        assert episode.state is not None
+        if episode.state.termination not in ("submit", "error"):
+            episode.close()
+            return result("skipped", f"replay ended with {episode.state.termination} before submit "
+                                     f"({len(task.solution.steps)} steps)")
+    if episode.conclude() != "passed":
+        return result(episode.outcome or "error", episode.reason or f"reward {episode.reward}")
+    assert episode.state is not None
+    conv = Conversation(task.id, episode.state.messages, "reference",
                         {"skill": task.skill, "level": task.level, "steps": len(task.solution.steps)})
     return result("passed", None, conv)
 
 
-def reference_trajectories(tasks: Sequence[Task], backend: str = "bwrap", *, sandbox_config: Any = None,
+def reference_trajectories(tasks: Sequence[Task], backend: str = "bwrap", *,
+                           sandbox_config: SandboxConfig | None = None,
                            harness_config: HarnessConfig | None = None, workers: int = 4,
                            executor: ExecutorParams | str | None = None,
                            ) -> tuple[list[Conversation], list[ReferenceResult]]:

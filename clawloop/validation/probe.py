@@ -17,12 +17,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clawloop.agent.rollout import RolloutConfig, run_rollouts
 from clawloop.errors import ClawloopError, validated
+from clawloop.io import iter_jsonl, write_jsonl
+from clawloop.policy.types import Policy
 from clawloop.tasks.task import Task
 
 Label = Literal["too_easy", "learnable", "frontier", "unprobed"]
@@ -111,15 +115,11 @@ def summarize(results: Iterable[ProbeResult]) -> dict[str, int]:
 
 def write_probe(path: str | Path, results: Iterable[ProbeResult]) -> int:
     """Write the probe side table (JSONL) atomically; returns the number of rows."""
-    from clawloop.io import write_jsonl
-
     return write_jsonl(path, (r.model_dump(mode="json") for r in results))
 
 
 def read_probe(path: str | Path) -> dict[str, ProbeResult]:
     """Read a probe side table; a bad line raises ClawloopError with file:line and field."""
-    from clawloop.io import iter_jsonl
-
     out: dict[str, ProbeResult] = {}
     for lineno, obj in iter_jsonl(path):
         r = validated(ProbeResult, obj, f"{path}:{lineno}")
@@ -152,46 +152,22 @@ def read_episode_rows(directory: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def probe_tasks(
-    tasks: Sequence[Task],
-    policy: Any,
-    *,
-    k: int,
-    out_dir: str | Path | None = None,
-    batch_size: int = 32,
-    backend: str | None = None,
-    harness_config: Any = None,
-    sampling: Any = None,
-    iteration: int = -1,
-    suite: str = "probe",
-    progress: bool = False,
-    sandbox_config: Any = None,
-) -> list[ProbeResult]:
-    """Run k rollouts of `policy` per task (clawloop.agent.rollout.run_rollouts) and label each task.
+def probe_tasks(tasks: Sequence[Task], policy: Policy, config: RolloutConfig, *,
+                out_dir: str | Path | None = None, progress: bool = False) -> list[ProbeResult]:
+    """Run `config.k` rollouts of `policy` per task (clawloop.agent.rollout) and label each task.
 
-    Trajectories are written to `out_dir` when given (it must not hold episodes already, so one
-    directory is one probe). Results follow the order of `tasks`; duplicates are rolled out once.
+    A config without a suite name writes its trajectories as suite "probe". They go to `out_dir`
+    when given (it must not hold episodes already, so one directory is one probe). Results follow
+    the order of `tasks`; duplicates are rolled out once.
     """
-    from clawloop.agent.rollout import run_rollouts
-
-    if k < 1:
-        raise ClawloopError(f"k: must be at least 1, got {k}")
+    if config.k < 1:
+        raise ClawloopError(f"k: must be at least 1, got {config.k}")
     if out_dir is not None:
         out_dir = Path(out_dir)
         if out_dir.is_dir() and any(out_dir.rglob("episodes*.parquet")):
             raise ClawloopError(f"{out_dir}: already holds episodes; probe into an empty directory")
     unique = list({t.id: t for t in tasks}.values())
-    if sampling is None:
-        from clawloop.policy.types import SamplingParams
-
-        sampling = SamplingParams(temperature=1.0)
-    kwargs: dict[str, Any] = {}
-    if backend is not None:
-        kwargs["backend"] = backend
-    if sandbox_config is not None:
-        kwargs["sandbox_config"] = sandbox_config
-    summaries = run_rollouts(unique, policy, k=k, batch_size=batch_size, harness_config=harness_config,
-                             sampling=sampling, out_dir=out_dir, iteration=iteration, suite=suite,
-                             progress=progress, **kwargs)
-    labels = label_episodes(summaries, k=k, task_ids=[t.id for t in unique])
+    summaries = run_rollouts(unique, policy, replace(config, suite=config.suite or "probe"), out_dir=out_dir,
+                             progress=progress)
+    labels = label_episodes(summaries, k=config.k, task_ids=[t.id for t in unique])
     return [labels[t.id] for t in tasks]

@@ -1,0 +1,305 @@
+"""One episode: a task in a sandbox from setup to verdict, `begin` → `step` … → `conclude`.
+
+Every runner drives an `Episode`: the lockstep scheduler (clawloop.agent.rollout) steps a model's
+replies through it, the oracle and no-op agents (clawloop.tasks.episode) `act` on its
+environment, reference trajectories (clawloop.training.reference) replay a solution through its
+turns, and GRPO's environment (clawloop.training.grpo) runs TRL's tool calls with `run_command`.
+
+    episode = Episode(task, backend, sandbox_config, harness)
+    if episode.begin():                      # open + prepare (skips and setup errors end it here)
+        while episode.wants_reply():         # turns left, time left
+            episode.step(policy.generate(...))   # the reply → its command → the observation
+    episode.conclude()                       # verify with the conversation, close
+
+Trouble is an outcome here, never an exception out of the runner: a task that cannot run on this
+backend is "skipped"; breakage of setup, sandbox, policy or verifier is "error" (never "failed"),
+its reason naming the phase ("setup: TaskSetupError: ..."). `EpisodeState` is the turn logic
+without any I/O (prompt, parsing, format hints, turn and time budgets); a command that runs out
+of the episode's time ends it with termination "timeout", which is still graded.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from clawloop.agent.harness import (
+    HarnessConfig,
+    episode_limits,
+    format_observation,
+    harness_edits,
+    hint_message,
+    initial_messages,
+    tools_for,
+)
+from clawloop.agent.tool_calls import FormatError, assistant_message, clean_text, parse_reply, tool_message
+from clawloop.errors import ClawloopError
+from clawloop.policy.types import Generation
+from clawloop.tasks.environment import TaskEnvironment
+from clawloop.tasks.task import Task
+from clawloop.tasks.verifier import Verdict
+from clawloop.trajectory import Step
+from sandbox.base import ExecResult, SandboxConfig, SandboxError
+
+Outcome = Literal["passed", "failed", "error", "skipped"]
+Phase = Literal["setup", "agent", "sandbox", "policy", "verifier"]
+
+REASON_CHARS = 500
+"""Longest reason kept for a skip or a failure."""
+AGENT_TROUBLE = (ClawloopError, SandboxError, OSError)
+"""What a scripted agent's commands may raise as task trouble; anything else is a bug of the
+agent (a test's assertion included) and propagates."""
+
+
+def failure_reason(phase: Phase, error: BaseException) -> str:
+    """The reason of an episode broken in `phase` by `error`."""
+    return f"{phase}: {f'{type(error).__name__}: {error}'[:REASON_CHARS]}"
+
+
+@dataclass
+class EpisodeState:
+    """The agent side of one episode, driven by replies and command results (no I/O here)."""
+
+    task: Task
+    config: HarnessConfig = field(default_factory=HarnessConfig)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    termination: str | None = None
+    """One of trajectory.TERMINATIONS once ended."""
+    error: str | None = None
+    """Why the episode broke, when termination is "error"."""
+    n_format_errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    pending: str | None = None
+    """The command waiting to run, after a bash call."""
+    _streak: int = 0
+    command_s: float = 0.0
+    """Wall clock spent in the agent's commands so far: what `episode_timeout_s` bounds."""
+
+    def __post_init__(self) -> None:
+        if not self.messages:
+            self.messages = initial_messages(self.task, self.config)
+        self.max_turns, self.command_timeout_s, self.episode_timeout_s = episode_limits(self.task, self.config)
+
+    @property
+    def done(self) -> bool:
+        return self.termination is not None
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return tools_for(self.config)
+
+    def time_left(self) -> float:
+        """Seconds of the command budget left (generation time is not counted)."""
+        return self.episode_timeout_s - self.command_s
+
+    def end(self, termination: str, error: str | None = None) -> None:
+        if self.termination is None:
+            self.termination, self.error, self.pending = termination, error, None
+
+    def check_time(self) -> bool:
+        """End the episode with "timeout" when its wall-clock budget is spent; True while alive."""
+        if not self.done and self.time_left() <= 0:
+            self.end("timeout")
+        return not self.done
+
+    def command_timeout(self) -> float:
+        """Timeout for the pending command: the per-command limit within the episode budget."""
+        return max(0.1, min(self.command_timeout_s, self.time_left()))
+
+    def on_generation(self, gen: Generation) -> str | None:
+        """Record a reply; return the command to run, or None (episode ended or hint sent)."""
+        if self.done:
+            return None
+        self.prompt_tokens += gen.prompt_tokens
+        self.completion_tokens += gen.completion_tokens
+        if gen.finish_reason == "context":
+            self.end("max_turns")
+            return None
+        text = clean_text(gen.text)
+        limit = self.config.max_reply_chars
+        stored = text if len(text) <= limit else text[:limit]
+        rec = Step(step=len(self.steps), content=stored, tokens=gen.completion_tokens)
+        self.steps.append(rec)
+        names = tuple(t["function"]["name"] for t in self.tools)
+        parsed = parse_reply(text, max_chars=limit, tools=names, lenient=self.config.lenient_calls)
+        if isinstance(parsed, FormatError):
+            return self._on_format_error(parsed, rec, stored)
+        self._streak = 0
+        rec.tool, rec.format = parsed.name, parsed.format
+        self.messages.append(assistant_message(parsed.command, parsed.content))
+        if parsed.name == "submit":
+            self.end("submit")
+            return None
+        rec.command = parsed.command
+        if not self.check_time():
+            return None
+        self.pending = parsed.command
+        return parsed.command
+
+    def _on_format_error(self, error: FormatError, rec: Step, stored: str) -> None:
+        """A reply without a valid call: the end without a submit tool, else a hint or the end."""
+        self.messages.append({"role": "assistant", "content": stored})
+        if error.kind == "no_tool_call" and not self.config.submit_tool:
+            self.end("no_tool_call")
+            return None
+        rec.format_error, rec.tool, rec.error_kind = True, error.tool, error.kind
+        self.n_format_errors += 1
+        self._streak += 1
+        if self._streak >= self.config.max_format_errors:
+            self.end("format_errors")
+        elif len(self.steps) >= self.max_turns:
+            self.end("max_turns")
+        else:
+            self.messages.append(hint_message(error, self.config))
+        return None
+
+    def on_result(self, result: ExecResult) -> None:
+        """Record the result of the pending command and hand it to the model."""
+        if self.pending is None:
+            return
+        rec = self.steps[-1]
+        timeout = self.command_timeout()
+        limit = harness_edits(self.config).observation_chars or self.config.observation_chars
+        obs = format_observation(result, limit=limit, timeout_s=timeout)
+        rec.exit_code, rec.output, rec.timed_out, rec.duration_s = (
+            result.exit_code, obs, result.timed_out, result.duration_s)
+        self.command_s += result.duration_s
+        self.messages.append(tool_message(obs))
+        self.pending = None
+        if len(self.steps) >= self.max_turns:
+            self.end("max_turns")
+        else:
+            self.check_time()
+
+
+@dataclass
+class Episode:
+    """One run of `task` on `backend`: set up, the agent's turns, verified, closed.
+
+    `harness` gives the episode model turns (`state`, an EpisodeState); without one the agent
+    calls the environment itself (`act`, `run_command`). `sandbox_config` None opens the sandbox
+    with `environment.default_config()`. With `needs_solution`, a task without a reference
+    solution is skipped (the oracle's episodes)."""
+
+    task: Task
+    backend: str = "bwrap"
+    sandbox_config: SandboxConfig | None = None
+    harness: HarnessConfig | None = None
+    needs_solution: bool = False
+    env: TaskEnvironment | None = None
+    state: EpisodeState | None = None
+    outcome: Outcome | None = None
+    """Set once the episode is over: skipped or broken early, else by the verdict."""
+    reward: float | None = None
+    """The verifier's reward of a graded (passed or failed) episode, else None."""
+    reason: str | None = None
+    """Why an episode was skipped or is an error."""
+    verdict: Verdict | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    # -- set up ---------------------------------------------------------------------------
+    def begin(self) -> bool:
+        """Open the sandbox and prepare the task; False when the episode is already over (the
+        task cannot run here, or its setup broke: `outcome` says which)."""
+        self.started = time.monotonic()
+        try:
+            self.env = TaskEnvironment(self.task, self.backend, self.sandbox_config)
+            why = self.env.skip_reason()
+            if why is None and self.needs_solution and self.task.solution is None:
+                why = "no reference solution"
+            if why is not None:
+                self.outcome, self.reason = "skipped", why[:REASON_CHARS]
+                return False
+            self.env.open()
+            self.env.prepare()
+        except Exception as e:  # setup breakage is an error of the episode, not of its runner
+            self.fail("setup", e)
+            return False
+        if self.harness is not None:
+            self.state = EpisodeState(self.task, self.harness)
+        return True
+
+    # -- the agent's turns ------------------------------------------------------------------
+    def wants_reply(self) -> bool:
+        """Whether the model has a turn now (the episode runs, with turns and time left)."""
+        return self.outcome is None and self.state is not None and self.state.check_time()
+
+    @property
+    def over(self) -> bool:
+        """Whether the agent's part has ended: ready to `conclude`."""
+        return self.outcome is not None or self.state is None or self.state.done
+
+    def step(self, reply: Generation) -> str | None:
+        """One model turn: record `reply` and run the command it calls; returns that command, or
+        None when the reply called none (a format hint went back, or the episode ended)."""
+        assert self.state is not None
+        command = self.state.on_generation(reply)
+        if command is not None:
+            result = self.run_command(command, self.state.command_timeout())
+            if result is not None:
+                self.state.on_result(result)
+        return command
+
+    def run_command(self, command: str, timeout: float) -> ExecResult | None:
+        """Run an agent's command; None when the sandbox broke (the episode is then an error)."""
+        try:
+            assert self.env is not None
+            return self.env.exec(command, timeout=timeout)
+        except Exception as e:
+            self.fail("sandbox", e)
+            return None
+
+    def act(self, agent: Callable[[TaskEnvironment], object]) -> None:
+        """Let a scripted agent act on the prepared environment (through `env.exec`)."""
+        assert self.env is not None
+        try:
+            agent(self.env)
+        except AGENT_TROUBLE as e:
+            self.fail("agent", e)
+
+    def fail(self, phase: Phase, error: BaseException) -> None:
+        """End the episode as an error of `phase` (the first failure is the one kept)."""
+        if self.outcome is None:
+            self.outcome, self.reason, self.reward = "error", failure_reason(phase, error), None
+        if self.state is not None:
+            self.state.end("error", self.reason)
+
+    # -- verify and clean up ------------------------------------------------------------------
+    def conclude(self) -> Outcome:
+        """Verify the workspace (unless the episode is already over) and close the sandbox. The
+        verifier reads the conversation of model turns; a scripted agent's `env.steps` stand in."""
+        try:
+            if self.outcome is None:
+                assert self.env is not None
+                self.judge(self.env.verify(self.state.messages if self.state is not None else None))
+        except Exception as e:
+            self.fail("verifier", e)
+        finally:
+            self.close()
+        assert self.outcome is not None
+        return self.outcome
+
+    def judge(self, verdict: Verdict) -> None:
+        """Take the verifier's verdict: graded (passed, failed) with its reward, else an error."""
+        self.verdict, self.outcome = verdict, verdict.outcome
+        graded = verdict.outcome in ("passed", "failed")
+        self.reward = verdict.reward if graded else None
+        self.reason = None if graded else verdict.reason
+
+    def close(self) -> None:
+        """Discard the sandbox (idempotent); a close that fails is printed, never raised (the
+        verdict stands, and a runner closing many must reach the others)."""
+        if self.env is not None:
+            try:
+                self.env.close()
+            except Exception:
+                traceback.print_exc()
+
+    @property
+    def duration_s(self) -> float:
+        return time.monotonic() - self.started
