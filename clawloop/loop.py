@@ -24,6 +24,7 @@ from clawloop.agent.rollout import RolloutConfig, run_rollouts
 from clawloop.errors import ClawloopError
 from clawloop.io import hand_over, read_json, write_json  # noqa: F401  (hand_over: re-exported)
 from clawloop.paired import Comparison, Outcomes
+from clawloop.params import GateParams, Params
 from clawloop.policy.hf import HFPolicyConfig
 from clawloop.policy.load import PolicySpec, load_policy
 from clawloop.policy.types import LlamaCppPolicyConfig, Policy, SamplingParams
@@ -180,7 +181,7 @@ def read_heldout(path: str | Path) -> HeldoutRecord:
 
 
 def settle(iteration: int, figures: dict[str, SuiteMetrics], verdicts: Outcomes, *, checkpoint: Path,
-           previous: Path | None, it_dir: Path, gate_params: Any, wall_s: float) -> IterationMetrics:
+           previous: Path | None, it_dir: Path, gate_params: GateParams, wall_s: float) -> IterationMetrics:
     """After an evaluation: gate the checkpoint against the policy of iteration dir `previous`,
     hand the winner over to `it_dir/policy`, write heldout.json and metrics.json. `gate_params`:
     params.yaml's gate section (alpha, enabled)."""
@@ -278,7 +279,7 @@ class LoopContext:
         return run_rollouts(tasks, policy, self.rollout_config(**changes), out_dir=out_dir, progress=progress)
 
 
-def loop_context(params: Any) -> LoopContext:
+def loop_context(params: Params) -> LoopContext:
     """The LoopContext of params.yaml's `rollout` and `sandbox` sections (a stage's Params)."""
     r, sb = params.rollout, params.sandbox
     threads = r.engine.threads or max(1, (os.cpu_count() or 2) // 2)
