@@ -287,7 +287,8 @@ def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeyp
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path / "cache"))
     root = Path(__file__).resolve().parents[1]
     raw = yaml.safe_load((root / "params.yaml").read_text())
-    raw["rollout"].update(backend="llamacpp", batch=2, threads=1, max_turns=2, max_new_tokens=16)
+    raw["rollout"].update(backend="llamacpp", batch=2, max_turns=2, max_new_tokens=16)
+    raw["rollout"]["engine"]["threads"] = 1
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     params = load_params(tmp_path / "params.yaml")
     policy = loop_context(params).load_policy(qwen3_dir, "it-0")
