@@ -244,7 +244,7 @@ def test_a_missing_dep_or_param_is_named() -> None:
     body["deps"] = [d for d in body["deps"] if d not in ("clawloop/loop.py", "clawloop/agent")]
     body["params"] = [p for p in body["params"] if p not in ("rollout", "eval")]
     missing = "\n".join(missing_deps("evaluate@${key}", body))
-    assert "clawloop/loop.py  (stages/evaluate.py → clawloop/loop.py)" in missing
+    assert "clawloop/loop.py  (stages/evaluate.py → " in missing
     assert "clawloop/agent/templates  (" in missing
     missed = missing_params("evaluate@${key}", body)
     assert any(m.startswith("eval.") and "(read at stages/evaluate.py:" in m for m in missed), missed
@@ -258,6 +258,7 @@ def test_every_stage_script_is_a_stage() -> None:
 
 
 def test_imports_inside_functions_are_followed() -> None:
-    assert any(i.local and i.target == "clawloop.loop" for i in imports("stages.evaluate"))
-    assert "clawloop.loop" in closure("stages.evaluate")
-    assert Path(relpath("clawloop.loop")) == Path("clawloop/loop.py")
+    # sft.py imports training.progress (and with it transformers) only when it trains
+    assert any(i.local and i.target == "clawloop.training.progress" for i in imports("clawloop.training.sft"))
+    assert "clawloop.training.progress" in closure("stages.train")
+    assert Path(relpath("clawloop.training.progress")) == Path("clawloop/training/progress.py")
