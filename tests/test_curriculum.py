@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -200,14 +201,13 @@ def test_cli_bad_input_writes_nothing(tmp_path: Path, args: list[str], message: 
 
 
 def test_grounded_routines_read_a_bad_report_as_a_one_line_error(tmp_path: Path) -> None:
-    """Bug: the grounded routines read diagnosis.json with its own loader, so a bad field was a pydantic
-    traceback and another schema_version went unnoticed. It uses diagnosis's load_report now."""
-    from clawloop.policy.scripted import ScriptedPolicy
-    from clawloop.synthesis.grounded.run import synthesize_grounded
-
+    """Bug: the grounded routines read diagnosis.json with their own loader, so a bad field was a
+    pydantic traceback and another schema_version went unnoticed. They get diagnosis's load_report's."""
     bad = tmp_path / "diagnosis.json"
     for body, needle in (({"schema_version": 1, "cells": [{"skill": "files"}]}, r"diagnosis.json: cells\.0\.level"),
                          ({"schema_version": 99}, "schema_version: 99 is not the supported version")):
         bad.write_text(json.dumps(body))
-        with pytest.raises(ClawloopError, match=needle):
-            synthesize_grounded("proposer", policy=ScriptedPolicy(["x"]), n=0, report=bad)
+        res = CliRunner().invoke(app, ["tasks", "synth", "--routine", "proposer", "--model", "unused", "--n", "0",
+                                       "--report", str(bad), "--out", str(tmp_path / "p.jsonl")])
+        assert isinstance(res.exception, ClawloopError), res.output
+        assert re.search(needle, str(res.exception)), res.exception

@@ -15,6 +15,7 @@ from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.synthesis.config import HindsightParams
 from clawloop.synthesis.grounded import state_diff as sd
 from clawloop.synthesis.grounded import state_probe
+from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.hindsight import (
     Rejected,
     exploration_task,
@@ -189,8 +190,8 @@ def test_hindsight_routine_with_scripted_policy(tmp_path: Path) -> None:
     parents = [seed_task(), seed_task(**{"notes.txt": "a\nb\n"}), seed_task(**{"data.csv": "x,y\n1,2\n"})]
     task = exploration_task(parents[1])
     assert "notes.txt" in task.instruction and task.solution is None
-    tasks, stats = hindsight_tasks(ScriptedPolicy(explorer), n=3, parents=parents, backend=be, iteration=1,
-                                   out_dir=tmp_path / "traj")
+    tasks, stats = hindsight_tasks(ScriptedPolicy(explorer), Attempts(n=3, iteration=1, backend=be, out_dir=tmp_path / "traj"),
+                                   parents=parents)
     assert stats["attempts"] == 3 and stats["produced"] == 2 and stats["rejected"] == {"no_change": 1}
     assert all(t.solution and t.solution.steps[0].startswith("cp ") for t in tasks)
     assert list((tmp_path / "traj").glob("episodes-*.parquet"))
@@ -203,8 +204,8 @@ def test_synthesize_grounded_hindsight_from_procedural_seeds() -> None:
 
     be = backend()
     policy = ScriptedPolicy([bash("touch marker.txt"), SUBMIT])
-    tasks, stats = synthesize_grounded("hindsight", policy=policy, n=3, seed=1, report=None, iteration=4,
-                                        backend=be, params=HindsightParams(skills=["files"]))
+    tasks, stats = synthesize_grounded("hindsight", policy, Attempts(n=3, seed=1, iteration=4, backend=be),
+                                       HindsightParams(skills=["files"]))
     assert stats["attempts"] == 3 and stats["routine"] == "hindsight"
     assert stats["produced"] + sum(stats["rejected"].values()) == 3
     for t in tasks:

@@ -95,9 +95,10 @@ def test_track_closes_when_the_loop_raises() -> None:
 
 def test_proposer_shows_proposals_and_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     from clawloop.policy.scripted import ScriptedPolicy
+    from clawloop.synthesis.grounded.attempts import Attempts
     from clawloop.synthesis.grounded.proposer import propose_tasks
 
-    tasks, stats = propose_tasks(ScriptedPolicy(["not a proposal"]), n=3, progress=True)
+    tasks, stats = propose_tasks(ScriptedPolicy(["not a proposal"]), Attempts(n=3, progress=True))
     assert tasks == [] and stats["attempts"] == 3
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith("[propose] 3/3 proposals (100%) · ") and " tok/s · " in last

@@ -15,6 +15,7 @@ from clawloop.errors import ClawloopError
 from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.policy.types import Generation
 from clawloop.synthesis.config import ProposerParams
+from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.proposer import (
     ProposalError,
     parse_proposal,
@@ -157,8 +158,8 @@ def test_proposer_rejections_are_counted_and_valid_tasks_pass() -> None:
     be = backend()
     replies = [GOOD, ALWAYS_PASSES, SOLUTION_FAILS, GARBAGE, NO_TEST, GOOD]
     policy = ScriptedPolicy(in_turn(replies))
-    tasks, stats = propose_tasks(policy, n=len(replies), seed=3, report=report(), iteration=2,
-                                 params=ProposerParams(batch_size=4))
+    tasks, stats = propose_tasks(policy, Attempts(n=len(replies), seed=3, report=report(), iteration=2),
+                                 ProposerParams(batch_size=4))
     assert policy.calls == [4, 2]
     assert stats["attempts"] == 6 and stats["produced"] == 3
     assert stats["rejected"] == {"duplicate": 1, "no_task": 1, "no_test": 1}
@@ -169,26 +170,28 @@ def test_proposer_rejections_are_counted_and_valid_tasks_pass() -> None:
 
 
 def test_synthesize_grounded_proposer_and_errors() -> None:
-    tasks, stats = synthesize_grounded("proposer", policy=ScriptedPolicy([GOOD]), n=2, seed=0, report=report(),
-                                        iteration=1)
+    tasks, stats = synthesize_grounded("proposer", ScriptedPolicy([GOOD]), Attempts(n=2, report=report(), iteration=1))
     assert stats["routine"] == "proposer" and stats["attempts"] == 2 and stats["produced"] == 1
     assert stats["rejected"] == {"duplicate": 1} and stats["yield"] == 0.5
     with pytest.raises(ClawloopError):
-        synthesize_grounded("teacher", policy=ScriptedPolicy([GOOD]), n=1)
-    _, stats = synthesize_grounded("proposer", policy=TooLong(), n=1)
+        synthesize_grounded("teacher", ScriptedPolicy([GOOD]), Attempts(n=1))
+    _, stats = synthesize_grounded("proposer", TooLong(), Attempts(n=1))
     assert stats["rejected"] == {"context": 1}
 
 
 def test_synth_command_writes_pool_and_manifest(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
+    from typer.testing import CliRunner
+
+    from clawloop.cli import app
     from clawloop.synthesis.grounded import run as grounded
     from clawloop.tasks.pool import read_pool
 
-    with pytest.raises(ClawloopError, match="--model"):
-        grounded.synth_command("proposer", model=None, n=1, out=tmp_path / "p.jsonl")
+    res = CliRunner().invoke(app, ["tasks", "synth", "--routine", "proposer", "--n", "1", "--out", str(tmp_path / "p.jsonl")])
+    assert isinstance(res.exception, ClawloopError) and "--model" in str(res.exception)
     monkeypatch.setattr(grounded, "resolve_policy", lambda spec: ScriptedPolicy(in_turn([GOOD, GARBAGE])))
-    info = grounded.synth_command("proposer", model="fake", n=2, out=tmp_path / "p.jsonl", iteration=3)
+    info = grounded.synth_command("proposer", "fake", tmp_path / "p.jsonl", Attempts(n=2, iteration=3))
     assert len(read_pool(tmp_path / "p.jsonl")) == 1 and info["stats"]["rejected"] == {"no_task": 1}
     manifest = json.loads((tmp_path / "p.jsonl.manifest.json").read_text())
     assert manifest["routine"] == "proposer" and manifest["stats"]["attempts"] == 2

@@ -11,6 +11,7 @@ from clawloop.diagnosis.schema import load_report
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
 from clawloop.synthesis.config import ROUTINES, CurriculumParams
+from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.run import synth_command
 from clawloop.synthesis.procedural.generate import manifest, synthesize
 from clawloop.synthesis.steering import plan
@@ -49,9 +50,13 @@ def synth(
         raise ClawloopError(f"--n: must be >= 0, got {n}")
     # --- grounded routines hook (clawloop/synthesis/grounded/run.py) ---
     if routine != "procedural":
-        info = synth_command(routine, model=model, n=n, out=out, seed=seed, report=report, iteration=iteration,
-                             backend=backend, skills=skills.split(",") if skills is not None else None,
-                             conditioning=conditioning, manifest=manifest_path(out))
+        if not model:
+            raise ClawloopError(f"--routine {routine}: needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
+        if report is not None and not report.is_file():
+            raise ClawloopError(f"--report: {report}: no such file")
+        attempts = Attempts(n=n, seed=seed, report=load_report(report) if conditioning and report else None,
+                            iteration=iteration, backend=backend, progress=True)
+        info = synth_command(routine, model, out, attempts, report, skills.split(",") if skills is not None else None)
         rej = ", ".join(f"{k} {v}" for k, v in info["stats"]["rejected"].items()) or "none"
         typer.echo(f"wrote {info['tasks']} tasks to {out} ({routine}: {info['stats']['attempts']} attempts; "
                    f"rejected: {rej})")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.synthesis.config import GROUNDED, SynthesisParams
+from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.run import synthesize_grounded
 from clawloop.synthesis.procedural.generate import manifest, synthesize
 from clawloop.synthesis.steering import grounded_skip, largest_remainder, plan
@@ -71,9 +72,9 @@ def build_pool(params: SynthesisParams, iteration: int, last: CapabilityReport |
             produced[routine], routines[routine] = 0, {"skipped": skipped}
             continue
         policy = policy or load_policy(routine)
-        made, stats = synthesize_grounded(
-            routine, policy=policy[0], n=budgets[routine], seed=seed, report=report, iteration=iteration,
-            backend=policy[1], params=getattr(params, routine), progress=True)
+        attempts = Attempts(n=budgets[routine], seed=seed, report=report, iteration=iteration, backend=policy[1],
+                            progress=True)
+        made, stats = synthesize_grounded(routine, policy[0], attempts, getattr(params, routine))
         grounded += made
         produced[routine], routines[routine] = len(made), stats
 

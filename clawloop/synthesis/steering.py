@@ -20,13 +20,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
-from clawloop.diagnosis.schema import CapabilityReport, CellStats, load_report
-from clawloop.errors import ClawloopError, describe_validation_error
+from clawloop.diagnosis.schema import CapabilityReport, CellStats
+from clawloop.errors import ClawloopError
 from clawloop.synthesis.config import CurriculumParams
 from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.skills import families, family
@@ -225,20 +222,6 @@ def grounded_skip(routine: str, last: CapabilityReport | None) -> str | None:
     if routine == "hindsight" and last is not None and last.command_vocabulary == 0:
         return "the last evaluation ran no command"
     return None
-
-
-def as_report(report: CapabilityReport | dict[str, Any] | str | Path | None) -> CapabilityReport | None:
-    """A CapabilityReport from itself, its dict, or a diagnosis.json path (`load_report`; a
-    missing file: None). A bad one is a one-line ClawloopError."""
-    if report is None or isinstance(report, CapabilityReport):
-        return report
-    if isinstance(report, dict):
-        try:
-            return CapabilityReport.model_validate(report)
-        except ValidationError as e:
-            raise ClawloopError(f"capability report: {describe_validation_error(e)}") from None
-    path = Path(report)
-    return load_report(path) if path.is_file() else None
 
 
 def weak_skills(report: CapabilityReport | None, known: list[str], k: int = 4) -> list[tuple[str, int, float]]:

@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawloop.agent.harness import HarnessConfig, render
@@ -29,8 +28,8 @@ from clawloop.errors import ClawloopError
 from clawloop.policy.types import SamplingParams
 from clawloop.synthesis.config import HindsightParams
 from clawloop.synthesis.grounded import state_diff as sd
+from clawloop.synthesis.grounded.attempts import Attempts, Stats
 from clawloop.synthesis.grounded.hindsight_text import TextLimits, Undescribable, describe, show
-from clawloop.synthesis.grounded.stats import Stats
 from clawloop.synthesis.knobs import NO_KNOBS
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import plan_targets
@@ -268,15 +267,14 @@ def model_phrase(policy: Policy, instruction: str, items: list[dict[str, Any]], 
 
 
 # ------------------------------------------------------------------------------- routine
-def hindsight_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityReport | None = None,
-                    iteration: int | None = None, backend: str = "bwrap", params: HindsightParams | None = None,
-                    parents: list[Task] | None = None, out_dir: str | Path | None = None,
-                    progress: bool = False) -> tuple[list[Task], dict[str, Any]]:
-    """Explore n seeds (or the given `parents`) with `policy` and relabel each episode."""
+def hindsight_tasks(policy: Policy, attempts: Attempts, params: HindsightParams | None = None,
+                    parents: list[Task] | None = None) -> tuple[list[Task], dict[str, Any]]:
+    """Explore `attempts.n` seeds (or the given `parents`) with `policy` and relabel each episode."""
     params = params or HindsightParams()
+    seed, iteration, backend = attempts.seed, attempts.iteration, attempts.backend
     stats = Stats("hindsight")
     if parents is None:
-        parents = seed_tasks(n, seed, report, params, stats)
+        parents = seed_tasks(attempts.n, seed, attempts.report, params, stats)
         stats.attempts = len(parents) + sum(stats.rejected.values())
     else:
         stats.attempts = len(parents)
@@ -291,7 +289,7 @@ def hindsight_tasks(policy: Policy, *, n: int, seed: int = 0, report: Capability
     harness = HarnessConfig(max_turns=params.max_turns, command_timeout_s=params.command_timeout_s)
     exploring = RolloutConfig(batch_size=params.batch_size, backend=backend, harness=harness, sampling=sampling,
                               iteration=-1 if iteration is None else iteration, suite="hindsight-explore")
-    summaries = run_rollouts(explore, policy, exploring, out_dir=out_dir, progress=progress)
+    summaries = run_rollouts(explore, policy, exploring, out_dir=attempts.out_dir, progress=attempts.progress)
     tasks: list[Task] = []
     ids: set[str] = set()
     for i, (parent, summ) in enumerate(zip(parents, summaries, strict=True)):

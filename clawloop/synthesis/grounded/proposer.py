@@ -41,13 +41,12 @@ from clawloop.agent.harness import render
 from clawloop.policy.types import SamplingParams
 from clawloop.progress import Progress
 from clawloop.synthesis.config import ProposerParams
-from clawloop.synthesis.grounded.stats import Stats
+from clawloop.synthesis.grounded.attempts import Attempts, Stats
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import failure_modes, plan_targets, weak_skills
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 if TYPE_CHECKING:
-    from clawloop.diagnosis.schema import CapabilityReport
     from clawloop.policy.types import Policy
 
 GENERATOR = "proposer@1"
@@ -189,22 +188,22 @@ def known_skills(params: ProposerParams) -> list[str]:
     return [s for s in params.skills if s in fams] if params.skills else fams
 
 
-def propose_tasks(policy: Policy, *, n: int, seed: int = 0, report: CapabilityReport | None = None,
-                  iteration: int | None = None, params: ProposerParams | None = None,
-                  progress: bool = False) -> tuple[list[Task], dict[str, Any]]:
-    """n proposals by `policy`; returns (tasks that parsed, stats with rejections by reason).
-    `progress` shows proposals made and tokens/s (clawloop.progress)."""
+def propose_tasks(policy: Policy, attempts: Attempts,
+                  params: ProposerParams | None = None) -> tuple[list[Task], dict[str, Any]]:
+    """`attempts.n` proposals by `policy`; returns (tasks that parsed, stats with rejections by
+    reason). `attempts.progress` shows proposals made and tokens/s (clawloop.progress)."""
     params = params or ProposerParams()
+    seed, report, iteration = attempts.seed, attempts.report, attempts.iteration
     stats = Stats("proposer")
     known = known_skills(params) or ["files"]
     rng = random.Random(f"proposer|{seed}")
-    targets = plan_targets(report, known, n, rng, params.levels)
+    targets = plan_targets(report, known, attempts.n, rng, params.levels)
     weak, modes = weak_skills(report, known), failure_modes(report)
     sampling = SamplingParams(temperature=params.temperature, max_new_tokens=params.max_new_tokens, seed=seed)
     tasks: list[Task] = []
     ids: set[str] = set()
     by_skill: dict[str, list[str]] = {}
-    bar = Progress("propose", len(targets), "proposals", enabled=progress)
+    bar = Progress("propose", len(targets), "proposals", enabled=attempts.progress)
     batches = [targets[start:start + params.batch_size] for start in range(0, len(targets), params.batch_size)]
     for batch in bar.track(batches, size=len):
         convs = [prompt(s, lvl, weak=weak, modes=modes, avoid=by_skill.get(s, [])[-params.avoid:] if params.avoid else [],

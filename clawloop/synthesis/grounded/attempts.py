@@ -1,9 +1,30 @@
-"""Attempts, produced tasks and rejections by reason: what both grounded routines report."""
+"""What a grounded routine is asked for (`Attempts`) and what came of it (`Stats`)."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from clawloop.diagnosis.schema import CapabilityReport
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """n attempts of a grounded routine, steered by `report`, recorded under `iteration`."""
+
+    n: int
+    seed: int = 0
+    report: CapabilityReport | None = None
+    """The capability report that picks the targets (None: spread over the skills)."""
+    iteration: int | None = None
+    backend: str = "bwrap"
+    """Sandbox backend of hindsight's exploration and replays."""
+    out_dir: str | Path | None = None
+    """Where hindsight keeps its exploration trajectories (None: not kept)."""
+    progress: bool = False
+    """Show attempts made (clawloop.progress)."""
 
 
 class Stats:
