@@ -1,7 +1,7 @@
 """CapabilityReport: what diagnosis writes and the curriculum reads (diagnosis.json).
 
 Sits on the ground floor: synthesis imports it, diagnosis fills it, neither imports the other.
-`load_report` is the one reader of a diagnosis.json (diagnosis, curriculum, routine B, check).
+`load_report` is the one reader of a diagnosis.json (diagnosis, synthesis, `tasks synth`, check).
 """
 
 from __future__ import annotations

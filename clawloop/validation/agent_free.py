@@ -12,7 +12,7 @@ sandbox needs few execs: setup and oracle are scripted together, then the verifi
 episode (`episode.check_oracle` on a `TaskEnvironment`). The oracle never sees the verifier's dirs (/tests and
 /logs/verifier are mounted fresh for the verifier only), so a reference solution that writes the
 reward or edits the tests fails; one that left files there is rejected as "oracle_tampers" —
-routine B's proposer must not emit tasks whose solution reaches for the reward. Cheap static checks
+the grounded proposer must not emit tasks whose solution reaches for the reward. Cheap static checks
 run first so no sandbox time goes to them.
 """
 
