@@ -15,7 +15,7 @@ from clawloop.params import Params
 from clawloop.stage import run_stage, stage_parser
 from clawloop.tasks.pool import read_pool
 from clawloop.training.guards import BudgetLimits
-from clawloop.training.playbook import OwnPolicy, evolve_checkpoint
+from clawloop.training.playbook import OwnPolicy, PlaybookStep, evolve_checkpoint
 from clawloop.training.run import EpisodeSetup, TrainJob, describe, held_in_rollouts, train_weights
 from clawloop.validation.probe import read_probe, select_by_label
 
@@ -43,10 +43,9 @@ def main(params: Params) -> None:
                    sft_labels=labels, keep_base_without_tasks=True)
     metrics = train_weights(job, options, EpisodeSetup.of_loop(ctx, params.executor))
     own = OwnPolicy(ctx, args.out, args.iteration, options.playbook.reflection.max_new_tokens)
-    evo = evolve_checkpoint(method, policy=args.policy, report=args.report, out=args.out, iteration=args.iteration,
-                            rollouts=rollouts, params=options.playbook, harness_config=ctx.harness,
-                            generate=own.generate, run_dev=own.run_dev, pool=pool,
-                            limits=BudgetLimits.of_rollout(params.rollout))
+    step = PlaybookStep(args.iteration, args.policy, args.out, args.report, rollouts, pool,
+                        BudgetLimits.of_rollout(params.rollout))
+    evo = evolve_checkpoint(method, step, options.playbook, ctx.harness, generate=own.generate, run_dev=own.run_dev)
     metrics.update(evo.figures)
     evo.write_artifact(args.playbook or args.out.parent / "playbook", ctx.harness)
     if evo.search is not None:

@@ -125,7 +125,7 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
     from clawloop.io import write_json
     from clawloop.loop import loop_context
     from clawloop.params import load_params
-    from clawloop.training.playbook import evolve_checkpoint, write_artifact
+    from clawloop.training.playbook import PlaybookStep, evolve_checkpoint, write_artifact
 
     pool = [make_task(f"f{i}.txt", v) for i, v in enumerate(["apple", "avocado", "kiwi", "lime", "plum", "fig"])]
     policy = HarnessSensitivePolicy()
@@ -141,9 +141,8 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
     out.mkdir(parents=True)
     params = PlaybookParams(reflector="rules", harness=HarnessSearchParams(dev_tasks=6, max_candidates=3))
     base = HarnessConfig(max_turns=4, command_timeout_s=10)
-    evo = evolve_checkpoint("playbook", policy=tmp_path / "no-policy", report=tmp_path / "diagnosis.json", out=out,
-                            iteration=1, rollouts=[], params=params, harness_config=base, run_dev=run_dev,
-                            pool=pool, limits=LIMITS)
+    step = PlaybookStep(1, tmp_path / "no-policy", out, tmp_path / "diagnosis.json", pool=pool, limits=LIMITS)
+    evo = evolve_checkpoint("playbook", step, params, base, run_dev=run_dev)
     assert dev_runs == [6, 6, 6, 6]  # the current harness and three candidates, on the same six tasks
     search = evo.search
     assert search is not None and search.baseline == {"passed": 2, "graded": 6}
@@ -172,13 +171,12 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
 
 def test_the_search_is_skipped_without_a_dev_split(tmp_path: Path) -> None:
     from clawloop.io import write_json
-    from clawloop.training.playbook import evolve_checkpoint
+    from clawloop.training.playbook import PlaybookStep, evolve_checkpoint
 
     write_json(tmp_path / "diagnosis.json", report({"wrong_result": 8}).model_dump(mode="json"))
     (tmp_path / "out").mkdir()
-    evo = evolve_checkpoint("playbook", policy=tmp_path / "p", report=tmp_path / "diagnosis.json",
-                            out=tmp_path / "out", iteration=1, rollouts=[], harness_config=HarnessConfig(),
-                            params=PlaybookParams(reflector="rules"), run_dev=lambda t, c: pytest.fail("ran"),
-                            pool=[make_task("a.txt", "x")])
+    step = PlaybookStep(1, tmp_path / "p", tmp_path / "out", tmp_path / "diagnosis.json", pool=[make_task("a.txt", "x")])
+    evo = evolve_checkpoint("playbook", step, PlaybookParams(reflector="rules"), HarnessConfig(),
+                            run_dev=lambda t, c: pytest.fail("ran"))
     assert evo.search is not None and "min_dev_tasks" in (evo.search.skipped or "")
     assert evo.playbook.harness == HarnessEdits() and evo.figures["harness_trials"] == 0

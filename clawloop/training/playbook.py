@@ -375,32 +375,49 @@ class OwnPolicy:
         return outcomes_of(episodes, "dev")
 
 
-def evolve_checkpoint(method: str, *, policy: Path, report: Path | None, out: Path, iteration: int,
-                      rollouts: Sequence[Path], params: PlaybookParams, harness_config: HarnessConfig,
-                      generate: Generate | None = None, run_dev: RunDev | None = None,
-                      pool: Sequence[Task] = (), limits: BudgetLimits | None = None) -> Evolution:
-    """The playbook train.method `method` leaves in checkpoint `out`, and its train.json figures.
+@dataclass(frozen=True)
+class PlaybookStep:
+    """What one iteration's playbook step reads, and the checkpoint it writes into."""
 
-    `playbook` and `sft+playbook` evolve the playbook `policy` carries from the previous
-    iteration's `report` and the held-in `rollouts`, and write it into `out`; a weight-only
+    iteration: int
+    policy: Path
+    """The current policy: the playbook it carries, and its tokenizer (for the token budget)."""
+    out: Path
+    """The new checkpoint dir (its playbook.json)."""
+    report: Path | None
+    """The previous iteration's diagnosis.json."""
+    rollouts: Sequence[Path] = ()
+    """The held-in rollouts: the reflector's episodes and the worked examples."""
+    pool: Sequence[Task] = ()
+    """The validated pool: the harness search's development split is drawn from it."""
+    limits: BudgetLimits | None = None
+    """params.yaml's rollout budgets (None: the harness's own)."""
+
+
+def evolve_checkpoint(method: str, step: PlaybookStep, params: PlaybookParams, harness_config: HarnessConfig, *,
+                      generate: Generate | None = None, run_dev: RunDev | None = None) -> Evolution:
+    """The playbook train.method `method` leaves in checkpoint `step.out`, and its train.json figures.
+
+    `playbook` and `sft+playbook` evolve the playbook `step.policy` carries from the previous
+    iteration's report and the held-in rollouts, and write it into `step.out`; a weight-only
     method leaves an empty one (and no figures), so its artifact is empty too. `generate` is the
     policy's reply (reflector: model); `run_dev` rolls the policy out on the development split
-    drawn from the validated `pool` (harness search); `limits` are params.yaml's rollout budgets."""
-
+    (harness search)."""
+    iteration, pool, report = step.iteration, step.pool, step.report
     playbook = Playbook(iteration=iteration, token_budget=params.token_budget)
     if "playbook" not in method:
         return Evolution(playbook, {})
     if report is None:
         raise ClawloopError(f"--report: train.method {method} needs the previous diagnosis.json")
-    previous = policy_playbook(policy)
-    count, tokenizer = token_counter(policy)
+    previous = policy_playbook(step.policy)
+    count, tokenizer = token_counter(step.policy)
     rep = read_report(report)
     hp = params.harness
     limits = dataclasses.replace(
-        limits or BudgetLimits(max_turns=harness_config.max_turns, command_timeout_s=harness_config.command_timeout_s),
+        step.limits or BudgetLimits(max_turns=harness_config.max_turns, command_timeout_s=harness_config.command_timeout_s),
         min_observation_chars=hp.min_observation_chars, max_observation_chars=hp.max_observation_chars)
     current = previous.harness if previous else HarnessEdits()
-    episodes = rf.read_episodes(rollouts)
+    episodes = rf.read_episodes(step.rollouts)
     reflection: Reflection
     if params.reflector == "model":
         if generate is None:
@@ -411,7 +428,7 @@ def evolve_checkpoint(method: str, *, policy: Path, report: Path | None, out: Pa
                                 limits=limits, iteration=iteration, harness=shown, params=params.reflection)
     else:
         reflection = rf.Reflection(iteration=iteration, reflector="rules", fallback=True)
-    playbook = build_playbook(rep, iteration=iteration, previous=previous, rollouts=rollouts, count=count,
+    playbook = build_playbook(rep, iteration=iteration, previous=previous, rollouts=step.rollouts, count=count,
                               params=params, harness_config=harness_config, tokenizer=tokenizer,
                               report_path=str(report), reflection=reflection)
     if not hp.search:
@@ -429,7 +446,7 @@ def evolve_checkpoint(method: str, *, policy: Path, report: Path | None, out: Pa
         search = hs.search(cands, current, lambda edits: run_dev(split, with_edits(base, edits)), params=hp,
                            limits=limits, iteration=iteration, dev_tasks=[t.name or t.id for t in split])
     playbook = playbook.model_copy(update={"harness": search.after})
-    write_playbook(out / POLICY_FILE, playbook)
+    write_playbook(step.out / POLICY_FILE, playbook)
     figures = {**summary(playbook, previous), **rf.summary(reflection),
                "harness_trials": len(search.trials), "harness_changed": int(search.after != search.before)}
     return Evolution(playbook, figures, previous, reflection, search)
