@@ -126,6 +126,12 @@ class LockstepScheduler:
     """Keeps a batch of episodes full: sets them up and verifies them on `life` threads while the
     batch generates, runs the replies' commands on `cmds` threads, records each as it ends."""
 
+    bar: Progress
+    life: ThreadPoolExecutor
+    """Begins (setup) and concludes (verifier) episodes, overlapping generation."""
+    cmds: ThreadPoolExecutor
+    """Runs the replies' commands."""
+
     def __init__(self, tasks: Sequence[Task], policy: Policy, config: RolloutConfig,
                  writer: TrajectoryWriter | None, on_episode: Callable[[EpisodeRecord], None] | None) -> None:
         if config.k < 1 or config.batch_size < 1:
@@ -150,9 +156,10 @@ class LockstepScheduler:
     def run(self, progress: bool | Progress) -> list[EpisodeRecord]:
         """Every episode to its end; on any exception the open sandboxes are closed."""
         n_workers = self.config.workers or min(32, max(4, self.config.batch_size))
-        with progress_for(progress, self.config.suite or "rollouts", len(self.queue)) as self.bar, \
-                ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-life") as self.life, \
-                ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-cmd") as self.cmds:
+        with progress_for(progress, self.config.suite or "rollouts", len(self.queue)) as bar, \
+                ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-life") as life, \
+                ThreadPoolExecutor(n_workers, thread_name_prefix="rollout-cmd") as cmds:
+            self.bar, self.life, self.cmds = bar, life, cmds
             try:
                 while self.queue or self.live or self.starting or self.finishing:
                     self.tick()
