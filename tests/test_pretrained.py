@@ -96,7 +96,7 @@ def test_sft_on_the_real_base_makes_it_pass_held_in_tasks(smollm2: Path, tmp_pat
     base, which answers in prose (format errors), into an agent that solves the trained tasks.
     Real sandbox episodes and verifiers, greedy decoding; ~2-3 min on 2 cores."""
     from clawloop.agent.harness import HarnessConfig
-    from clawloop.agent.rollout import run_rollouts
+    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.policy.hf import HFPolicy
     from clawloop.policy.types import SamplingParams
     from clawloop.synthesis.procedural.generate import synthesize
@@ -109,8 +109,8 @@ def test_sft_on_the_real_base_makes_it_pass_held_in_tasks(smollm2: Path, tmp_pat
     sampling = SamplingParams(temperature=0.0, max_new_tokens=48)
 
     def passed(model_dir: Path) -> list[str]:
-        res = run_rollouts(tasks, HFPolicy(model_dir), k=1, batch_size=4, harness_config=harness,
-                           sampling=sampling, progress=False)
+        res = run_rollouts(tasks, HFPolicy(model_dir),
+                           RolloutConfig(k=1, batch_size=4, harness=harness, sampling=sampling), progress=False)
         return sorted(r.task_id for r in res if r.outcome == "passed")
 
     before = passed(smollm2)
