@@ -61,8 +61,9 @@ class CurriculumParams(BaseModel):
     """Failure mode -> Knobs fields it switches on (see clawloop.synthesis.knobs.Knobs)."""
     knob_fraction: float = Field(0.5, ge=0, le=1)
     """Share of a knobbed skill's tasks that get the knobs (the rest stay plain)."""
-    conditioning: bool = True
-    """Steer by the report; False gives the uniform plan (params.yaml `synthesis.conditioning`)."""
+    conditioning: bool = Field(True, exclude=True)
+    """Steer by the report; False gives the uniform plan. Set once, as params.yaml
+    `synthesis.conditioning` (so it is left out of a dump that is loaded again)."""
 
     @model_validator(mode="after")
     def _check(self) -> CurriculumParams:
