@@ -18,7 +18,7 @@ from pydantic.dataclasses import dataclass
 from clawloop.bootstrap.config import SCRATCH_PREFIX, BootstrapConfig, base_kind, scratch_size
 from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.errors import ClawloopError, validated
-from clawloop.policy.engine.config import EngineConfig
+from clawloop.policy.engine.config import EngineConfig, refuse_flat_engine_keys
 from clawloop.policy.types import OpenAIPolicyConfig, VLLMPolicyConfig
 from clawloop.synthesis.config import SynthesisParams
 from clawloop.training.config import TrainParams
@@ -157,14 +157,7 @@ class RolloutParams(_Section):
     @model_validator(mode="before")
     @classmethod
     def _moved(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for key in ROLLOUT_ENGINE_KEYS:
-                if key in data:
-                    raise ValueError(f"{key}: moved to rollout.engine.{key}")
-            if "engine" in data and not isinstance(data["engine"], dict | EngineConfig):
-                raise ValueError("engine: now the section of the engine's knobs; the forward pass moved to "
-                                 "rollout.engine.forward")
-        return data
+        return refuse_flat_engine_keys(data, ROLLOUT_ENGINE_KEYS, "rollout.engine")
 
 
 class ProbeParams(_Section):

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clawloop.errors import ClawloopError
-from clawloop.policy.engine.config import EngineConfig
+from clawloop.policy.engine.config import EngineConfig, refuse_flat_engine_keys
 from clawloop.policy.types import Conversation, Generation, SamplingParams, cut_at_stop
 
 ENGINE_KEYS = ("forward", "decode", "speculate", "speculate_tokens", "quantize", "kv_reuse_entries",
@@ -42,14 +42,7 @@ class HFPolicyConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _moved(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for key in ENGINE_KEYS:
-                if key in data:
-                    raise ValueError(f"{key}: moved to engine.{key}")
-            if "engine" in data and not isinstance(data["engine"], dict | EngineConfig):
-                raise ValueError("engine: a section of the engine's knobs now; the forward pass moved to "
-                                 "engine.forward")
-        return data
+        return refuse_flat_engine_keys(data, ENGINE_KEYS, "engine")
 
 
 class HFPolicy:

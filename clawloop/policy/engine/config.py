@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
@@ -41,3 +41,17 @@ class EngineConfig:
         "CPU threads for generation (torch; in params.yaml llama.cpp's too); None: half the cores "
         "on CPU (sandbox setup and verification run beside generation, and oversubscribed OpenMP "
         "threads wait on preempted peers), torch's default on GPU.")})
+
+
+def refuse_flat_engine_keys(data: Any, keys: tuple[str, ...], section: str) -> Any:
+    """A `mode="before"` validator body for a config that once held the engine's knobs itself:
+    each old key fails naming where it went (`section`, e.g. "rollout.engine"), so an old
+    params file is not read with its knobs silently dropped."""
+    if isinstance(data, dict):
+        for key in keys:
+            if key in data:
+                raise ValueError(f"{key}: moved to {section}.{key}")
+        if "engine" in data and not isinstance(data["engine"], dict | EngineConfig):
+            raise ValueError(f"engine: now the section of the engine's knobs; the forward pass moved to "
+                             f"{section}.forward")
+    return data
