@@ -120,7 +120,7 @@ def check_records(path: Path) -> None:
             raise ClawloopError(f"{path}:{lineno}: outcome: {obj.get('outcome')!r} not one of {', '.join(OUTCOMES)}")
 
 
-def check_validation_report(path: Path) -> None:
+def check_rejections(path: Path) -> None:
     rep = read_json(path)
     for key in ("input", "kept", "rejected"):
         if key not in rep:
@@ -139,7 +139,7 @@ ITERATION_ARTIFACTS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("?pool/pool.jsonl", "task pool", check_pool),
     ("?pool/manifest.json", "pool manifest", check_json),
     ("?validated/valid.jsonl", "validated pool", check_pool),
-    ("?validated/report.json", "validation report", check_validation_report),
+    ("?validated/rejections.json", "validation rejections", check_rejections),
     ("?validated/probe.jsonl", "probe table", check_probe),
     ("?validated/probe", "probe trajectories", check_trajectories),
     ("?validation.json", "validation metrics", check_json),
@@ -286,7 +286,7 @@ def _json_kind(path: Path) -> tuple[str, Callable[[Path], None]]:
     if {"heldout_pass_rate", "promoted"} <= keys:
         return "iteration metrics", check_metrics
     if {"input", "kept", "rejected"} <= keys:
-        return "validation report", check_validation_report
+        return "validation rejections", check_rejections
     return "JSON", check_json
 
 

@@ -5,7 +5,7 @@
 
 Agent-free: the reference solution passes, a no-op fails, the verifier agrees with itself, no
 near-duplicates, no overlap with the held-out suites. Agent-based: k rollouts of the current
-policy label each kept task too_easy / learnable / frontier. Writes valid.jsonl, report.json,
+policy label each kept task too_easy / learnable / frontier. Writes valid.jsonl, rejections.json,
 probe.jsonl, the probe's trajectories (probe/) and the metrics file given by --metrics.
 """
 
@@ -29,7 +29,7 @@ def main(params: Params) -> None:
     args = ap.parse_args()
 
     probe, ctx = params.validation.probe, loop_context(params)
-    kept, report = check_pool(params, ctx, args.pool, args.suites)
+    kept, rejections = check_pool(params, ctx, args.pool, args.suites)
     probe_set = probe_subset(kept, probe.max_tasks)
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration - 1}")
     with output_dir(args.out) as tmp:
@@ -38,10 +38,10 @@ def main(params: Params) -> None:
         results = probe_tasks(probe_set, policy, probing, out_dir=tmp / "probe", progress=True)
         results += unprobed(kept, results)
         write_pool(tmp / "valid.jsonl", kept)
-        write_json(tmp / "report.json", report)
+        write_json(tmp / "rejections.json", rejections)
         write_probe(tmp / "probe.jsonl", results)
         labels = summarize(results)
-    metrics = figures(report, kept, {"k": probe.k, "tasks": len(probe_set), **labels})
+    metrics = figures(rejections, kept, {"k": probe.k, "tasks": len(probe_set), **labels})
     write_json(args.metrics or args.out.parent / "validation.json", metrics)
     print(f"[validate] probe k={probe.k} on {len(probe_set)} tasks: {labels}")
 

@@ -55,13 +55,13 @@ def test_single_artifacts_are_checked_by_content(artifacts: Path) -> None:
     assert kinds(d / "c.jsonl") == {"c.jsonl": ("eval records", None)}
     assert kinds(d / "diag") == {"diagnosis.json": ("capability report", None)}
     assert kinds(d / "m.json") == {"m.json": ("iteration metrics", None)}
-    assert kinds(d / "r.json") == {"r.json": ("validation report", None)}
+    assert kinds(d / "r.json") == {"r.json": ("validation rejections", None)}
     assert kinds(d / "traj") == {"traj": ("trajectories", None)}
     assert kinds(d / "traj" / "episodes-00000.parquet")["episodes-00000.parquet"] == ("trajectory part", None)
     assert kinds(d) == {  # a directory of artifacts: each one inside
         "a.jsonl": ("task pool", None), "b.jsonl": ("probe table", None), "c.jsonl": ("eval records", None),
         "diagnosis.json": ("capability report", None), "m.json": ("iteration metrics", None),
-        "r.json": ("validation report", None), "traj": ("trajectories", None)}
+        "r.json": ("validation rejections", None), "traj": ("trajectories", None)}
 
 
 def test_violations_name_file_line_and_field(artifacts: Path) -> None:

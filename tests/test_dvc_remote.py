@@ -52,7 +52,7 @@ def test_refined_task_set_travels_by_a_second_remote(tmp_path: Path) -> None:
     _pool(lab / "pool" / "pool.jsonl", seed=0)
     _run(["dvc", "add", "-q", "pool"], lab)
     _run(["dvc", "stage", "add", "-q", "-n", "refine", "-d", "pool", "-o", "refined",
-          "clawloop tasks validate pool/pool.jsonl --out refined/valid.jsonl --report refined/report.json "
+          "clawloop tasks validate pool/pool.jsonl --out refined/valid.jsonl --rejections refined/rejections.json "
           "--no-heldout"], lab)
     _run(["dvc", "repro", "-q"], lab)
     refined = (lab / "refined" / "valid.jsonl").read_bytes()

@@ -94,8 +94,8 @@ def test_validate_cli(backend: str, tmp_path: Path) -> None:
     write_pool(pool, [load_harbor_task(FIXTURES / n) for n in ("region-totals", "word-count")] + _pool()[:2])
     with pool.open("a") as f:
         f.write("not json\n")
-    out, report = tmp_path / "valid.jsonl", tmp_path / "report.json"
-    res = CliRunner().invoke(app, ["tasks", "validate", str(pool), "--out", str(out), "--report", str(report),
+    out, report = tmp_path / "valid.jsonl", tmp_path / "rejections.json"
+    res = CliRunner().invoke(app, ["tasks", "validate", str(pool), "--out", str(out), "--rejections", str(report),
                                    "--backend", backend, "--jobs", "2", "--no-heldout",
                                    "--json", "--skip-bad-lines"])
     assert res.exit_code == 0, res.output
@@ -103,7 +103,7 @@ def test_validate_cli(backend: str, tmp_path: Path) -> None:
     assert rep == json.loads(res.output.strip().splitlines()[-1])
     assert rep["kept"] == 3 and rep["rejected"] == {"parse": 1, "duplicate": 1}
     assert len(read_pool(out)) == 3
-    res = CliRunner().invoke(app, ["tasks", "validate", str(pool), "--out", str(out), "--report", str(report),
+    res = CliRunner().invoke(app, ["tasks", "validate", str(pool), "--out", str(out), "--rejections", str(report),
                                    "--backend", backend, "--heldout", str(FIXTURES), "--skip-bad-lines"])
     assert res.exit_code == 0 and json.loads(report.read_text())["rejected"]["heldout_overlap"] == 2
 
@@ -116,8 +116,8 @@ def test_validate_refuses_unreadable_input(tmp_path: Path) -> None:
 
     pool = tmp_path / "pool.jsonl"
     pool.write_text('not json\n{"instruction": "x"}\n')
-    out, report = tmp_path / "valid.jsonl", tmp_path / "report.json"
-    args = ["tasks", "validate", str(pool), "--out", str(out), "--report", str(report), "--no-heldout"]
+    out, report = tmp_path / "valid.jsonl", tmp_path / "rejections.json"
+    args = ["tasks", "validate", str(pool), "--out", str(out), "--rejections", str(report), "--no-heldout"]
     prog = "import sys; from clawloop.cli import main; sys.argv = ['clawloop'] + sys.argv[1:]; main()"
     p = subprocess.run([sys.executable, "-c", prog, *args], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, p.stderr

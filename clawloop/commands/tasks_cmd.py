@@ -91,7 +91,7 @@ def export(
 def validate(
     pool: Path = typer.Argument(..., help="Pool JSONL to validate."),
     out: Path = typer.Option(..., "--out", help="JSONL of the tasks kept."),
-    report: Path = typer.Option(..., "--report", help="JSON report: rejections per reason with example ids."),
+    rejections: Path = typer.Option(..., "--rejections", help="JSON: counts kept and rejected per reason, with example ids."),
     backend: str = typer.Option("bwrap", "--backend", help=_BACKEND_HELP),
     jobs: int = typer.Option(2, "--jobs", "-j", min=1, help="Sandboxes in parallel."),
     executor: str = typer.Option("local", "--executor", help=_EXECUTOR_HELP),
@@ -116,7 +116,7 @@ def validate(
                                   on_done=bar.advance, executor=executor_params(executor))
     rep["heldout_tasks"] = len(held)
     write_pool(out, kept)
-    write_json(report, rep)
+    write_json(rejections, rep)
     rejected = ", ".join(f"{k} {v}" for k, v in rep["rejected"].items()) or "none"
     typer.echo(f"kept {rep['kept']} of {rep['input']} tasks ({rep['tasks_per_s']} tasks/s); rejected: {rejected}")
     if json_out:
