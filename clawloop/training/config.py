@@ -64,10 +64,10 @@ class TrainerParams(_Params):
 
     gradient_accumulation_steps: int = Field(1, gt=0, description="Micro-batches per optimizer step.")
     gradient_checkpointing: bool = Field(
-        False, description="Recompute activations in backward: less memory, ~20% slower.")
+        False, description="Recompute activations in backward: less memory, slower steps.")
     bf16: bool | None = Field(
         None, description="bf16 mixed precision; None = on for CUDA with bf16 support or a CPU with native "
-        "bf16 (AVX512-BF16/AMX), off otherwise (emulated bf16 was 28x slower than fp32 on an AVX2 CPU).")
+        "bf16 (AVX512-BF16/AMX), off otherwise (emulated bf16 is far slower than fp32: benchmarks/perf/README.md).")
     save_total_limit: int = Field(2, gt=0, description="Checkpoints kept in OUT.tmp while training.")
     seed: int = Field(0, description="Seed of initialization, data order and (GRPO) rollout sampling.")
     lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights.")
@@ -85,7 +85,7 @@ class SFTParams(TrainerParams):
     max_steps: int = Field(-1, description="Optimizer steps; -1 = use num_train_epochs.")
     per_device_train_batch_size: int = Field(16, gt=0, description="Conversations per device per micro-batch.")
     max_length: int = Field(1024, gt=0, description="Tokens per conversation; longer ones are cut at the end.")
-    packing: bool = Field(False, description="Pack several conversations per row (~4x slower per token on CPU).")
+    packing: bool = Field(False, description="Pack several conversations per row (slower per token on CPU: benchmarks/perf/README.md).")
     warmup_ratio: float = Field(0.05, ge=0.0, lt=1.0, description="Share of steps with linear warm-up.")
     lr_scheduler_type: str = Field("cosine", description="transformers scheduler name.")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
@@ -190,8 +190,8 @@ class TrainParams(_Params):
     playbook: PlaybookParams = Field(default_factory=PlaybookParams)
     threads: int | None = Field(
         None, gt=0, description="torch CPU threads (None: torch's default, one per core). On a CPU shared "
-        "with other jobs, 2 threads ran 4-6x slower than 1 (OpenMP spin-waiting); OMP_WAIT_POLICY=PASSIVE "
-        "in the environment fixes it too.")
+        "with other jobs, more threads can be slower than one (OpenMP spin-waiting, benchmarks/perf/README.md); "
+        "OMP_WAIT_POLICY=PASSIVE in the environment fixes it too.")
     dvclive: bool = Field(True, description="Log per-step metrics with DVCLive into the --logs dir (train_meta.json always).")
 
     @model_validator(mode="before")
@@ -260,8 +260,8 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def _profile_defaults(profile: Profile) -> dict[str, Any]:
     if profile == "cpu":
-        # From-scratch tiny model: high lr, no packing, no checkpointing (field notes: 2e-5 far too low,
-        # packing ~4x slower per token, gradient checkpointing ~22% slower on CPU).
+        # From-scratch tiny model: high lr (2e-5 is far too low), no packing, no checkpointing (both
+        # slower on CPU: benchmarks/perf/README.md, Training).
         return {"profile": "cpu"}
     # Real checkpoints: small lr, bf16, checkpointing for memory, GRPO with a KL anchor.
     return {
