@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clawloop.loop import EvalDetail, SuiteMetrics, suite_metrics
 from clawloop.paired import Outcomes, outcomes_of
@@ -16,6 +16,8 @@ from clawloop.tasks.task import Task
 if TYPE_CHECKING:
     from clawloop.agent.harness import HarnessConfig
     from clawloop.loop import LoopContext
+    from clawloop.params import Params
+    from clawloop.policy.types import Policy
 
 Suites = list[tuple[str, list[Task], bool]]
 """(name, tasks, held out) of each suite, as `suite_manifest.eval_suites` lists them."""
@@ -41,7 +43,7 @@ class SuiteResults:
                           episodes_per_s=round(self.episodes / wall_s, 3) if wall_s else 0.0)
 
 
-def evaluate_suites(params: Any, ctx: LoopContext, suites: Suites, *, policy: Any, harness: HarnessConfig,
+def evaluate_suites(params: Params, ctx: LoopContext, suites: Suites, *, policy: Policy, harness: HarnessConfig,
                     out_dir: Path, iteration: int) -> SuiteResults:
     """Roll `policy` out under `harness` on each suite, `eval.samples` per task, trajectories under
     `out_dir/<suite>`; each suite's figures carry the published baselines of its tasks."""
@@ -58,7 +60,7 @@ def evaluate_suites(params: Any, ctx: LoopContext, suites: Suites, *, policy: An
     return results
 
 
-def heldout_pass_at_1(ctx: LoopContext, policy: Any, suites: list[tuple[str, list[Task]]]) -> float:
+def heldout_pass_at_1(ctx: LoopContext, policy: Policy, suites: list[tuple[str, list[Task]]]) -> float:
     """The mean over the held-out `suites` of `policy`'s pass@1 (one sample per task, the plain harness)."""
     rates = []
     for suite, tasks in suites:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.diagnosis.queries import compute_figures, find_trajectories
@@ -17,7 +16,7 @@ from clawloop.diagnosis.render import HEATMAP_NAME, render_heatmap, render_markd
 from clawloop.diagnosis.report import build_report, pool_diversity
 from clawloop.diagnosis.schema import CapabilityReport, load_report
 from clawloop.io import write_bytes, write_text
-from clawloop.policy.types import SamplingParams
+from clawloop.policy.types import Policy, SamplingParams
 
 REPORT_NAME = "diagnosis.json"
 MARKDOWN_NAME = "report.md"
@@ -47,7 +46,8 @@ def report_summary(report: CapabilityReport, max_cells: int = 40) -> str:
     return "\n".join(lines)
 
 
-def narrate(report: CapabilityReport, policy: Any, sampling: Any = None, max_chars: int = 2000) -> str:
+def narrate(report: CapabilityReport, policy: Policy, sampling: SamplingParams | None = None,
+            max_chars: int = 2000) -> str:
     """Ask the loop's own policy (anything with `generate(conversations, sampling)`) for a narrative."""
     if sampling is None:
         sampling = SamplingParams(temperature=0.0, max_new_tokens=400)
@@ -67,8 +67,8 @@ def diagnose(
     pool: str | Path | None = None,
     iteration: int | None = None,
     params: DiagnosisParams | None = None,
-    policy: Any = None,
-    sampling: Any = None,
+    policy: Policy | None = None,
+    sampling: SamplingParams | None = None,
 ) -> CapabilityReport:
     """Diagnose rollout directories / Parquet parts; write the report files into `out_dir` if given.
 

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawloop.policy.openai import from_openai_messages, reply_message
-from clawloop.policy.types import Conversation, Generation, SamplingParams
+from clawloop.policy.types import Conversation, Generation, Policy, SamplingParams
 
 
 class ServeConfig(BaseModel):
@@ -75,7 +75,7 @@ class _Job:
 class Batcher:
     """One worker thread that turns queued requests into batched `policy.generate` calls."""
 
-    def __init__(self, policy: Any, config: ServeConfig) -> None:
+    def __init__(self, policy: Policy, config: ServeConfig) -> None:
         self.policy, self.config = policy, config
         self.jobs: queue.Queue[_Job | None] = queue.Queue()
         self.stats = {"requests": 0, "batches": 0, "largest_batch": 0}
@@ -234,7 +234,7 @@ class _Server(ThreadingHTTPServer):
         self.batcher.close()
 
 
-def make_server(policy: Any, config: ServeConfig | None = None) -> _Server:
+def make_server(policy: Policy, config: ServeConfig | None = None) -> _Server:
     """An HTTP server (not yet serving: call serve_forever) for `policy`, anything with
     `generate(conversations, sampling, tools=)` (clawloop.policy.types.Policy)."""
     config = config or ServeConfig()
