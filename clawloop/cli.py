@@ -45,3 +45,7 @@ def main() -> None:
 def version() -> None:
     """Print the version."""
     print(__version__)
+
+
+if __name__ == "__main__":  # `python -m clawloop.cli` ran nothing and said nothing without this
+    main()

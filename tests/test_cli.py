@@ -20,6 +20,13 @@ def test_every_command_group_is_registered() -> None:
         assert name in out
 
 
+def test_python_dash_m_runs_the_same_command_line() -> None:
+    for module in ("clawloop", "clawloop.cli"):
+        out = subprocess.run([sys.executable, "-m", module, "version"], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == subprocess.run([str(BIN / "clawloop"), "version"], capture_output=True,
+                                                    text=True, check=True).stdout.strip() != ""
+
+
 def test_check_on_missing_runs_is_one_line(tmp_path: Path) -> None:
     p = subprocess.run([str(BIN / "clawloop"), "check", str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 2
