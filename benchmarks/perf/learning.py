@@ -207,7 +207,6 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     from clawloop.bootstrap.base import make_base
     from clawloop.paired import outcomes_of
     from clawloop.params import Params
-    from clawloop.synthesis.config import CurriculumParams
     from clawloop.synthesis.procedural.generate import synthesize
     from clawloop.synthesis.steering import plan
     from clawloop.tasks.formats import load_suite_any
@@ -260,7 +259,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     syn = params.synthesis
     for i in range(1, n_iter + 1):
         t0 = time.time()
-        tasks = synthesize(plan(None, syn.tasks_per_iteration, CurriculumParams(**syn.curriculum), syn.skills),
+        tasks = synthesize(plan(None, syn.tasks_per_iteration, syn.curriculum, syn.skills),
                            syn.seed + i, i)
         kept, _ = validate_pool(tasks, params.sandbox.backend, params.sandbox.jobs, heldout,
                                 AgentFreeParams(near_duplicate_threshold=params.validation.near_duplicate_threshold))

@@ -61,9 +61,9 @@ class CurriculumParams(BaseModel):
     """Failure mode -> Knobs fields it switches on (see clawloop.synthesis.knobs.Knobs)."""
     knob_fraction: float = Field(0.5, ge=0, le=1)
     """Share of a knobbed skill's tasks that get the knobs (the rest stay plain)."""
-    conditioning: bool = Field(True, exclude=True)
-    """Steer by the report; False gives the uniform plan. Set once, as params.yaml
-    `synthesis.conditioning` (so it is left out of a dump that is loaded again)."""
+    conditioning: bool = True
+    """Steer by the report; False gives the uniform plan (params.yaml `synthesis.conditioning`,
+    which `SynthesisParams.steering` puts here)."""
 
     @model_validator(mode="after")
     def _check(self) -> CurriculumParams:
@@ -169,8 +169,6 @@ class SynthesisParams(BaseModel):
             raise ValueError(f"routines: unknown routine {sorted(unknown)[0]!r}")
         if not any(v > 0 for v in self.routines.values()) or any(v < 0 for v in self.routines.values()):
             raise ValueError("routines: shares must be >= 0 with at least one > 0")
-        if "conditioning" in self.curriculum.model_fields_set:
-            raise ValueError("curriculum.conditioning: set synthesis.conditioning (the one switch)")
         return self
 
     def steering(self) -> CurriculumParams:
