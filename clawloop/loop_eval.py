@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from clawloop.loop import EvalDetail, SuiteMetrics, suite_metrics
 from clawloop.paired import Outcomes, outcomes_of
 from clawloop.suite_manifest import published_baselines
-from clawloop.tasks.pool import read_pool
 from clawloop.tasks.task import Task
 
 if TYPE_CHECKING:
@@ -21,12 +20,6 @@ if TYPE_CHECKING:
 
 Suites = list[tuple[str, list[Task], bool]]
 """(name, tasks, held out) of each suite, as `suite_manifest.eval_suites` lists them."""
-
-
-def pool_sample(pool: str | Path, n: int) -> list[Task]:
-    """A deterministic sample of `n` tasks of a validated pool (ids are content hashes, so sorting
-    is a shuffle)."""
-    return sorted(read_pool(pool), key=lambda t: t.id)[:n]
 
 
 @dataclass

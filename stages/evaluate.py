@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 
 from clawloop.loop import loop_context, settle, write_metrics
-from clawloop.loop_eval import evaluate_suites, pool_sample
+from clawloop.loop_eval import evaluate_suites
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.suite_manifest import eval_suites
+from clawloop.tasks.pool import id_sample, read_pool
 
 
 def main(params: Params) -> None:
@@ -35,7 +36,7 @@ def main(params: Params) -> None:
     t0 = time.perf_counter()
     suites = eval_suites(params, args.suites)
     if args.pool and params.eval.pool_sample:
-        suites.append(("pool", pool_sample(args.pool, params.eval.pool_sample), False))
+        suites.append(("pool", id_sample(read_pool(args.pool), params.eval.pool_sample), False))
     ctx = loop_context(params)
     harness = ctx.harness_for(args.policy)  # its playbook, if any
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration}")

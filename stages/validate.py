@@ -15,9 +15,9 @@ from clawloop.io import write_json
 from clawloop.loop import loop_context
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
-from clawloop.tasks.pool import write_pool
+from clawloop.tasks.pool import id_sample, write_pool
 from clawloop.validation.probe import probe_tasks, summarize, write_probe
-from clawloop.validation.run import check_pool, figures, probe_subset, unprobed
+from clawloop.validation.run import check_pool, figures, unprobed
 
 
 def main(params: Params) -> None:
@@ -30,7 +30,7 @@ def main(params: Params) -> None:
 
     probe, ctx = params.validation.probe, loop_context(params)
     kept, rejections = check_pool(params, ctx, args.pool, args.suites)
-    probe_set = probe_subset(kept, probe.max_tasks)
+    probe_set = id_sample(kept, probe.max_tasks)
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration - 1}")
     with output_dir(args.out) as tmp:
         probing = ctx.rollout_config(k=probe.k, harness=ctx.harness_for(args.policy), suite="probe",

@@ -210,6 +210,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     from clawloop.synthesis.procedural.generate import synthesize
     from clawloop.synthesis.steering import plan
     from clawloop.tasks.formats import load_suite_any
+    from clawloop.tasks.pool import id_sample
     from clawloop.training.run import TrainJob, train
     from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 
@@ -221,7 +222,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     n_iter = iterations or len(params.loop.iterations)
     suite = params.eval.suites[0]
     heldout = load_suite_any(str(ROOT / suite.path), suite.format, name=suite.name).tasks
-    heldout = sorted(heldout, key=lambda t: t.id)[:max_tasks] if max_tasks else heldout
+    heldout = id_sample(heldout, max_tasks) if max_tasks else heldout
     ctx = loop.loop_context(params)
     rows: list[dict[str, Any]] = []
 

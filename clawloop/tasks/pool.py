@@ -57,3 +57,9 @@ def read_pool_lenient(path: str | Path) -> tuple[list[Task], list[str]]:
 def write_pool(path: str | Path, tasks: Iterable[Task]) -> int:
     """Write tasks as JSONL atomically; returns how many were written."""
     return write_jsonl(path, (t.to_json() for t in tasks))
+
+
+def id_sample(tasks: Iterable[Task], n: int) -> list[Task]:
+    """`n` tasks, the same ones every time for the same tasks (ids are content hashes, so sorting
+    by id is a shuffle)."""
+    return sorted(tasks, key=lambda t: t.id)[:n]

@@ -248,7 +248,7 @@ def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: P
         "steps": trainer.state.global_step,
         "tasks": len(tasks),
         "metrics": metrics,
-        "masked_rollouts": env_cls.stats.get("error", 0),
+        "masked_rollouts": env_cls.stats.get("error", 0) + env_cls.stats.get("skipped", 0),
         "wall_time_s": round(time.time() - start, 3),
         "resumed_from": resume,
         "params": params.model_dump(mode="json"),

@@ -32,7 +32,7 @@ above params.yaml's `rollout.max_turns` / `rollout.command_timeout_s`, or whose 
 is outside `[min_observation_chars, max_observation_chars]`, is refused before it is tried; a
 proposal naming a budget that is not learnable at all (`max_new_tokens`, the agent-time budget,
 format errors allowed, reply length) is refused as such. Whatever a playbook.json says,
-`clawloop.agent.harness._limits` applies a budget edit as `min(edit, the harness's limit, the
+`clawloop.agent.harness.episode_limits` applies a budget edit as `min(edit, the harness's limit, the
 task's own limit)`, so a budget is never raised past a task's own limit either.
 """
 
@@ -199,7 +199,7 @@ class BudgetLimits:
     observation lengths (`train.playbook.harness`)."""
 
     max_turns: int | None
-    """rollout.max_turns (None: the tasks' own limits, which `_limits` applies anyway)."""
+    """rollout.max_turns (None: the tasks' own limits, which `episode_limits` applies anyway)."""
     command_timeout_s: float | None
     """rollout.command_timeout_s."""
     max_new_tokens: int | None = None

@@ -1,5 +1,5 @@
-"""The validate stage's steps: the agent-free checks of a synthesized pool, the probe's subset and
-labels, the stage's figures (validation.json)."""
+"""The validate stage's steps: the agent-free checks of a synthesized pool, the probe's labels,
+the stage's figures (validation.json)."""
 
 from __future__ import annotations
 
@@ -16,28 +16,23 @@ from clawloop.validation.probe import ProbeResult
 
 if TYPE_CHECKING:
     from clawloop.loop import LoopContext
+    from clawloop.params import Params
 
 
-def check_pool(params: Any, ctx: LoopContext, pool: Path, suites: Path | None) -> tuple[list[Task], dict[str, Any]]:
-    """(kept, report) of the agent-free checks of the pool JSONL `pool` on the context's sandboxes:
+def check_pool(params: Params, ctx: LoopContext, pool: Path, suites: Path | None) -> tuple[list[Task], dict[str, Any]]:
+    """(kept, rejections) of the agent-free checks of the pool JSONL `pool` on the context's sandboxes:
     the reference solution passes, a no-op fails, the verifier agrees with itself, no
     near-duplicates, no overlap with the held-out suites (checked against the manifest `suites`)."""
     tasks, parse_errors = read_pool_lenient(pool)
     heldout = heldout_tasks(params, suites)
     with Progress("validate", total=len(tasks), unit="tasks") as bar:
-        kept, report = validate_pool(
+        kept, rejections = validate_pool(
             tasks, ctx.backend, ctx.jobs, heldout,
             AgentFreeParams(near_duplicate_threshold=params.validation.near_duplicate_threshold),
             parse_errors=parse_errors, on_done=bar.advance, executor=params.executor)
-    print(f"[validate] agent-free: kept {len(kept)} of {report['input']} "
-          f"({report['tasks_per_s']:.1f} tasks/s); rejected {report['rejected']}")
-    return kept, report
-
-
-def probe_subset(kept: Sequence[Task], max_tasks: int) -> list[Task]:
-    """The tasks the probe rolls out: a deterministic subset (ids are content hashes, so sorting is
-    a shuffle)."""
-    return sorted(kept, key=lambda t: t.id)[:max_tasks]
+    print(f"[validate] agent-free: kept {len(kept)} of {rejections['input']} "
+          f"({rejections['tasks_per_s']:.1f} tasks/s); rejected {rejections['rejected']}")
+    return kept, rejections
 
 
 def unprobed(kept: Sequence[Task], probed: Sequence[ProbeResult]) -> list[ProbeResult]:
@@ -46,8 +41,9 @@ def unprobed(kept: Sequence[Task], probed: Sequence[ProbeResult]) -> list[ProbeR
     return [ProbeResult(task_id=t.id, k=0, passes=0, errors=0, label="unprobed") for t in kept if t.id not in seen]
 
 
-def figures(report: dict[str, Any], kept: Sequence[Task], probe: dict[str, Any]) -> dict[str, Any]:
+def figures(rejections: dict[str, Any], kept: Sequence[Task], probe: dict[str, Any]) -> dict[str, Any]:
     """validation.json: the pool's yield and rejections, and the probe's labels (`probe`)."""
-    return {"synthesized": report["input"], "kept": len(kept),
-            "yield": round(len(kept) / report["input"], 4) if report["input"] else 0.0,
-            "rejected": report["rejected"], "tasks_per_s": report["tasks_per_s"], "probe": probe}
+    synthesized = rejections["input"]
+    return {"synthesized": synthesized, "kept": len(kept),
+            "yield": round(len(kept) / synthesized, 4) if synthesized else 0.0,
+            "rejected": rejections["rejected"], "tasks_per_s": rejections["tasks_per_s"], "probe": probe}
