@@ -15,12 +15,7 @@ from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.run import synth_command
 from clawloop.synthesis.procedural.generate import manifest, synthesize
 from clawloop.synthesis.steering import plan
-from clawloop.tasks.pool import write_pool
-
-
-def manifest_path(out: Path) -> Path:
-    """`pool.jsonl` -> `pool.jsonl.manifest.json` (beside the pool)."""
-    return out.with_name(out.name + ".manifest.json")
+from clawloop.tasks.pool import manifest_path, write_pool
 
 
 @tasks_app.command()

@@ -63,3 +63,8 @@ def id_sample(tasks: Iterable[Task], n: int) -> list[Task]:
     """`n` tasks, the same ones every time for the same tasks (ids are content hashes, so sorting
     by id is a shuffle)."""
     return sorted(tasks, key=lambda t: t.id)[:n]
+
+
+def manifest_path(pool: Path) -> Path:
+    """`pool.jsonl` -> `pool.jsonl.manifest.json`: where `clawloop tasks synth` puts what made the pool."""
+    return pool.with_name(pool.name + ".manifest.json")

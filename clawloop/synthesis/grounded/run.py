@@ -20,7 +20,7 @@ from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.hindsight import hindsight_tasks
 from clawloop.synthesis.grounded.proposer import propose_tasks
 from clawloop.synthesis.procedural.generate import diversity
-from clawloop.tasks.pool import write_pool
+from clawloop.tasks.pool import manifest_path, write_pool
 
 if TYPE_CHECKING:
     from clawloop.policy.types import Policy
@@ -60,5 +60,5 @@ def synth_command(routine: str, model: str, out: Path, attempts: Attempts, repor
     info = {"routine": routine, "seed": attempts.seed, "iteration": attempts.iteration, "model": str(model),
             "report": str(report) if report else None, "tasks": len(tasks), "stats": stats,
             "diversity": diversity(tasks).model_dump()}
-    write_json(out.with_name(out.name + ".manifest.json"), info)
+    write_json(manifest_path(out), info)
     return info
