@@ -253,12 +253,10 @@ class LockstepScheduler:
 def episode_record(run: _Run, policy_id: str, config: RolloutConfig) -> EpisodeRecord:
     """The trajectory record of a concluded model episode."""
     ep, st, task = run.episode, run.episode.state, run.episode.task
-    outcome = ep.outcome or "error"
+    assert ep.outcome is not None  # concluded: judge or fail settled reward and reason with it
     return EpisodeRecord(
         task_id=task.id, name=task.name, suite=config.suite, skill=task.skill, level=task.level, agent="model",
-        outcome=outcome,
-        reward=ep.reward if outcome in ("passed", "failed") else None,
-        reason=ep.reason if outcome in ("error", "skipped") else None,
+        outcome=ep.outcome, reward=ep.reward, reason=ep.reason,
         duration_s=round(ep.duration_s, 4),
         verifier_output=clip(ep.verdict.output or "") if ep.verdict is not None else None,
         steps=list(st.steps) if st else [], prompt_tokens=st.prompt_tokens if st else 0,

@@ -13,9 +13,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
-from clawloop.agent.episode import Episode
+from clawloop.agent.episode import Episode, Outcome
 from clawloop.agent.harness import HarnessConfig
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, run_all
@@ -23,8 +23,6 @@ from clawloop.policy.types import Generation
 from clawloop.tasks.task import Task
 from clawloop.training.data import Conversation
 from sandbox.base import SandboxConfig
-
-Outcome = Literal["passed", "failed", "error", "skipped"]
 
 
 @dataclass(frozen=True)
