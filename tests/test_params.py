@@ -11,7 +11,7 @@ from clawloop.params import load_params
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("path", ["params.yaml", "profiles/smoke.yaml", "profiles/gpu-qwen3.yaml"])
+@pytest.mark.parametrize("path", ["params.yaml", *sorted(f"profiles/{p.name}" for p in (ROOT / "profiles").glob("*.yaml"))])
 def test_profiles_parse(path: str) -> None:
     p = load_params(ROOT / path)
     assert p.loop.last == max(p.loop.iterations)
