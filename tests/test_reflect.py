@@ -235,3 +235,24 @@ def test_the_train_stage_reflects_with_the_policy_itself(tmp_path: Path, rollout
     assert saved["edits"][-1]["reason"] == "over max_edits (6)"
     assert metrics["reflector_accepted"] == 2 and metrics["reflector_fallback"] is False
     assert metrics["harness_trials"] == 0 and metrics["harness_changed"] == 0
+
+
+def test_the_reflector_sees_no_held_out_skill(rollouts: Path) -> None:
+    # The report's cells count every suite, held-out ones included (InterCode's file systems here);
+    # the reflector reads held-in episodes only, so their skills and pass rates stay out of its prompt
+    # and a tip written for them is refused.
+    held_out = CellStats(skill="intercode-fs1", level=1, episodes=50, passes=7, pass_rate=0.14, ci_low=0, ci_high=1)
+    rep = report().model_copy(update={"cells": [*report().cells, held_out]})
+    seen: list[str] = []
+    reply = json.dumps({"edits": [{"op": "add", "skill": "intercode-fs1", "text": "List the directory first."},
+                                  {"op": "add", "skill": "text_search", "text": GOOD}]})
+
+    def generate(messages: list[dict[str, Any]]) -> str:
+        seen.append(messages[0]["content"])
+        return reply
+
+    r = rf.reflect(generate, report=rep, episodes=rf.read_episodes([rollouts]), previous=None, tasks=[],
+                   limits=LIMITS, iteration=1, harness={})
+    assert "intercode" not in seen[0] and "text_search 0/2" in seen[0] and "files 1/1" in seen[0]
+    assert [(x.status, x.reason) for x in r.edits] == [("dropped", "unknown skill 'intercode-fs1'"),
+                                                       ("accepted", "tip for text_search")]

@@ -31,7 +31,7 @@ import contextlib
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -239,10 +239,24 @@ def _labels(previous: Playbook | None) -> dict[str, PlaybookEntry]:
     return out
 
 
+def held_in_rates(episodes: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+    """(passes, judged episodes) per skill over the held-in episodes only. The report's cells also
+    count the held-out suites' episodes (their skills, e.g. InterCode's file systems, and their pass
+    rates), which the reflector must not see or write tips for."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for e in episodes:
+        if e.get("outcome") in ("passed", "failed"):
+            cell = out[e.get("skill") or "unknown"]
+            cell[0] += e.get("outcome") == "passed"
+            cell[1] += 1
+    return {k: (p, n) for k, (p, n) in out.items()}
+
+
 def prompt(report: CapabilityReport, groups: list[dict[str, Any]], previous: Playbook | None,
-           harness: Mapping[str, Any], params: ReflectionParams) -> list[dict[str, Any]]:
-    """The reflector's conversation (one user turn, rendered from `params.template`)."""
-    rates = skill_rates(report)
+           harness: Mapping[str, Any], params: ReflectionParams,
+           rates: Mapping[str, tuple[int, int]]) -> list[dict[str, Any]]:
+    """The reflector's conversation (one user turn, rendered from `params.template`); `rates` are
+    the held-in pass counts per skill (`held_in_rates`)."""
     skills = sorted(((s, p, n) for s, (p, n) in rates.items() if n), key=lambda x: (x[1] / x[2], x[0]))
     modes = [(m.mode, m.count) for m in sorted(report.failure_modes, key=lambda m: (-m.count, m.mode))
              if m.count and m.mode in MODES]
@@ -322,11 +336,12 @@ class _Curator:
     texts and retired ids, the current harness; and what the edits accepted so far touched."""
 
     def __init__(self, *, report: CapabilityReport, previous: Playbook | None, specifics: Specifics,
-                 limits: BudgetLimits, iteration: int, params: ReflectionParams, reflection: Reflection) -> None:
+                 limits: BudgetLimits, iteration: int, params: ReflectionParams, reflection: Reflection,
+                 skills: Iterable[str] | None = None) -> None:
         self.report, self.specifics, self.limits = report, specifics, limits
         self.iteration, self.params, self.reflection = iteration, params, reflection
-        self.rates, self.shares = skill_rates(report), mode_shares(report)
-        self.known_skills = set(self.rates) | set(load_tips()["skills"])
+        self.rates, self.shares = skill_rates(report), mode_shares(report)  # a tip's baseline, as the rule tips'
+        self.known_skills = set(self.rates if skills is None else skills) | set(load_tips()["skills"])
         self.labels = _labels(previous)
         self.by_id = {e.id: e for e in (previous.entries if previous else [])}
         self.retired = set(previous.retired) if previous else set()
@@ -440,10 +455,11 @@ class _Curator:
 
 def curate(edits: list[dict[str, Any]], *, report: CapabilityReport, previous: Playbook | None,
            specifics: Specifics, limits: BudgetLimits, iteration: int, params: ReflectionParams,
-           reflection: Reflection) -> Reflection:
-    """Check each edit (the guards) and record it in `reflection` as accepted or dropped."""
+           reflection: Reflection, skills: Iterable[str] | None = None) -> Reflection:
+    """Check each edit (the guards) and record it in `reflection` as accepted or dropped; a tip may
+    name one of `skills` (the held-in episodes'; default the report's) or a rule tip's skill."""
     curator = _Curator(report=report, previous=previous, specifics=specifics, limits=limits,
-                       iteration=iteration, params=params, reflection=reflection)
+                       iteration=iteration, params=params, reflection=reflection, skills=skills)
     for i, e in enumerate(edits):
         curator.curate(i, e)
     return reflection
@@ -464,11 +480,12 @@ def reflect(generate: Generate, *, report: CapabilityReport, episodes: Sequence[
     if not groups:
         out.parse_error, out.fallback = "no held-in episode to reflect on", True
         return out
-    out.prompt = prompt(report, groups, previous, harness, params)
+    rates = held_in_rates(episodes)
+    out.prompt = prompt(report, groups, previous, harness, params, rates)
     out.reply = generate(out.prompt)
     edits, out.parse_error = parse_edits(out.reply)
     curate(edits, report=report, previous=previous, specifics=specifics_of(episodes, tasks), limits=limits,
-           iteration=iteration, params=params, reflection=out)
+           iteration=iteration, params=params, reflection=out, skills=rates)
     out.fallback = out.tip_edits == 0
     return out
 
