@@ -100,7 +100,7 @@ def test_claw_eval_live_tasks_are_graded_by_their_adapter() -> None:
     assert env.get_reward() == 1.0
 
 
-def test_infrastructure_errors_give_no_reward() -> None:
+def test_infrastructure_errors_give_no_reward_until_the_agent_acts() -> None:
     env_cls = environment_factory("bwrap")
     env = env_cls()
     env.reset(**row(make_task(setup=["exit 9"])))
@@ -108,9 +108,11 @@ def test_infrastructure_errors_give_no_reward() -> None:
     assert env.bash("ls") == "[the sandbox is unavailable]"
     assert env.get_reward() is None
     env.reset(**row(make_task(test_sh="echo no reward file")))
+    assert env.get_reward() is None  # a verifier error before any command: not the agent's doing, masked
+    env.reset(**row(make_task(test_sh="echo no reward file")))
     env.bash("echo alpha > a.txt")
-    assert env.get_reward() is None  # verifier error: masked, not 0
-    assert dict(env_cls.stats) == {"error": 2}
+    assert env.get_reward() == 0.0  # after the agent acted it may be its doing: scored as a failure
+    assert dict(env_cls.stats) == {"error": 3, "scored_error": 1}
     env.reset(**row(make_task()))
     assert _is_open(env)
     env_cls.close_all()

@@ -199,6 +199,10 @@ class Episode:
     """The verifier's reward of a graded (passed or failed) episode, else None."""
     reason: str | None = None
     """Why an episode was skipped or is an error."""
+    error_phase: Phase | None = None
+    """Where an error episode broke (a verdict of "error" is the verifier's)."""
+    commands: int = 0
+    """Agent commands sent to the sandbox through `run_command` (run or not)."""
     verdict: Verdict | None = None
     started: float = field(default_factory=time.monotonic)
 
@@ -247,6 +251,7 @@ class Episode:
 
     def run_command(self, command: str, timeout: float) -> ExecResult | None:
         """Run an agent's command; None when the sandbox broke (the episode is then an error)."""
+        self.commands += 1
         try:
             assert self.env is not None
             return self.env.exec(command, timeout=timeout)
@@ -266,6 +271,7 @@ class Episode:
         """End the episode as an error of `phase` (the first failure is the one kept)."""
         if self.outcome is None:
             self.outcome, self.reason, self.reward = "error", failure_reason(phase, error), None
+            self.error_phase = phase
         if self.state is not None:
             self.state.end("error", self.reason)
 
@@ -290,6 +296,30 @@ class Episode:
         graded = verdict.outcome in ("passed", "failed")
         self.reward = verdict.reward if graded else None
         self.reason = None if graded else verdict.reason
+        self.error_phase = None if graded else "verifier"
+
+    @property
+    def agent_acted(self) -> bool:
+        """Whether any agent command reached the sandbox (a model's or a scripted agent's)."""
+        return self.commands > 0 or bool(self.env is not None and self.env.steps)
+
+    @property
+    def training_reward(self) -> float | None:
+        """The reward a trainer learns from: a graded episode's reward; 0.0 for a sandbox or
+        verifier error once the agent's commands have run; None (masked) for everything else
+        (skips, setup and policy trouble, an error before any command).
+
+        An agent can break its own judge: replace /logs/verifier with a link the mount refuses,
+        bloat /etc past the trusted root's caps, kill the sandbox's exec server. Masked, such an
+        episode would sit out of the group baseline while a plain failure is pushed down, so a
+        policy would drift towards breaking the verifier rather than failing. Only validated tasks
+        reach training (their verifier judged the reference solution and the no-op, twice), so an
+        error after the agent acted is the agent's doing until shown otherwise."""
+        if self.outcome in ("passed", "failed"):
+            return self.reward
+        if self.outcome == "error" and self.error_phase in ("sandbox", "verifier") and self.agent_acted:
+            return 0.0
+        return None
 
     def close(self) -> None:
         """Discard the sandbox (idempotent); a close that fails is printed, never raised (the

@@ -3,10 +3,12 @@
 Each rollout gets a `ShellEnvironment`: `reset(**row)` begins the row's task as a fresh
 `Episode` (clawloop.agent.episode: open and prepare), the public `bash` and `submit` methods are
 the tools (their docstrings make exactly the harness's tool schemas, so GRPO prompts equal the
-SFT/rollout prompts), and `get_reward` concludes the episode (the hidden verifier, then close). Infrastructure failures (sandbox, setup, verifier error) return a reward
-of None: TRL turns it into NaN, leaves the row out of the group baseline and zeroes its
-advantage (`GRPOTrainer._generate_and_score_completions`, "unscorable" rows), so they are
-masked out rather than scored 0.
+SFT/rollout prompts), and `get_reward` concludes the episode (the hidden verifier, then close). Infrastructure failures the
+agent cannot have caused (setup, an error before its first command) return a reward of None: TRL
+turns it into NaN, leaves the row out of the group baseline and zeroes its advantage
+(`GRPOTrainer._generate_and_score_completions`, "unscorable" rows), so they are masked out rather
+than scored 0. A sandbox or verifier error after the agent's commands ran scores 0
+(`Episode.training_reward`): masking it would make breaking the judge better than failing.
 
 Where TRL's tool loop differs from the harness's episodes: a reply without a tool call ends the
 rollout (the harness sends a format hint and goes on), and after `submit` TRL asks the model for
@@ -94,14 +96,17 @@ class ShellEnvironment:
         return "[submitted]"
 
     def get_reward(self) -> float | None:
-        """The verifier's reward on the workspace as left; None for infrastructure errors (and
-        skips), which TRL masks out."""
+        """The verifier's reward on the workspace as left (`Episode.training_reward`): 0 for a
+        sandbox or verifier error the agent's commands may have caused, None (TRL masks it out)
+        for infrastructure errors before the agent acted, and for skips."""
         if self.episode is None:
             outcome, reward = "error", None
         else:
-            outcome, reward = self.episode.conclude(), self.episode.reward
+            outcome, reward = self.episode.conclude(), self.episode.training_reward
         with self.lock:
             self.stats[outcome] += 1
+            if outcome == "error" and reward is not None:
+                self.stats["scored_error"] += 1  # of the errors, those scored 0 (not masked)
         return reward
 
     # -- cleanup --------------------------------------------------------------------------
@@ -238,7 +243,7 @@ def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: P
         finally:
             env_cls.close_all()
     metrics = final_metrics(trainer, result)
-    total = sum(env_cls.stats.values())
+    total = sum(v for k, v in env_cls.stats.items() if k != "scored_error")
     metrics.update({f"rollouts_{k}": float(v) for k, v in env_cls.stats.items()})
     metrics["rollouts"] = float(total)
     meta = {
@@ -248,7 +253,8 @@ def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: P
         "steps": trainer.state.global_step,
         "tasks": len(tasks),
         "metrics": metrics,
-        "masked_rollouts": env_cls.stats.get("error", 0) + env_cls.stats.get("skipped", 0),
+        "masked_rollouts": (env_cls.stats.get("error", 0) - env_cls.stats.get("scored_error", 0)
+                            + env_cls.stats.get("skipped", 0)),
         "wall_time_s": round(time.time() - start, 3),
         "resumed_from": resume,
         "params": params.model_dump(mode="json"),
