@@ -129,15 +129,17 @@ def test_the_harness_renders_the_playbook_into_the_system_prompt() -> None:
     text = system_prompt(TASK, cfg)
     assert text.startswith(plain + "\n\n" + PLAYBOOK_HEADER)
     assert "- one call a turn" in text and "- json: use jq -r" in text
-    assert '{"name": "bash", "arguments": {"command": "echo hi > a.txt"}}' in text  # not HTML-escaped
-    assert '{"name": "submit", "arguments": {}}' in text and "[exit code 0]" in text
+    # a worked example in prose: its commands (not HTML-escaped) and exit codes, no call markup the
+    # model could copy into one reply as a made-up transcript
+    assert "1. `echo hi > a.txt` (exit code 0); then submit." in text
+    assert "<tool_call>" not in text.split(PLAYBOOK_HEADER)[1] and "[exit code" not in text
     assert playbook_block(pb, cfg) in text
     # empty or absent: the plain prompt; the block is cut off again for the weights
     assert system_prompt(TASK, HarnessConfig(playbook=Playbook(token_budget=10))) == plain
     msgs = initial_messages(TASK, cfg)
     assert strip_playbook(msgs) == initial_messages(TASK) and strip_playbook(msgs[1:]) == msgs[1:]
     # no submit tool: the example ends without a submit call
-    assert '"submit"' not in playbook_block(pb, HarnessConfig(submit_tool=False, playbook=pb))
+    assert "submit" not in playbook_block(pb, HarnessConfig(submit_tool=False, playbook=pb))
 
 
 def test_loop_context_attaches_the_policy_dirs_playbook(tmp_path: Path) -> None:
