@@ -270,22 +270,28 @@ def test_lenient_call_is_recorded_and_stored_in_canonical_form() -> None:
     assert st.on_generation(gen(BARE)) is None and st.steps[0].format_error and st.steps[0].format is None
 
 
-@pytest.mark.parametrize("template", ["clawloop", "qwen2.5"])
+@pytest.mark.parametrize("template", ["clawloop", "qwen2.5", "qwen2.5_json"])
 def test_lenient_form_trains_as_the_canonical_tool_call(template: str) -> None:
-    """SFT data and the next turn's prompt render a lenient call as <tool_call>, with the project's
-    template and with the Qwen2.5 one (clawloop/bootstrap/templates)."""
+    """SFT data and the next turn's prompt render a lenient call in the template's own call form:
+    <tool_call> with the project's template and the Qwen2.5 one, a ```json block with the Qwen2.5
+    variant the Qwen base's checkpoint gets (clawloop/bootstrap/templates)."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
     from clawloop.bootstrap.scratch import TEMPLATE
 
-    path = TEMPLATE if template == "clawloop" else TEMPLATE.parent / "qwen2.5_chat_template.jinja"
+    path = TEMPLATE if template == "clawloop" else TEMPLATE.parent / f"{template}_chat_template.jinja"
     st = EpisodeState(_task())
     st.on_generation(gen(FENCED))
+    assert st.pending == "cp in/*.csv out/"  # the harness runs the block's call
     rendered = render_jinja_template([st.messages], tools=TOOLS, chat_template=path.read_text())
     text = rendered[0][0] if isinstance(rendered, tuple) else rendered[0]
-    assert ('<|im_start|>assistant\nI will copy the files.\n<tool_call>\n'
-            '{"name": "bash", "arguments": {"command": "cp in/*.csv out/"}}\n</tool_call><|im_end|>') in text
-    assert "```" not in text
+    call = '{"name": "bash", "arguments": {"command": "cp in/*.csv out/"}}'
+    if template == "qwen2.5_json":
+        assert f"<|im_start|>assistant\nI will copy the files.\n```json\n{call}\n```<|im_end|>" in text
+        assert "<tool_call>" not in text
+    else:
+        assert f"<|im_start|>assistant\nI will copy the files.\n<tool_call>\n{call}\n</tool_call><|im_end|>" in text
+        assert "```" not in text
 
 
 def test_format_hint_shows_the_form_but_no_command_to_copy() -> None:

@@ -247,7 +247,7 @@ def chunked(tiny_qwen_gguf: tuple[Path, Any], tmp_path: Path,
     spec = ChunkedWheelModel(
         name="tiny-qwen2-chunked", version="0.9.0", chunks=tuple(chunks), gguf="tiny.gguf", size=len(data),
         sha256=hashlib.sha256(data).hexdigest(), license="-", own_template=QWEN25_CODER_05B.own_template,
-        own_template_sha256=QWEN25_CODER_05B.own_template_sha256)
+        own_template_sha256=QWEN25_CODER_05B.own_template_sha256, call_template=QWEN25_CODER_05B.call_template)
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setitem(bootstrap_config.WHEEL_MODELS, spec.name, spec)
     return spec, site
@@ -306,6 +306,37 @@ def test_marked_template_renders_what_the_models_own_does(tiny_qwen_gguf: tuple[
             == tok.apply_chat_template([*conv, call], tokenize=False, chat_template=stock))
 
 
+def test_json_call_template_differs_from_the_marked_one_only_in_how_calls_are_written(
+        tiny_qwen_gguf: tuple[Path, Any]) -> None:
+    """The Qwen base's checkpoint template (its call_template) writes tool calls as ```json blocks and
+    tool results after "Tool output:", because this GGUF's <tool_call>/<tool_response> rows are
+    untrained; every other character is the marked own template's."""
+    from transformers import AutoTokenizer
+
+    from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
+    from clawloop.bootstrap.config import QWEN25_CODER_05B as q
+    from clawloop.bootstrap.scratch import TEMPLATE
+
+    path = tiny_qwen_gguf[0]
+    tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    marked, calls = ((TEMPLATE.parent / name).read_text() for name in (q.own_template, q.call_template))
+    subs = [("within <tool_call></tool_call> XML tags:\n<tool_call>\n", "in a ```json code block:\n```json\n"),
+            ("}\n</tool_call><|im_end|>\n<|im_start|>user\n", "}\n```<|im_end|>\n<|im_start|>user\n"),
+            ("<tool_call>\n", "```json\n"), ("\n</tool_call>", "\n```"),
+            ("\n<tool_response>\n", "\nTool output:\n"), ("\n</tool_response>", "")]
+    conv = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}, assistant_message("ls -la"),
+            tool_message("a.txt\n[exit code 0]"), tool_message("y"), assistant_message("cat a.txt", "Reading it."),
+            tool_message("x"), assistant_message(None), {"role": "assistant", "content": "done"}]
+    for tools in (TOOLS, None):
+        a = tok.apply_chat_template(conv, tools=tools, tokenize=False, add_generation_prompt=True, chat_template=marked)
+        b = tok.apply_chat_template(conv, tools=tools, tokenize=False, add_generation_prompt=True, chat_template=calls)
+        for old, new in subs:
+            a = a.replace(old, new)
+        assert a == b
+        assert "<tool_call>" not in b and "<tool_response>" not in b
+    assert '```json\n{"name": "bash", "arguments": {"command": "ls -la"}}\n```<|im_end|>' in b
+
+
 def test_chunked_base_materializes_a_plain_qwen2_checkpoint(chunked: tuple[Any, Path], tiny_qwen_gguf: tuple[Path, Any],
                                                              tmp_path: Path, one_torch_thread: None) -> None:
     import torch
@@ -336,17 +367,18 @@ def test_chunked_base_materializes_a_plain_qwen2_checkpoint(chunked: tuple[Any, 
         assert torch.allclose(got[name], orig[name], atol=2e-3, rtol=1e-2), name
     assert not torch.equal(got["lm_head.weight"], got["model.embed_tokens.weight"])
 
-    # the model's own template, with generation markers for assistant-only loss
+    # the model's own template (calls as ```json blocks: its call_template), with generation markers
+    # for assistant-only loss
     tok = AutoTokenizer.from_pretrained(out)
     assert (tok.eos_token, tok.pad_token) == ("<|im_end|>", "<|endoftext|>")
     msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}, assistant_message("ls")]
     text = tok.apply_chat_template(msgs, tools=TOOLS, tokenize=False)
     assert "<tools>\n" + json.dumps(TOOLS[0], ensure_ascii=False) in text
-    assert text.endswith('<|im_start|>assistant\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n'
-                         "</tool_call><|im_end|>\n")
+    assert text.endswith('<|im_start|>assistant\n```json\n{"name": "bash", "arguments": {"command": "ls"}}\n'
+                         "```<|im_end|>\n")
     enc = tok.apply_chat_template(msgs, tools=TOOLS, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
     masked = tok.decode([t for t, m in zip(enc["input_ids"], enc["assistant_masks"], strict=True) if m])
-    assert masked == '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call><|im_end|>'
+    assert masked == '```json\n{"name": "bash", "arguments": {"command": "ls"}}\n```<|im_end|>'
     reply = masked.removesuffix("<|im_end|>")
     assert parse_reply(reply).command == "ls"
 

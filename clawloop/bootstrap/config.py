@@ -117,6 +117,9 @@ class WheelModel:
     """File in clawloop/bootstrap/templates: the model's own template with generation markers."""
     own_template_sha256: str = ""
     """sha256 of the GGUF's own `tokenizer.chat_template`, the one `own_template` was made from."""
+    call_template: str = ""
+    """When set, the file in templates/ the checkpoint gets instead of `own_template`: the same
+    format with tool calls written the way the model can write them (derived from `own_template`)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """dtype of the weights on disk."""
 
@@ -150,6 +153,8 @@ class ChunkedWheelModel:
     """As WheelModel.template."""
     own_template: str = ""
     own_template_sha256: str = ""
+    call_template: str = ""
+    """As WheelModel.call_template."""
     dtype: Literal["float32", "bfloat16"] = "bfloat16"
 
 
@@ -171,7 +176,9 @@ QWEN25_CODER_05B = ChunkedWheelModel(
     gguf="Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf", size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", license="Apache-2.0",
     own_template="qwen2.5_chat_template.jinja",
-    own_template_sha256="cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f")
+    own_template_sha256="cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f",
+    # its <tool_call> / <tool_response> token rows are untrained: calls as ```json blocks (the template's header)
+    call_template="qwen2.5_json_chat_template.jinja")
 
 WHEEL_MODELS: dict[str, WheelModel | ChunkedWheelModel] = {m.name: m for m in (SMOLLM2_135M, QWEN25_CODER_05B)}
 """Pretrained bases by `model.base` name."""

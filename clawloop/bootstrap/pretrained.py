@@ -171,13 +171,14 @@ def load_gguf(path: Path, dtype: str = "float32") -> tuple[Any, Any]:
 
 
 def own_template(spec: WheelModel | ChunkedWheelModel, tok: Any) -> str:
-    """The marked copy of the model's own chat template; an error when the GGUF's template is not
-    the one that copy was made from (its generation markers would sit in the wrong places)."""
+    """The marked copy of the model's own chat template (its `call_template` variant when it has
+    one); an error when the GGUF's template is not the one that copy was made from (its generation
+    markers would sit in the wrong places)."""
     digest = hashlib.sha256((getattr(tok, "chat_template", None) or "").encode()).hexdigest()
     if digest != spec.own_template_sha256:
         raise ClawloopError(f"model.base {spec.name}: the GGUF's chat template (sha256 {digest[:12]}…) is not "
                             f"the one templates/{spec.own_template} was made from ({spec.own_template_sha256[:12]}…)")
-    return (TEMPLATE.parent / spec.own_template).read_text(encoding="utf-8")
+    return (TEMPLATE.parent / (spec.call_template or spec.own_template)).read_text(encoding="utf-8")
 
 
 def prepare_tokenizer(tok: Any, template: str | None = None) -> Any:
