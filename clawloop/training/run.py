@@ -284,7 +284,8 @@ def _summary_metrics(meta: dict[str, Any]) -> dict[str, Any]:
     if grpo:
         out["grpo_reward"] = grpo.get("reward")
         out["grpo_rollouts"] = int(grpo.get("rollouts", 0))
-        out["grpo_masked_rollouts"] = int(grpo.get("rollouts_error", 0))
+        out["grpo_masked_rollouts"] = int(grpo.get("rollouts_error", 0) - grpo.get("rollouts_scored_error", 0)
+                                          + grpo.get("rollouts_skipped", 0))  # as grpo.run_grpo's masked_rollouts
         out["grpo_frac_reward_zero_std"] = grpo.get("frac_reward_zero_std")
         out["grpo_runtime_s"] = grpo.get("train_runtime")
     if "grpo_tasks" in meta:
