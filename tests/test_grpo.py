@@ -161,7 +161,8 @@ def test_two_grpo_steps_end_to_end(tiny_model: Path, tmp_path: Path) -> None:
     meta = run_grpo(tiny_model, tasks, params, tmp_path / "stage", dest, backend="bwrap")
     m = meta["metrics"]
     assert meta["steps"] == 2 and m["rollouts"] == 8
-    assert m["rollouts_error"] == 4 and meta["masked_rollouts"] == 4  # every rollout of the broken task
+    # every rollout of the broken task is an error; masked unless the agent ran a command (then scored 0)
+    assert m["rollouts_error"] == 4 and meta["masked_rollouts"] == 4 - m.get("rollouts_scored_error", 0)
     assert 0.0 <= m["reward"] <= 1.0  # NaN (masked) rewards stay out of the mean
     assert (dest / "model.safetensors").is_file() and (dest / "tokenizer_config.json").is_file()
     assert json.loads((dest / "train_meta.json").read_text())["method"] == "grpo"
