@@ -346,3 +346,13 @@ def test_4_and_5_bit_exports_keep_the_tied_head_at_8_bits(qtype: str, most: floa
         want = original[hf_name].astype(np.float32)
         rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
         assert 0 < rel < (most if gguf_name != "token_embd.weight" else 0.01), (gguf_name, rel)
+
+
+def test_repacking_is_off_only_where_amx_crashed_the_server(tmp_path: Path) -> None:
+    from clawloop.policy.llamacpp import extra_buffer_args
+
+    amx, avx2 = tmp_path / "amx", tmp_path / "avx2"
+    amx.write_text("flags\t\t: fpu sse2 avx2 avx512f amx_bf16 amx_tile amx_int8\n")
+    avx2.write_text("flags\t\t: fpu sse2 avx2 fma\n")
+    assert extra_buffer_args(str(amx)) == ["--no-repack"]
+    assert extra_buffer_args(str(avx2)) == [] == extra_buffer_args(str(tmp_path / "missing"))

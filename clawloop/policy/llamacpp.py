@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -55,6 +56,17 @@ def find_server(configured: str | None = None) -> Path:
     raise ClawloopError(f"rollout.backend llamacpp: llama-server not found; {SETUP_HINT}")
 
 
+
+def extra_buffer_args(cpuinfo: str = "/proc/cpuinfo") -> list[str]:
+    """`--no-repack` on a CPU with AMX: there llama-server (the pinned build, GGML_NATIVE) died with
+    SIGSEGV loading a q8_0 GGUF into its AMX buffers (Xeon Sapphire Rapids, 2026-12-02), while f32
+    loaded; elsewhere repacking stays on (it speeds up q4_0/q8_0 on AVX2)."""
+    try:
+        flags = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        return []
+    return ["--no-repack"] if re.search(r"\bamx_(int8|tile)\b", flags) else []
+
 class LlamaCppPolicy:
     """A checkpoint served by a private llama-server; same replies as HFPolicy, much sooner."""
 
@@ -83,7 +95,7 @@ class LlamaCppPolicy:
         self.log_path = os.path.join(self._dir, "server.log")
         cmd = [str(binary), "-m", str(self.gguf), "--host", self.socket, "-t", str(threads),
                "-tb", str(threads), "-np", str(c.parallel), "-c", str(c.parallel * c.context_per_slot),
-               "--no-kv-unified", "--no-webui", "-ngl", "0"]
+               "--no-kv-unified", "--no-webui", "-ngl", "0", *extra_buffer_args()]
         with open(self.log_path, "wb") as log:
             # Own process group: stopping the policy (or a timeout) kills the whole server.
             self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
