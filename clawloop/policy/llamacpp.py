@@ -56,7 +56,6 @@ def find_server(configured: str | None = None) -> Path:
     raise ClawloopError(f"rollout.backend llamacpp: llama-server not found; {SETUP_HINT}")
 
 
-
 def extra_buffer_args(cpuinfo: str = "/proc/cpuinfo") -> list[str]:
     """`--no-repack` on a CPU with AMX: there llama-server (the pinned build, GGML_NATIVE) died with
     SIGSEGV loading a q8_0 GGUF into its AMX buffers (Xeon Sapphire Rapids, 2026-12-02), while f32
@@ -66,6 +65,7 @@ def extra_buffer_args(cpuinfo: str = "/proc/cpuinfo") -> list[str]:
     except OSError:
         return []
     return ["--no-repack"] if re.search(r"\bamx_(int8|tile)\b", flags) else []
+
 
 class LlamaCppPolicy:
     """A checkpoint served by a private llama-server; same replies as HFPolicy, much sooner."""

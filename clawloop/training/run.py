@@ -280,12 +280,12 @@ def _summary_metrics(meta: dict[str, Any]) -> dict[str, Any]:
         out["sft_token_accuracy"] = sft.get("mean_token_accuracy")
         out["sft_examples"] = int(sft.get("examples", 0))
         out["sft_runtime_s"] = sft.get("train_runtime")
-    grpo = meta["stages"].get("grpo", {}).get("metrics")
+    grpo_meta = meta["stages"].get("grpo", {})
+    grpo = grpo_meta.get("metrics")
     if grpo:
         out["grpo_reward"] = grpo.get("reward")
         out["grpo_rollouts"] = int(grpo.get("rollouts", 0))
-        out["grpo_masked_rollouts"] = int(grpo.get("rollouts_error", 0) - grpo.get("rollouts_scored_error", 0)
-                                          + grpo.get("rollouts_skipped", 0))  # as grpo.run_grpo's masked_rollouts
+        out["grpo_masked_rollouts"] = int(grpo_meta.get("masked_rollouts", 0))  # counted once, by run_grpo
         out["grpo_frac_reward_zero_std"] = grpo.get("frac_reward_zero_std")
         out["grpo_runtime_s"] = grpo.get("train_runtime")
     if "grpo_tasks" in meta:
