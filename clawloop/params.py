@@ -138,6 +138,11 @@ class RolloutParams(_Section):
     max_format_errors: int = Field(3, ge=1)
     """Replies in a row without a valid tool call that end an episode (a base model that answers
     in prose pays max_new_tokens for each)."""
+    format_hint: Literal["tool_call", "json_fence", "short"] = "tool_call"
+    """The hint after a reply without a valid call (clawloop.agent.playbook.FORMAT_HINTS): the call
+    form of the model's chat template, `json_fence` for Qwen2.5's json template."""
+    repeat_note: bool = True
+    """Note in the observation when a command repeats the previous one verbatim (greedy loops)."""
     gguf_type: Literal["q4_0", "q5_0", "q8_0", "f16", "f32"] = "q8_0"
     """Weights of the llamacpp backend's converted checkpoint."""
     engine: RolloutEngineParams = Field(default_factory=RolloutEngineParams)

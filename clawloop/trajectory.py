@@ -78,10 +78,10 @@ def clip(text: str | None, limit: int = VERIFIER_OUTPUT_CHARS) -> str | None:
     half = limit // 2
     return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
 
-CALL_FORMATS = ("tool_call", "json_fence", "bare_json")
+CALL_FORMATS = ("tool_call", "json_fence", "bare_json", "bash_fence")
 """How a step's valid call was written (the `format` column): inside `<tool_call>` tags, as a
 ```json fenced block, or as the whole reply in bare JSON (clawloop.agent.tool_calls parses them)."""
-LENIENT_FORMATS = ("json_fence", "bare_json")
+LENIENT_FORMATS = ("json_fence", "bare_json", "bash_fence")
 """The formats accepted only by lenient parsing (no `<tool_call>` tag in the reply)."""
 
 OPTIONAL_STEP_COLUMNS = frozenset({"format"})

@@ -60,6 +60,24 @@ def test_parse_submit_and_lenient_forms() -> None:
     assert parse_reply(bash("pwd") + bash("ls")).command == "pwd"
 
 
+def test_lenient_parsing_salvages_a_shell_block_and_a_broken_submit() -> None:
+    # mini-swe-agent's action format: one ```bash block is the command, the prose before it thoughts
+    r = parse_reply("To make it executable:\n\n```bash\nchmod +x deploy.sh\n```\n\nThen run it.")
+    assert r == ParsedCall("bash", {"command": "chmod +x deploy.sh"}, "To make it executable:", "bash_fence")
+    assert r.lenient
+    script = "```sh\nfor f in *.log; do\n  gzip \"$f\"\ndone\n```"
+    assert parse_reply(script).command == 'for f in *.log; do\n  gzip "$f"\ndone'
+    # a JSON call in a shell fence is that call
+    assert parse_reply(f"```bash\n{BARE}\n```") == ParsedCall("bash", {"command": "chmod +x deploy.sh"}, "",
+                                                               "json_fence")
+    # submit takes no arguments: malformed ones (a third of Qwen2.5-Coder-0.5B's submits) do not hide it
+    for text in ('```json\n{"name": "submit", "arguments": {""}}\n```', '{"name": "submit", "arguments": {""}}',
+                 '```json\n{"name": "submit", "arguments": {"done": }}\n```'):
+        assert parse_reply(text).name == "submit", text
+    assert isinstance(parse_reply('{"name": "submit", "arguments": {""}}', tools=("bash",)), FormatError)
+    assert isinstance(parse_reply("```bash\nls\n```", lenient=False), FormatError)
+
+
 @pytest.mark.parametrize(("text", "kind"), [
     ("I think we are done.", "no_tool_call"),
     ("", "no_tool_call"),
@@ -239,8 +257,10 @@ def test_lenient_fenced_and_bare_json_calls() -> None:
     (f"```json\n[{BARE}, {BARE}]\n```", "multiple_calls"),
     ("I would run chmod +x deploy.sh to make it executable.", "no_tool_call"),  # prose
     (f"Run this: {BARE} and then check.", "no_tool_call"),             # JSON inside prose, no fence
-    (f"```bash\n{BARE}\n```", "no_tool_call"),                         # not a JSON fence
-    ("```bash\nchmod +x deploy.sh\n```", "no_tool_call"),
+    ("```bash\nls\n```\nthen\n```sh\npwd\n```", "multiple_calls"),     # two shell blocks
+    ('```json\n{"name": "bash", "arguments": {"command": "ls"}}\n{"name": "submit", "arguments": {""}}\n```',
+     "no_tool_call"),                                                  # a call and a broken one: ambiguous
+    ('```python\nprint(1)\n```', "no_tool_call"),                      # not a shell block
     ('```json\n{"files": ["a.csv"], "count": 1}\n```', "no_tool_call"),  # JSON data, not a call
     (BARE + " then more", "no_tool_call"),                            # not the whole reply
     ('```json\n{"name": "python", "arguments": {"code": "1"}}\n```', "unknown_tool"),
@@ -376,3 +396,34 @@ def test_read_observation_inverts_format_observation() -> None:
         assert got == code and head.strip() == output.strip(), obs
     assert read_observation("no marker here") == ("no marker here", None)
     assert read_observation("x\n[exit code 2]\nmore\n[exit code 7]") == ("x\n[exit code 2]\nmore\n", 7)
+
+
+def test_a_repeated_command_is_pointed_out_in_its_observation() -> None:
+    from clawloop.agent.harness import read_observation
+
+    st = EpisodeState(_task())
+    for cmd in ("./build.sh", "./build.sh", "cat build.sh", "./build.sh"):
+        assert st.on_generation(gen(bash(cmd))) == cmd
+        st.on_result(OK)
+    notes = ["same command as your last turn" in m["content"] for m in st.messages if m["role"] == "tool"]
+    assert notes == [False, True, False, False]  # only a verbatim repeat of the one before
+    second = [m["content"] for m in st.messages if m["role"] == "tool"][1]
+    assert read_observation(second) == ("done\n", 0)  # the note does not change what the observation reads as
+    assert "call submit" in second
+    quiet = EpisodeState(_task(), HarnessConfig(repeat_note=False, submit_tool=False))
+    for cmd in ("ls", "ls"):
+        quiet.on_generation(gen(bash(cmd)))
+        quiet.on_result(OK)
+    assert not any("same command" in m["content"] for m in quiet.messages if m["role"] == "tool")
+    loud = EpisodeState(_task(), HarnessConfig(submit_tool=False))
+    for cmd in ("ls", "ls"):
+        loud.on_generation(gen(bash(cmd)))
+        loud.on_result(OK)
+    assert "reply without a tool call" in loud.messages[-1]["content"]
+
+
+def test_the_format_hint_follows_the_configured_call_form() -> None:
+    st = EpisodeState(_task(), HarnessConfig(format_hint="json_fence", max_format_errors=2))
+    st.on_generation(gen("I would list the files."))
+    assert "```json" in st.messages[-1]["content"] and "<tool_call>" not in st.messages[-1]["content"]
+    assert "ls -la" not in st.messages[-1]["content"]  # a placeholder, never a command to copy

@@ -32,7 +32,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -71,6 +71,13 @@ class HarnessConfig(BaseModel):
     """Most characters of command output shown to the model (head + tail kept)."""
     max_reply_chars: int = Field(16_384, gt=0)
     """Longer replies are a format error and are stored cut to this length."""
+    format_hint: Literal["tool_call", "json_fence", "short"] = "tool_call"
+    """The format hint's variant (clawloop.agent.playbook.FORMAT_HINTS): the call form of the
+    model's chat template (json_fence for the Qwen2.5 json template); a learned edit overrides it."""
+    repeat_note: bool = True
+    """Say so in the observation when a command repeats the previous one verbatim. Greedy small
+    models loop: Qwen2.5-Coder-0.5B re-sent its last command in 26 of 32 held-out episodes that
+    ran one (README, "Qwen on a CPU")."""
     lenient_calls: bool = True
     """Accept one call written without `<tool_call>` tags (a ```json fence or the bare reply), as
     real agent harnesses do; the step's `format` says so. False: only tagged calls count."""
@@ -167,11 +174,14 @@ def initial_messages(task: Task, config: HarnessConfig | None = None) -> list[di
             {"role": "user", "content": task.instruction}]
 
 
-def format_observation(result: ExecResult, *, limit: int = 2000, timeout_s: float | None = None) -> str:
-    """The tool turn for a command result: output (head + tail) and exit code."""
+def format_observation(result: ExecResult, *, limit: int = 2000, timeout_s: float | None = None,
+                       repeated: bool = False, submit_tool: bool = True) -> str:
+    """The tool turn for a command result: output (head + tail) and exit code; with `repeated`
+    (the command equals the one before it), a line saying so and what to do instead."""
     output, _ = truncate_output(result.output.encode("utf-8", errors="replace"), limit)
     return render("observation.j2", output=output, exit_code=result.exit_code, timed_out=result.timed_out,
-                  timeout_s=timeout_s if timeout_s is not None else result.duration_s)
+                  timeout_s=timeout_s if timeout_s is not None else result.duration_s,
+                  repeated=repeated, submit_tool=submit_tool)
 
 
 _EXIT_MARK = "[exit code"
@@ -190,5 +200,5 @@ def read_observation(text: str) -> tuple[str, int | None]:
 def hint_message(error: FormatError, config: HarnessConfig | None = None) -> dict[str, Any]:
     """The user turn sent back after a format error."""
     config = config or HarnessConfig()
-    template = FORMAT_HINTS[harness_edits(config).format_hint or "tool_call"]
+    template = FORMAT_HINTS[harness_edits(config).format_hint or config.format_hint]
     return {"role": "user", "content": render(template, reason=error.reason, submit_tool=config.submit_tool)}

@@ -63,11 +63,13 @@ def tools_variant(variant: str = "default", *, submit: bool = True) -> list[dict
     return [{**t, "function": {**t["function"], "description": _EXPLICIT[t["function"]["name"]]}} for t in tools]
 
 
-CALL_FORMATS = ("tool_call", "json_fence", "bare_json")
+CALL_FORMATS = ("tool_call", "json_fence", "bare_json", "bash_fence")
 """How a reply wrote its call: inside `<tool_call>` tags (canonical), as a ```json fenced block,
-or as the whole reply in bare JSON. The same as clawloop.trajectory.CALL_FORMATS, the step
-column's contract (tested; not imported from there, which would import pyarrow)."""
-LENIENT_FORMATS = ("json_fence", "bare_json")
+as the whole reply in bare JSON, or as the command itself in one ```bash fenced block (the action
+format of mini-swe-agent; what an instruction model writes when it explains instead of calling).
+The same as clawloop.trajectory.CALL_FORMATS, the step column's contract (tested; not imported
+from there, which would import pyarrow)."""
+LENIENT_FORMATS = ("json_fence", "bare_json", "bash_fence")
 """The formats accepted only without any `<tool_call>` tag in the reply (lenient parsing)."""
 
 
@@ -143,6 +145,11 @@ def parse_reply(text: str | bytes, *, max_chars: int = 16_384,
 
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_SHELL_FENCES = ("bash", "sh", "shell", "console")
+_SUBMIT_CALL = re.compile(r'\{\s*"name"\s*:\s*"submit"\s*(?:,[^{}]*(?:\{[^{}]*\}[^{}]*)?)?\}?', re.DOTALL)
+"""A submit call whose arguments are not valid JSON (`{"name": "submit", "arguments": {""}}`, as
+Qwen2.5-Coder-0.5B writes a third of its submits): submit takes no arguments, so the intent is
+plain. Only a block that holds nothing else matches (a second "name" would be another call)."""
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
@@ -201,9 +208,11 @@ def _calls_in(obj: Any, tools: tuple[str, ...]) -> list[dict[str, Any]]:
 
 def lenient_call(text: str, tools: tuple[str, ...] = ("bash", "submit")) -> ParsedCall | FormatError | None:
     """The one call of a reply without `<tool_call>` tags: in ```json (or unlabelled) fenced
-    blocks, else the whole reply as bare JSON (a stray closing fence after it tolerated). None when
-    there is no call-shaped JSON (prose, a ```bash block, JSON data); a format error for two calls
-    or more (in one block, several blocks, or bare ones one after another), or an invalid call."""
+    blocks, else the whole reply as bare JSON (a stray closing fence after it tolerated); without
+    call-shaped JSON, a submit call with malformed arguments or a lone ```bash block
+    (`_salvaged_call`). None when there is no call at all (prose, JSON data); a format error for
+    two calls or more (in one block, several blocks, or bare ones one after another), or an
+    invalid call."""
     found: list[tuple[dict[str, Any], str, str]] = []
     for m in _FENCE.finditer(text):
         if m.group(1).lower() not in ("", "json"):
@@ -217,12 +226,34 @@ def lenient_call(text: str, tools: tuple[str, ...] = ("bash", "submit")) -> Pars
         for value in _json_values(bare) or []:
             found += [(c, "", "bare_json") for c in _calls_in(value, tools)]
     if not found:
-        return None
+        return _salvaged_call(text, tools)
     if len(found) > 1:
         return FormatError("multiple_calls", f"{len(found)} tool calls found; reply with exactly one",
                            content=found[0][1])
     obj, content, fmt = found[0]
     return check_call(obj, content, tools, fmt)
+
+
+def _salvaged_call(text: str, tools: tuple[str, ...]) -> ParsedCall | FormatError | None:
+    """What a reply without call-shaped JSON still says unambiguously: a submit call with
+    malformed arguments (alone in its block, or the bare reply), or one shell command as the only
+    ```bash (sh, shell) fenced block. None otherwise; two shell blocks are two calls."""
+    blocks = [(m.group(1).lower(), m.group(2), m.start()) for m in _FENCE.finditer(text)]
+    for body in [b for lang, b, _ in blocks if lang in ("", "json")] or [text.strip().removesuffix("```")]:
+        if "submit" in tools and len(body) < 200 and body.count('"name"') == 1 and _SUBMIT_CALL.fullmatch(body.strip()):
+            return ParsedCall("submit", {}, "", "json_fence" if blocks else "bare_json")
+    shell = [(b, start) for lang, b, start in blocks if lang in _SHELL_FENCES and b.strip()]
+    if len(shell) > 1:
+        return FormatError("multiple_calls", f"{len(shell)} shell blocks found; reply with exactly one "
+                           "command", content=text[:shell[0][1]].strip())
+    if shell:
+        body, start = shell[0]
+        calls = [c for value in _json_values(body) or [] for c in _calls_in(value, tools)]
+        if len(calls) == 1:  # a JSON call in the wrong fence is that call
+            return check_call(calls[0], text[:start].strip(), tools, "json_fence")
+        return check_call({"name": "bash", "arguments": {"command": body.strip()}}, text[:start].strip(),
+                          ("bash",), "bash_fence")
+    return None
 
 
 def check_call(obj: Any, content: str, tools: tuple[str, ...], fmt: str = "tool_call") -> ParsedCall | FormatError:
