@@ -152,3 +152,10 @@ def suite_of(key: str) -> str:
 def by_suite(outcomes: Mapping[str, float], suite: str) -> Outcomes:
     """The outcomes of one suite's tasks."""
     return {k: v for k, v in outcomes.items() if suite_of(k) == suite}
+
+
+def compare_suites(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, Comparison]:
+    """`compare` per suite (keys `suite/task`), then over all paired tasks under "all"."""
+    suites = sorted({suite_of(k) for k in set(before) | set(after)})
+    out = {s: compare(by_suite(before, s), by_suite(after, s)) for s in suites}
+    return {**out, "all": compare(before, after)}

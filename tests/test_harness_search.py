@@ -62,6 +62,9 @@ def test_rules_propose_from_the_diagnosis_and_never_past_a_limit() -> None:
     assert up[0].edits.format_hint == "short"  # the next variant after the current one
     assert not hs.propose(report({"max_turns": 9, "timeout": 9}), [], HarnessEdits(), LIMITS, params)
     assert all(c.edits.max_turns in (None, 3, 6) for c in up)
+    # the harness's own hint (rollout.format_hint) is where the rotation starts: never proposed again
+    own = hs.propose(report({"format_error": 8}), [], HarnessEdits(), LIMITS, params, format_hint="json_fence")
+    assert own[0].edits == HarnessEdits(format_hint="short")
 
 
 def test_search_keeps_the_better_edit_rejects_worse_and_ties_and_refuses_a_budget_raise() -> None:

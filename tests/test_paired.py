@@ -170,3 +170,33 @@ def test_report_states_the_paired_gain_and_the_published_baselines(tmp_path: Pat
     assert "| GPT-4 (published, 10 turns) | 4/8 = 0.500" in md and "97/200 = 48.5%" in md
     assert "Paired held-out evidence" in html and "shell-core/t1" in html        # the flips, by task
     assert html.index("+4 tasks of 8") < html.index("Diagnosis → synthesis")    # on the first screen
+
+
+def test_compare_command_pairs_two_evaluations_per_suite(tmp_path: Path) -> None:
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from clawloop.cli import app
+
+    gate = GateParams(alpha=0.2)
+    before = {"shell-core/a": 0.0, "shell-core/b": 0.0, "shell-core/c": 1.0, "intercode-bash/x": 0.0}
+    after = {"shell-core/a": 1.0, "shell-core/b": 1.0, "shell-core/c": 0.0, "intercode-bash/x": 1.0,
+             "intercode-bash/y": 1.0}  # y: graded only after (an error before)
+    for name, verdicts in (("a", before), ("b", after)):
+        (tmp_path / name / "policy").mkdir(parents=True)
+        loop.settle(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
+                    it_dir=tmp_path / name, gate_params=gate, wall_s=1.0)
+    res = paired.compare_suites(before, after)
+    assert list(res) == ["intercode-bash", "shell-core", "all"]
+    assert (res["shell-core"].gained, res["shell-core"].lost, res["all"].gained, res["all"].unpaired) == (2, 1, 3, 1)
+    runner = CliRunner()
+    out = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b" / "heldout.json"), "--json"])
+    assert out.exit_code == 0, out.output
+    got = _json.loads(out.output.strip().splitlines()[-1])
+    assert got["shell-core"]["gained"] == 2 and got["all"]["p_two_sided"] == pytest.approx(0.625)
+    table = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--tasks"])
+    assert table.exit_code == 0 and "2/3" in table.output and "1 tasks graded in only one" in table.output
+    assert "gained: intercode-bash/x, shell-core/a, shell-core/b" in table.output
+    bad = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "missing")])
+    assert bad.exit_code != 0

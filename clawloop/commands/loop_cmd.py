@@ -1,5 +1,7 @@
-"""`clawloop check`, `clawloop report` and `clawloop view`: the loop's artifacts, checked and shown."""
+"""`clawloop check`, `clawloop report`, `clawloop view` and `clawloop compare`: the loop's artifacts,
+checked, shown and compared."""
 
+import json
 from pathlib import Path
 
 import typer
@@ -47,3 +49,46 @@ def view(paths: list[Path] = typer.Argument(..., help="evaluation output: rollou
     """Write a static trajectory viewer (open OUT/index.html; works offline, no server)."""
     res = write_viewer(expand_sources(paths), out)
     print(f"{res['path']}: {res['episodes']} episodes in {len(res['groups'])} group(s)")
+
+
+def _verdicts(path: Path) -> dict[str, float]:
+    """The checkpoint's per-task held-out verdicts of an iteration directory or its heldout.json."""
+    from clawloop.loop import read_heldout
+
+    return read_heldout(path / "heldout.json" if path.is_dir() else path).checkpoint
+
+
+@app.command()
+def compare(before: Path = typer.Argument(..., help="an iteration directory (runs/iter-N) or its heldout.json"),
+            after: Path = typer.Argument(..., help="the same, for the evaluation compared against BEFORE"),
+            json_out: bool = typer.Option(False, "--json", help="Print the comparisons as one JSON object."),
+            tasks: bool = typer.Option(False, "--tasks", help="List the gained and lost tasks.")) -> None:
+    """Paired held-out comparison of two evaluations on the same tasks, per suite and in all:
+    pass counts, tasks gained and lost, the exact McNemar test and a paired-bootstrap interval.
+    Works across runs and clones (e.g. a base re-evaluated under another harness)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from clawloop import paired
+
+    res = paired.compare_suites(_verdicts(before), _verdicts(after))
+    if json_out:
+        typer.echo(json.dumps({k: c.to_dict() for k, c in res.items()}, sort_keys=True))
+        return
+    table = Table("suite", "paired", "before", "after", "gained", "lost", "McNemar p", "diff [95% CI]",
+                  title=f"{escape(str(before))} → {escape(str(after))}")
+    shown = [name for name, c in res.items() if c.paired or name == "all"]
+    for name in shown:
+        c, n = res[name], res[name].paired
+        table.add_row(name, str(n), f"{round(c.before_rate * n)}/{n}", f"{round(c.after_rate * n)}/{n}",
+                      str(c.gained), str(c.lost), paired.format_p(c.p_two_sided),
+                      f"{c.diff:+.3f} [{c.diff_low:+.3f}, {c.diff_high:+.3f}]", end_section=name == shown[-2] if len(shown) > 1 else False)
+    console().print(table)
+    unpaired = res["all"].unpaired
+    if unpaired:
+        alone = ", ".join(name for name in res if name not in shown)
+        print(f"{unpaired} tasks graded in only one of the two (errors, skips{', suites: ' + alone if alone else ''}) "
+              "are left out")
+    if tasks:
+        print("gained: " + (", ".join(res["all"].gained_tasks) or "none"))
+        print("lost: " + (", ".join(res["all"].lost_tasks) or "none"))

@@ -116,8 +116,9 @@ def _shares(episodes: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
 
 
 def propose(report: CapabilityReport, episodes: Sequence[Mapping[str, Any]], current: HarnessEdits,
-            limits: BudgetLimits, params: HarnessSearchParams) -> list[Candidate]:
-    """Rule-based harness edits from the report and the held-in trajectories (module docstring)."""
+            limits: BudgetLimits, params: HarnessSearchParams, *, format_hint: str = "tool_call") -> list[Candidate]:
+    """Rule-based harness edits from the report and the held-in trajectories (module docstring);
+    `format_hint` is the harness's own variant (rollout.format_hint), the one no edit has replaced."""
     n = max(report.episodes, 1)
     share = {m.mode: m.count / n for m in report.failure_modes}
     fmt_traj, cut = _shares(episodes)
@@ -129,7 +130,7 @@ def propose(report: CapabilityReport, episodes: Sequence[Mapping[str, Any]], cur
 
     if fmt >= params.format_error_share:
         order = list(FORMAT_HINTS)
-        now = current.format_hint or "tool_call"
+        now = current.format_hint or format_hint
         nxt = order[(order.index(now) + 1) % len(order)]
         add(f"format errors in {fmt:.0%} of episodes: the {nxt} format hint", format_hint=nxt)
         if current.tool_descriptions != "explicit":

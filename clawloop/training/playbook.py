@@ -422,7 +422,8 @@ def evolve_checkpoint(method: str, step: PlaybookStep, params: PlaybookParams, h
     if params.reflector == "model":
         if generate is None:
             raise ClawloopError("train.playbook.reflector model: no policy to reflect with")
-        shown = {**harness_config.model_dump(include={"max_turns", "command_timeout_s", "observation_chars"}),
+        shown = {**harness_config.model_dump(include={"max_turns", "command_timeout_s", "observation_chars",
+                                                      "format_hint"}),
                  **{k: v for k, v in current.model_dump().items() if v is not None}}
         reflection = rf.reflect(generate, report=rep, episodes=episodes, previous=previous, tasks=pool,
                                 limits=limits, iteration=iteration, harness=shown, params=params.reflection)
@@ -439,7 +440,7 @@ def evolve_checkpoint(method: str, step: PlaybookStep, params: PlaybookParams, h
                                   if run_dev is not None else "no policy to try edits with")
     else:
         split = hs.dev_split(pool, hp.dev_tasks)
-        cands = hs.propose(rep, episodes, current, limits, hp)
+        cands = hs.propose(rep, episodes, current, limits, hp, format_hint=harness_config.format_hint)
         cands += [hs.Candidate(edits=e, why=w, source="reflector")
                   for e, w in zip(reflection.harness, reflection.harness_why, strict=True)]
         base = harness_config.model_copy(update={"playbook": playbook})
