@@ -75,6 +75,11 @@ def test_lenient_parsing_salvages_a_shell_block_and_a_broken_submit() -> None:
                  '```json\n{"name": "submit", "arguments": {"done": }}\n```'):
         assert parse_reply(text).name == "submit", text
     assert isinstance(parse_reply('{"name": "submit", "arguments": {""}}', tools=("bash",)), FormatError)
+    # a call, then submit (a broken one too): the call runs, the model submits after seeing its result
+    for text in (f"{BARE}\n{SUBMIT_BARE}", f"```json\n{BARE}\n```\n```json\n{SUBMIT_BARE}\n```",
+                 f'```json\n{BARE}\n{{"name": "submit", "arguments": {{""}}}}\n```'):
+        r = parse_reply(text)
+        assert isinstance(r, ParsedCall) and r.command == "chmod +x deploy.sh", text
     assert isinstance(parse_reply("```bash\nls\n```", lenient=False), FormatError)
 
 
@@ -253,13 +258,13 @@ def test_lenient_fenced_and_bare_json_calls() -> None:
 @pytest.mark.parametrize(("text", "kind"), [
     (FENCED + "\n" + FENCED, "multiple_calls"),                       # two fenced calls
     (f"[{BARE}, {BARE}]", "multiple_calls"),                           # two bare calls
-    (f"{BARE}\n{SUBMIT_BARE}", "multiple_calls"),                       # one after another
+    (f"{SUBMIT_BARE}\n{BARE}", "multiple_calls"),                       # one after another
     (f"```json\n[{BARE}, {BARE}]\n```", "multiple_calls"),
     ("I would run chmod +x deploy.sh to make it executable.", "no_tool_call"),  # prose
     (f"Run this: {BARE} and then check.", "no_tool_call"),             # JSON inside prose, no fence
     ("```bash\nls\n```\nthen\n```sh\npwd\n```", "multiple_calls"),     # two shell blocks
-    ('```json\n{"name": "bash", "arguments": {"command": "ls"}}\n{"name": "submit", "arguments": {""}}\n```',
-     "no_tool_call"),                                                  # a call and a broken one: ambiguous
+    ('```json\n{"name": "bash", "arguments": {"command": "ls"}}\n{"name": "bash", "arguments": {""}}\n```',
+     "no_tool_call"),                                                  # a call and a broken one: not read
     ('```python\nprint(1)\n```', "no_tool_call"),                      # not a shell block
     ('```json\n{"files": ["a.csv"], "count": 1}\n```', "no_tool_call"),  # JSON data, not a call
     (BARE + " then more", "no_tool_call"),                            # not the whole reply

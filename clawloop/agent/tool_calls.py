@@ -170,32 +170,49 @@ def _first_value(text: str) -> Any:
     return decoder.raw_decode(_repair_escapes(text))[0]
 
 
-def _values(text: str) -> list[Any]:
+def _values(text: str) -> tuple[list[Any], str]:
+    """The JSON values `text` starts with, one after another, and the text from the first that
+    does not parse on ("" when all of it did)."""
     decoder = json.JSONDecoder(strict=False)
     out, i = [], 0
     while i < len(text):
-        obj, i = decoder.raw_decode(text, i)
+        try:
+            obj, i = decoder.raw_decode(text, i)
+        except ValueError:
+            if not out:
+                raise
+            return out, text[i:]
         out.append(obj)
         while i < len(text) and text[i].isspace():
             i += 1
-    return out
+    return out, ""
+
+
+def _broken_submit(text: str) -> bool:
+    """Whether `text` is one submit call with malformed arguments and nothing else."""
+    text = text.strip().removesuffix("```").strip()
+    return len(text) < 200 and text.count('"name"') == 1 and _SUBMIT_CALL.fullmatch(text) is not None
 
 
 def _json_values(text: str) -> list[Any] | None:
     """`text` as JSON objects or arrays and nothing else between them but whitespace (invalid
-    escapes repaired), or None."""
+    escapes repaired), or None. A submit call with malformed arguments counts as the submit call
+    it plainly is (`{"name": "submit", "arguments": {""}}`: a third of Qwen2.5-Coder-0.5B's
+    submits), also after other values."""
     text = text.strip()
     if not text or text[0] not in "{[":
         return None
-    try:
+    submit = {"name": "submit", "arguments": {}}
+    for attempt in (text, _repair_escapes(text)):
         try:
-            return _values(text)
-        except ValueError as e:
-            if "Invalid \\escape" not in str(e):
-                return None
-        return _values(_repair_escapes(text))
-    except (ValueError, RecursionError):
-        return None
+            values, rest = _values(attempt)
+        except (ValueError, RecursionError):
+            values, rest = [], attempt
+        if not rest:
+            return values
+        if _broken_submit(rest):
+            return [*values, submit]
+    return None
 
 
 def _calls_in(obj: Any, tools: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -209,9 +226,9 @@ def _calls_in(obj: Any, tools: tuple[str, ...]) -> list[dict[str, Any]]:
 def lenient_call(text: str, tools: tuple[str, ...] = ("bash", "submit")) -> ParsedCall | FormatError | None:
     """The one call of a reply without `<tool_call>` tags: in ```json (or unlabelled) fenced
     blocks, else the whole reply as bare JSON (a stray closing fence after it tolerated); without
-    call-shaped JSON, a submit call with malformed arguments or a lone ```bash block
-    (`_salvaged_call`). None when there is no call at all (prose, JSON data); a format error for
-    two calls or more (in one block, several blocks, or bare ones one after another), or an
+    call-shaped JSON, a lone ```bash block (`_salvaged_call`). A call followed only by submit calls
+    is that call. None when there is no call at all (prose, JSON data); a format error for two
+    calls or more otherwise (in one block, several blocks, or bare ones one after another), or an
     invalid call."""
     found: list[tuple[dict[str, Any], str, str]] = []
     for m in _FENCE.finditer(text):
@@ -227,6 +244,8 @@ def lenient_call(text: str, tools: tuple[str, ...] = ("bash", "submit")) -> Pars
             found += [(c, "", "bare_json") for c in _calls_in(value, tools)]
     if not found:
         return _salvaged_call(text, tools)
+    if len(found) > 1 and all(c.get("name") == "submit" for c, _, _ in found[1:]):
+        found = found[:1]  # a call, then submit: the call runs; the model submits once it has seen the result
     if len(found) > 1:
         return FormatError("multiple_calls", f"{len(found)} tool calls found; reply with exactly one",
                            content=found[0][1])
@@ -235,13 +254,9 @@ def lenient_call(text: str, tools: tuple[str, ...] = ("bash", "submit")) -> Pars
 
 
 def _salvaged_call(text: str, tools: tuple[str, ...]) -> ParsedCall | FormatError | None:
-    """What a reply without call-shaped JSON still says unambiguously: a submit call with
-    malformed arguments (alone in its block, or the bare reply), or one shell command as the only
-    ```bash (sh, shell) fenced block. None otherwise; two shell blocks are two calls."""
+    """What a reply without call-shaped JSON still says unambiguously: one shell command as the
+    only ```bash (sh, shell) fenced block. None otherwise; two shell blocks are two calls."""
     blocks = [(m.group(1).lower(), m.group(2), m.start()) for m in _FENCE.finditer(text)]
-    for body in [b for lang, b, _ in blocks if lang in ("", "json")] or [text.strip().removesuffix("```")]:
-        if "submit" in tools and len(body) < 200 and body.count('"name"') == 1 and _SUBMIT_CALL.fullmatch(body.strip()):
-            return ParsedCall("submit", {}, "", "json_fence" if blocks else "bare_json")
     shell = [(b, start) for lang, b, start in blocks if lang in _SHELL_FENCES and b.strip()]
     if len(shell) > 1:
         return FormatError("multiple_calls", f"{len(shell)} shell blocks found; reply with exactly one "
