@@ -142,6 +142,18 @@ def test_self_trajectories_dedup_cap_and_order(tmp_path: Path) -> None:
     assert all("rm -rf" not in json.dumps(c.messages) for c in convs)
 
 
+def test_self_trajectories_leave_out_passes_the_agent_did_not_end(tmp_path: Path) -> None:
+    t, u = make_task("a.txt", "alpha"), make_task("b.txt", "beta")
+    looped = convo(t, "echo alpha > a.txt", "echo alpha > a.txt", "echo alpha > a.txt")
+    rows = [{"task_id": t.id, "passed": True, "messages": looped, "termination": "max_turns"},
+            {"task_id": t.id, "passed": True, "messages": looped, "termination": "timeout"},
+            {"task_id": u.id, "passed": True, "messages": convo(u, "echo beta > b.txt"), "termination": "submit"},
+            {"task_id": u.id, "passed": True, "messages": convo(u, "echo beta>b.txt"), "termination": None}]
+    write_episodes(tmp_path / "run" / "episodes-00000.parquet", rows)
+    convs = tdata.load_self_trajectories([tmp_path / "run"])
+    assert [c.task_id for c in convs] == [u.id, u.id]  # the looping passes of a.txt teach nothing
+
+
 def test_mix_fraction() -> None:
     t = make_task("a.txt", "alpha")
     ref = [tdata.Conversation(f"r{i}", json.loads(convo(t, f"echo r{i}")), "reference") for i in range(10)]

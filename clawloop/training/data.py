@@ -71,9 +71,15 @@ def _check_messages(messages: Any, where: str) -> list[dict[str, Any]]:
     return messages
 
 
+CUT_OFF = ("max_turns", "timeout", "format_errors")
+"""Terminations of an episode the agent did not end itself. A passed one still teaches what cut it
+off: Qwen2.5-Coder-0.5B passed tasks and then re-ran its last command until the turn limit."""
+
+
 def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -> list[Conversation]:
-    """Successful rollouts (passed=true) from rollout dirs or episodes files: deduplicated by
-    conversation hash, at most `max_per_task` per task, shortest conversations first; a playbook
+    """Successful rollouts (passed=true) that the agent ended itself (termination not in CUT_OFF;
+    tables without the column are taken whole) from rollout dirs or episodes files: deduplicated
+    by conversation hash, at most `max_per_task` per task, shortest conversations first; a playbook
     in the system turn is cut off (clawloop.agent.playbook.strip_playbook)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -92,11 +98,15 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -
             for c, want in (("task_id", pa.string()), ("passed", pa.bool_()), ("messages", pa.string())):
                 if schema.field(c).type != want:
                     raise ClawloopError(f"{f}: {c}: expected type {want}, got {schema.field(c).type}")
-            table = pq.read_table(f, columns=list(REQUIRED_COLUMNS))
+            ended = "termination" in schema.names
+            table = pq.read_table(f, columns=[*REQUIRED_COLUMNS, *(["termination"] if ended else [])])
             passed = pc.fill_null(table.column("passed"), False)
+            if ended:
+                cut = pc.fill_null(pc.is_in(table.column("termination"), value_set=pa.array(CUT_OFF)), False)
+                passed = pc.and_(passed, pc.invert(cut))
             rows = pc.indices_nonzero(passed).to_pylist()
             # filter, not take(rows): an empty Python list has no Arrow type to take with.
-            for row, rec in zip(rows, table.filter(passed).to_pylist(), strict=True):
+            for row, rec in zip(rows, table.filter(passed).select(list(REQUIRED_COLUMNS)).to_pylist(), strict=True):
                 where = f"{f}: row {row}"
                 try:
                     messages = orjson.loads(rec["messages"] or "")
