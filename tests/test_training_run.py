@@ -92,6 +92,14 @@ def test_bad_inputs_raise_and_leave_out_untouched(tiny_model: Path, pool: Path, 
     assert (kept / "model.safetensors").read_bytes() == (tiny_model / "model.safetensors").read_bytes()
     assert json.loads((kept / "train_meta.json").read_text())["stages"]["grpo"] == {"skipped": "no learnable task"}
     shutil.rmtree(kept)
+    # the same for SFT on the policy's own passes only, when it passed nothing
+    self_only = TrainParams.from_mapping({**quick().model_dump(), "data": {"self_fraction": 1.0}})
+    metrics = train(TrainJob("sft", tiny_model, unsolvable, kept, keep_base_without_tasks=True), self_only)
+    assert metrics == {"method": "sft", "steps": 0, "reference_passed": 0}
+    assert (kept / "model.safetensors").read_bytes() == (tiny_model / "model.safetensors").read_bytes()
+    assert "no trajectory to imitate (0 own passes" in json.loads((kept / "train_meta.json").read_text())[
+        "stages"]["sft"]["skipped"]
+    shutil.rmtree(kept)
 
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == ["out"]
     assert [p.name for p in out.iterdir()] == ["keep.txt"]

@@ -71,9 +71,10 @@ class TrainJob:
     """DVCLive directory (metrics per step); None logs nothing besides train_meta.json."""
     sft_labels: Sequence[str] = SFT_LABELS
     keep_base_without_tasks: bool = False
-    """With method grpo and no learnable task, write the base unchanged (recorded as skipped)
-    instead of failing: the loop goes on, and the next probe may find some; a direct
-    `clawloop train --method grpo` wants the error."""
+    """With nothing to learn from (method grpo and no learnable task; SFT and no trajectory, as when
+    `data.self_fraction: 1.0` meets a policy that passed nothing), write the base unchanged
+    (recorded as skipped) instead of failing: the loop goes on, and the next probe may find
+    some; a direct `clawloop train` wants the error."""
 
 
 @dataclass(frozen=True)
@@ -185,14 +186,19 @@ class _Run:
     base: Path
     meta: dict[str, Any]
 
-    def sft_dataset(self, tasks: list[Task], self_convs: list[tdata.Conversation]) -> datasets.Dataset:
+    def sft_dataset(self, tasks: list[Task], self_convs: list[tdata.Conversation]) -> datasets.Dataset | None:
         """SFT's examples: the tasks' reference trajectories mixed with the policy's own passed
-        episodes (raises when there are none)."""
+        episodes; with none, None under `keep_base_without_tasks` (SFT recorded as skipped), else
+        an error."""
         setup, data = self.setup, self.params.data
         refs, results = reference_trajectories(
             tasks, setup.backend, harness_config=setup.harness_config, workers=setup.jobs, executor=setup.executor)
         self.meta["reference"] = dict(Counter(r.outcome for r in results))
         convs = tdata.mix(refs, self_convs, data.self_fraction, data.seed)
+        if not convs and self.job.keep_base_without_tasks:
+            self.meta["stages"]["sft"] = {"skipped": f"no trajectory to imitate ({len(self_convs)} own passes, "
+                                                     f"data.self_fraction {data.self_fraction})"}
+            return None
         dataset = tdata.to_dataset(convs, tools_for(setup.harness_config))  # raises when empty
         self.meta["data_sha256"] = tdata.data_sha256(convs)
         self.meta["examples"] = {"reference": sum(c.source == "reference" for c in convs),
@@ -243,13 +249,12 @@ class _Run:
             last_done = work.done_dir("grpo")
         elif "grpo" in self.job.method:
             meta["stages"]["grpo"] = {"skipped": "no learnable task"}
-            if last_done is None:  # GRPO alone and nothing to learn from: the checkpoint is the base
-                last_done = work.done_dir("grpo")
-                if _rank() == 0:
-                    shutil.rmtree(last_done, ignore_errors=True)
-                    # the base's own metadata would describe another run
-                    link_tree(self.base, last_done,
-                              ignore=shutil.ignore_patterns("train_meta.json", "model_meta.json"))
+        if last_done is None:  # nothing to learn from: the checkpoint is the base
+            last_done = work.done_dir(self.job.method.split("+")[-1])
+            if _rank() == 0:
+                shutil.rmtree(last_done, ignore_errors=True)
+                # the base's own metadata would describe another run
+                link_tree(self.base, last_done, ignore=shutil.ignore_patterns("train_meta.json", "model_meta.json"))
         assert last_done is not None
         return last_done
 
