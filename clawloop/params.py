@@ -140,7 +140,9 @@ class RolloutParams(_Section):
     in prose pays max_new_tokens for each)."""
     format_hint: Literal["tool_call", "json_fence", "short"] = "tool_call"
     """The hint after a reply without a valid call (clawloop.agent.playbook.FORMAT_HINTS): the call
-    form of the model's chat template, `json_fence` for Qwen2.5's json template."""
+    form of the model's chat template, `json_fence` for Qwen2.5's json template. The variants are
+    spelled here, not imported (every stage would list clawloop/agent/playbook.py as a dvc dep);
+    test_params checks they are FormatHint's."""
     repeat_note: bool = True
     """Note in the observation when a command repeats the previous one verbatim (greedy loops)."""
     gguf_type: Literal["q4_0", "q5_0", "q8_0", "f16", "f32"] = "q8_0"

@@ -106,6 +106,19 @@ def test_rollout_params_reach_the_harness_and_policy(tmp_path: Path) -> None:
     assert context.policy.hf.engine.threads == context.policy.llamacpp.threads == 1
     assert context.policy.hf.engine.forward == "auto" and context.policy.hf.engine.speculate == 0
     assert loop_context(load_params(ROOT / "profiles" / "smoke.yaml")).harness.max_format_errors == 3
+    hinted = _write(tmp_path, lambda r: r["rollout"].update(format_hint="json_fence", repeat_note=False))
+    harness = loop_context(load_params(hinted)).harness
+    assert (harness.format_hint, harness.repeat_note) == ("json_fence", False)
+
+
+def test_rollout_format_hints_are_the_harness_variants() -> None:
+    """params.py spells the variants instead of importing them (dvc deps): they must stay the same."""
+    from typing import get_args
+
+    from clawloop.agent.playbook import FORMAT_HINTS, FormatHint
+    from clawloop.params import RolloutParams
+
+    assert get_args(RolloutParams.model_fields["format_hint"].annotation) == get_args(FormatHint) == tuple(FORMAT_HINTS)
 
 
 def test_one_describer_for_every_pydantic_error() -> None:

@@ -165,8 +165,8 @@ class EpisodeState:
         rec = self.steps[-1]
         timeout = self.command_timeout()
         limit = harness_edits(self.config).observation_chars or self.config.observation_chars
-        earlier = [s.command for s in self.steps[:-1] if s.command is not None]
-        repeated = self.config.repeat_note and bool(earlier) and earlier[-1] == rec.command
+        last = next((s.command for s in reversed(self.steps[:-1]) if s.command is not None), None)
+        repeated = self.config.repeat_note and last == rec.command
         obs = format_observation(result, limit=limit, timeout_s=timeout, repeated=repeated,
                                  submit_tool=self.config.submit_tool)
         rec.exit_code, rec.output, rec.timed_out, rec.duration_s = (

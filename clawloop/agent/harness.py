@@ -32,11 +32,11 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clawloop.agent.playbook import FORMAT_HINTS, SYSTEM_VARIANTS, HarnessEdits, Playbook
+from clawloop.agent.playbook import FORMAT_HINTS, SYSTEM_VARIANTS, FormatHint, HarnessEdits, Playbook
 from clawloop.agent.tool_calls import (  # noqa: F401  (TOOLS, BASH_TOOL: re-exported)
     BASH_TOOL,
     TOOLS,
@@ -71,7 +71,7 @@ class HarnessConfig(BaseModel):
     """Most characters of command output shown to the model (head + tail kept)."""
     max_reply_chars: int = Field(16_384, gt=0)
     """Longer replies are a format error and are stored cut to this length."""
-    format_hint: Literal["tool_call", "json_fence", "short"] = "tool_call"
+    format_hint: FormatHint = "tool_call"
     """The format hint's variant (clawloop.agent.playbook.FORMAT_HINTS): the call form of the
     model's chat template (json_fence for the Qwen2.5 json template); a learned edit overrides it."""
     repeat_note: bool = True

@@ -37,6 +37,8 @@ METHOD_HEADER = "## Method"
 """First line of the section a system-template variant adds after the plain system prompt
 (templates/system_steps.j2), cut off by `strip_playbook` like the playbook block."""
 
+FormatHint = Literal["tool_call", "json_fence", "short"]
+"""A format-hint variant: a key of FORMAT_HINTS."""
 FORMAT_HINTS = {"tool_call": "format_hint.j2", "json_fence": "format_hint_json.j2",
                 "short": "format_hint_short.j2"}
 """Format-hint variants → templates (clawloop/agent/templates): the `<tool_call>` form (the
@@ -128,7 +130,7 @@ class HarnessEdits(_Model):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format_hint: Literal["tool_call", "json_fence", "short"] | None = None
+    format_hint: FormatHint | None = None
     """The format-hint variant sent after a reply without a valid call (FORMAT_HINTS)."""
     observation_chars: int | None = Field(None, ge=100, le=16_000)
     """Most characters of command output shown to the model (head + tail kept)."""

@@ -82,7 +82,7 @@ def compare(before: Path = typer.Argument(..., help="an iteration directory (run
         c, n = res[name], res[name].paired
         table.add_row(name, str(n), f"{round(c.before_rate * n)}/{n}", f"{round(c.after_rate * n)}/{n}",
                       str(c.gained), str(c.lost), paired.format_p(c.p_two_sided),
-                      f"{c.diff:+.3f} [{c.diff_low:+.3f}, {c.diff_high:+.3f}]", end_section=name == shown[-2] if len(shown) > 1 else False)
+                      f"{c.diff:+.3f} [{c.diff_low:+.3f}, {c.diff_high:+.3f}]", end_section=len(shown) > 1 and name == shown[-2])
     console().print(table)
     unpaired = res["all"].unpaired
     if unpaired:

@@ -106,7 +106,7 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -
                 passed = pc.and_(passed, pc.invert(cut))
             rows = pc.indices_nonzero(passed).to_pylist()
             # filter, not take(rows): an empty Python list has no Arrow type to take with.
-            for row, rec in zip(rows, table.filter(passed).select(list(REQUIRED_COLUMNS)).to_pylist(), strict=True):
+            for row, rec in zip(rows, table.filter(passed).to_pylist(), strict=True):
                 where = f"{f}: row {row}"
                 try:
                     messages = orjson.loads(rec["messages"] or "")
