@@ -173,3 +173,34 @@ def test_trainable_layers_freeze_everything_below_the_top(tiny_model: Path, tmp_
     moved = {k for k in before if not (before[k] == after[k]).all()}
     assert moved and all(k.startswith(("model.layers.3.", "model.norm.")) for k in moved), sorted(moved)
     assert any(k.startswith("model.layers.3.") for k in moved)
+
+
+def test_frozen_weights_keep_the_base_dtype_on_disk(tiny_model: Path, tmp_path: Path) -> None:
+    """A base stored in bf16 (as the Qwen bootstrap writes it): the weights SFT froze are saved
+    back in bf16, bit-equal to the base, the trained ones in fp32, and the checkpoint loads."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from clawloop.training.checkpoint import stored_dtypes
+    from clawloop.training.sft import run_sft
+
+    base = tmp_path / "bf16-base"
+    shutil.copytree(tiny_model, base)
+    weights = load_file(str(base / "model.safetensors"))
+    save_file({k: v.to(torch.bfloat16) for k, v in weights.items()}, str(base / "model.safetensors"),
+              metadata={"format": "pt"})
+    t = make_task("a.txt", "alpha")
+    params = SFTParams(max_steps=2, per_device_train_batch_size=2, learning_rate=1e-2, trainable_layers=1,
+                       save_steps=1000)
+    dest = tmp_path / "ckpt"
+    run_sft(base, tdata.to_dataset([conversation(t, "ls"), conversation(t, "pwd")]), params, tmp_path / "stage", dest)
+    dtypes, before, after = stored_dtypes(dest), load_file(str(base / "model.safetensors")), \
+        load_file(str(dest / "model.safetensors"))
+    trained = {k for k in dtypes if k.startswith(("model.layers.3.", "model.norm.", "lm_head."))}  # head: untied
+    assert trained and all(dtypes[k] == "F32" for k in trained)
+    frozen = set(dtypes) - trained
+    bad = sorted(k for k in frozen if not (dtypes[k] == "BF16" and torch.equal(before[k], after[k])))
+    assert frozen and not bad, [(k, dtypes[k]) for k in bad]
+    assert greedy_replies(dest, [initial_messages(t)])  # loads (mixed dtypes upcast) and generates

@@ -259,5 +259,5 @@ def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: P
         "resumed_from": resume,
         "params": params.model_dump(mode="json"),
     }
-    save_final(trainer, trainer.processing_class, dest, meta)
+    save_final(trainer, trainer.processing_class, dest, meta, base=base)
     return meta

@@ -156,5 +156,5 @@ def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir:
         "resumed_from": resume,
         "params": params.model_dump(mode="json"),
     }
-    save_final(trainer, trainer.processing_class, dest, meta)
+    save_final(trainer, trainer.processing_class, dest, meta, base=base)
     return meta
