@@ -59,6 +59,24 @@ def test_learning_tabulates_a_finished_loop(tmp_path: Path) -> None:
     assert rows["train"]["wall_s"] == 700.5 and rows["train"]["grpo_tasks"] == 3 and rows["train"]["grpo_reward"] == 0.75
     assert rows["evaluate"]["shell-core"] == "4/72 [0.022, 0.134]"
 
+    # With heldout.json per iteration: base and iteration 1 against the last, paired per suite.
+    from clawloop.loop import heldout_record
+
+    base = {f"shell-core/t{i}": float(i < 2) for i in range(10)} | {"intercode-bash/q0": 0.0}
+    it1 = {f"shell-core/t{i}": float(i < 6) for i in range(10)} | {"intercode-bash/q0": 1.0}
+    it2 = {f"shell-core/t{i}": float(i < 5) for i in range(10)} | {"intercode-bash/q0": 1.0}
+    r0 = heldout_record(0, base, None, promoted=True, vs_policy=None)
+    r1 = heldout_record(1, it1, r0, promoted=True, vs_policy=None)
+    r2 = heldout_record(2, it2, r1, promoted=False, vs_policy=None)
+    for i, r in enumerate((r0, r1, r2)):
+        (tmp_path / "runs" / f"iter-{i}").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "runs" / f"iter-{i}" / "heldout.json").write_text(r.model_dump_json())
+    got = {(c["before"], c["after"], c["suite"]): c for c in learning.from_runs(tmp_path / "runs")["paired"]}
+    assert (got["0", "2", "shell-core"]["gained"], got["0", "2", "shell-core"]["lost"]) == (3, 0)
+    assert (got["1", "2", "all"]["gained"], got["1", "2", "all"]["lost"]) == (0, 1)
+    final = got["0", "policy (iteration 1)", "all"]  # the gate kept iteration 1
+    assert (final["gained"], final["lost"], final["paired"]) == (5, 0, 11) and final["p"] == 0.0625
+
 
 def _drafting() -> object:
     import importlib.util

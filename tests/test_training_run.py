@@ -97,8 +97,9 @@ def test_bad_inputs_raise_and_leave_out_untouched(tiny_model: Path, pool: Path, 
     metrics = train(TrainJob("sft", tiny_model, unsolvable, kept, keep_base_without_tasks=True), self_only)
     assert metrics == {"method": "sft", "steps": 0, "reference_passed": 0}
     assert (kept / "model.safetensors").read_bytes() == (tiny_model / "model.safetensors").read_bytes()
-    assert "no trajectory to imitate (0 own passes" in json.loads((kept / "train_meta.json").read_text())[
-        "stages"]["sft"]["skipped"]
+    kept_meta = json.loads((kept / "train_meta.json").read_text())
+    assert "no trajectory to imitate (0 own passes" in kept_meta["stages"]["sft"]["skipped"]
+    assert kept_meta["reference"] == {"skipped": "data.self_fraction 1.0"}  # not rolled out for nothing
     shutil.rmtree(kept)
 
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == ["out"]

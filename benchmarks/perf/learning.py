@@ -96,8 +96,39 @@ def from_runs(runs: Path) -> dict[str, Any]:
                     lo, hi = wilson_interval(s["passed"], s["episodes"] - s.get("skipped", 0) - s.get("errors", 0))
                     row[name] = f"{s['passed']}/{s['episodes']} [{lo:.3f}, {hi:.3f}]"
             rows.append(row)
-    return {"mode": "runs", "runs": str(runs), "rows": rows,
+    transfer = runs / "transfer" / "transfer.json"
+    if transfer.exists():
+        t = json.loads(transfer.read_text())
+        if t.get("pass_at_1"):
+            rows.append({"phase": "transfer", "iteration": "-", "wall_s": None, "base": t.get("base"),
+                         **{f"pass_at_1_{k}": v for k, v in t["pass_at_1"].items()}, "gain": t.get("gain")})
+    return {"mode": "runs", "runs": str(runs), "rows": rows, "paired": paired_rows(runs),
             "heldout_pass_at_1": [r["pass_at_1"] for r in rows if r["phase"] == "evaluate"]}
+
+
+def paired_rows(runs: Path) -> list[dict[str, Any]]:
+    """Paired held-out comparisons on the same tasks (`clawloop compare`'s figures: exact McNemar,
+    paired bootstrap), per suite and in all: the base and iteration 1 against the last iteration's
+    checkpoint, and the base against the policy the loop ends with (the gate's pick)."""
+    from clawloop import paired
+    from clawloop.loop import read_heldout
+
+    records = {int(d.name.split("-")[1]): read_heldout(d / "heldout.json")
+               for d in runs.glob("iter-*") if (d / "heldout.json").exists()}
+    if len(records) < 2:
+        return []
+    last = max(records)
+    pairs = [(f"{a}", records[a].checkpoint, f"{last}", records[last].checkpoint) for a in (0, 1) if a in records
+             and a < last]
+    pairs.append(("0", records[last].base, f"policy (iteration {records[last].policy_from})", records[last].policy))
+    out = []
+    for a, before, b, after in pairs:
+        for suite, c in paired.compare_suites(before, after).items():
+            if c.paired:
+                out.append({"before": a, "after": b, "suite": suite, "paired": c.paired, "gained": c.gained,
+                            "lost": c.lost, "p": c.p_two_sided, "diff": round(c.diff, 4),
+                            "diff_95": [round(c.diff_low, 4), round(c.diff_high, 4)]})
+    return out
 
 
 SEED_KEYS = ("synthesis.seed", "rollout.seed", "train.sft.seed", "train.grpo.seed")
@@ -120,6 +151,11 @@ def repro(workdir: Path, sets: list[str], profile: str | None = None) -> dict[st
     for shared in (".venv", ".runtime", ".runtime-llama"):
         if (ROOT / shared).exists():  # .runtime-llama is optional (rollout.backend: auto falls back to hf)
             (repo / shared).symlink_to((ROOT / shared).resolve())
+    intercode = Path("benchmarks/intercode/tasks")  # not in git: this checkout's export, if any
+    if (ROOT / intercode).is_dir():
+        shutil.copytree(ROOT / intercode, repo / intercode)
+    else:
+        print(f"{intercode} not exported here: InterCode-Bash is skipped (benchmarks/intercode/README.md)")
     if sets:
         raw = yaml.safe_load((repo / "params.yaml").read_text())
         if "iterations" in raw.get("loop", {}):  # keep DVC's string keys (it drops integer ones)
@@ -325,6 +361,9 @@ def main() -> None:
         notes = {k: v for k, v in r.items() if k not in ("phase", "iteration", "wall_s", "pass_at_1")}
         print(f"{r['iteration']:>4}  {r['phase']:<20} {r['wall_s'] if r['wall_s'] is not None else '-':>8}"
               f"  {'' if p is None else f'{p:.3f}':>7}  {json.dumps(notes) if notes else ''}")
+    for c in result.get("paired", []):
+        print(f"paired {c['before']} -> {c['after']} {c['suite']:<16} n={c['paired']:<4} +{c['gained']} -{c['lost']}"
+              f"  McNemar p={c['p']:.3f}  diff {c['diff']:+.3f} [{c['diff_95'][0]:+.3f}, {c['diff_95'][1]:+.3f}]")
     for st in result.get("stages", []):
         print(f"stage {st['stage']:<22} {st.get('wall_s', '-'):>8} s")
     if "total_wall_s" in result and "repo" in result:

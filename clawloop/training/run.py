@@ -191,9 +191,13 @@ class _Run:
         episodes; with none, None under `keep_base_without_tasks` (SFT recorded as skipped), else
         an error."""
         setup, data = self.setup, self.params.data
-        refs, results = reference_trajectories(
-            tasks, setup.backend, harness_config=setup.harness_config, workers=setup.jobs, executor=setup.executor)
-        self.meta["reference"] = dict(Counter(r.outcome for r in results))
+        refs: list[tdata.Conversation] = []
+        if data.self_fraction is not None and data.self_fraction >= 1.0:  # mix would drop them all
+            self.meta["reference"] = {"skipped": "data.self_fraction 1.0"}
+        else:
+            refs, results = reference_trajectories(
+                tasks, setup.backend, harness_config=setup.harness_config, workers=setup.jobs, executor=setup.executor)
+            self.meta["reference"] = dict(Counter(r.outcome for r in results))
         convs = tdata.mix(refs, self_convs, data.self_fraction, data.seed)
         if not convs and self.job.keep_base_without_tasks:
             self.meta["stages"]["sft"] = {"skipped": f"no trajectory to imitate ({len(self_convs)} own passes, "
