@@ -190,7 +190,10 @@ def test_synth_shows_progress_on_the_command_line_and_in_a_stage_log(tmp_path: P
     assert lines[0].startswith("[synth] 0/") and any(x.startswith("[synth] ") and "(100%)" in x for x in lines)
     assert len(lines) < 40
     # What each routine produced against its budget (a grounded routine may make fewer than asked).
-    assert "[synthesize] iteration 1: 240 tasks (procedural 240 of 240)" in p.stdout
+    import yaml
+
+    n = yaml.safe_load((ROOT / "params.yaml").read_text())["synthesis"]["tasks_per_iteration"]
+    assert f"[synthesize] iteration 1: {n} tasks (procedural {n} of {n})" in p.stdout
 
 
 def test_procedural_makes_up_what_hindsight_cannot_make(tmp_path: Path) -> None:
