@@ -32,6 +32,13 @@ def test_suite_metrics_pass_at_1_and_k() -> None:
     assert m.pass_at_k == pytest.approx(0.5)
     assert loop.heldout_rate({"x": m, "y": m.model_copy(update={"heldout": False, "pass_at_1": 1.0})}) \
         == pytest.approx(0.25)
+    # Two held-out suites weigh by their graded episodes (2/72 and 10/50 -> 12/122, not the mean 0.114),
+    # the rate the pooled Wilson interval of metrics.json is about.
+    sc = m.model_copy(update={"pass_at_1": 2 / 72, "graded": 72, "passed": 2})
+    ic = m.model_copy(update={"pass_at_1": 10 / 50, "graded": 50, "passed": 10})
+    assert loop.heldout_rate({"shell-core": sc, "intercode": ic}) == pytest.approx(12 / 122)
+    row = loop.headline(0, {"shell-core": sc, "intercode": ic}, promoted=True, best=0.0, policy_from=0, wall_s=1.0)
+    assert row.heldout_ci_low < row.heldout_pass_rate < row.heldout_ci_high
 
 
 def test_eval_summary_and_loop_metrics_report_the_same_pass_rate() -> None:
