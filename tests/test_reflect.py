@@ -256,3 +256,17 @@ def test_the_reflector_sees_no_held_out_skill(rollouts: Path) -> None:
     assert "intercode" not in seen[0] and "text_search 0/2" in seen[0] and "files 1/1" in seen[0]
     assert [(x.status, x.reason) for x in r.edits] == [("dropped", "unknown skill 'intercode-fs1'"),
                                                        ("accepted", "tip for text_search")]
+
+
+def test_an_episode_failing_in_several_modes_is_shown_once() -> None:
+    """A greedy loop is max_turns and repeated_action at once: its group's second appearance shows
+    the task's other episodes, and a group with nothing new left gives its slot to the next."""
+    loop = [("grep -c 42 server.log", 0)] * 3
+    eps = [_episode("a", loop, termination="max_turns"), _episode("b", loop, termination="max_turns"),
+           _episode("c", [("grep ERROR server.log", 0)])]
+    for e in eps:
+        e["steps"] = rf.steps_of(json.loads(e["messages"]))
+    assert all({"max_turns", "repeated_action"} <= rf.modes_of(e) for e in eps[:2])
+    groups = rf.sample(eps, report(), ReflectionParams(groups=3, failed_per_group=1, passed=0))
+    shown = [e["episode_id"] for g in groups for e in g["failed"]]
+    assert sorted(shown) == ["a", "b", "c"] and len(groups) == 3

@@ -199,7 +199,10 @@ def sample(episodes: Sequence[Mapping[str, Any]], report: CapabilityReport,
            params: ReflectionParams) -> list[dict[str, Any]]:
     """The groups shown to the reflector: (failure mode, skill) of failed episodes, most frequent
     first (the report's examples of a mode first within a group), each with a passed episode of
-    its skill when there is one; deterministic."""
+    its skill when there is one; deterministic. An episode is shown once: one failing in several
+    modes (a loop is max_turns and repeated_action at once) would otherwise fill several groups'
+    slots (3 of 10 in a Qwen run), so a later group shows its others, and a group left with none
+    gives its place to the next."""
     by_group: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     passed: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for e in episodes:
@@ -211,10 +214,15 @@ def sample(episodes: Sequence[Mapping[str, Any]], report: CapabilityReport,
                 by_group[(m, skill)].append(e)
     examples = {m.mode: set(m.examples) for m in report.failure_modes}
     order = sorted(by_group, key=lambda k: (-len(by_group[k]), -report.mode_count(k[0]), k))
-    groups, shown_passed = [], 0
-    for mode, skill in order[: params.groups]:
-        eps = sorted(by_group[(mode, skill)],
+    groups, shown_passed, shown = [], 0, set()
+    for mode, skill in order:
+        if len(groups) == params.groups:
+            break
+        eps = sorted((e for e in by_group[(mode, skill)] if e["episode_id"] not in shown),
                      key=lambda e: (e["episode_id"] not in examples.get(mode, ()), e["episode_id"]))
+        if not eps:
+            continue
+        shown.update(e["episode_id"] for e in eps[: params.failed_per_group])
         g = {"mode": mode, "skill": skill, "count": len(by_group[(mode, skill)]),
              "failed": list(eps[: params.failed_per_group]), "passed": []}
         if shown_passed < params.passed and passed.get(skill):
