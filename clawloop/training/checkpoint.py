@@ -140,8 +140,11 @@ def frozen_as_stored(model: Any, base: Path) -> dict[str, Any] | None:
     for name, t in state.items():
         dtype = stored.get(name)
         if dtype is not None and id(t) in frozen and t.dtype != dtype:
-            # keyed by the parameter so tied weights stay one tensor (save_pretrained drops the copy)
-            out[name] = cast.setdefault(id(t), t.detach().to(dtype))
+            # keyed by the parameter so tied weights stay one tensor (save_pretrained drops the copy),
+            # cast once (setdefault would cast the 136M-row embedding again for its tied head)
+            if id(t) not in cast:
+                cast[id(t)] = t.detach().to(dtype)
+            out[name] = cast[id(t)]
         else:
             out[name] = t.detach()
     return out if cast else None

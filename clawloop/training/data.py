@@ -133,6 +133,12 @@ def dedupe(conversations: Iterable[Conversation]) -> list[Conversation]:
     return out
 
 
+def takes_reference(self_fraction: float | None) -> bool:
+    """Whether `mix` keeps any reference trajectory at this `self_fraction` (1.0: none, so the
+    reference rollouts need not run)."""
+    return self_fraction is None or self_fraction < 1.0
+
+
 def mix(reference: Sequence[Conversation], self_generated: Sequence[Conversation],
         self_fraction: float | None, seed: int = 0) -> list[Conversation]:
     """Combine both sources. `self_fraction` None keeps everything; otherwise the largest subset
@@ -144,7 +150,7 @@ def mix(reference: Sequence[Conversation], self_generated: Sequence[Conversation
     n_ref, n_self = len(reference), len(self_generated)
     if self_fraction <= 0.0:
         n_self = 0
-    elif self_fraction >= 1.0:
+    elif not takes_reference(self_fraction):
         n_ref = 0
     else:
         ratio = self_fraction / (1.0 - self_fraction)  # self per reference

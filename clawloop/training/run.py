@@ -192,7 +192,7 @@ class _Run:
         an error."""
         setup, data = self.setup, self.params.data
         refs: list[tdata.Conversation] = []
-        if data.self_fraction is not None and data.self_fraction >= 1.0:  # mix would drop them all
+        if not tdata.takes_reference(data.self_fraction):
             self.meta["reference"] = {"skipped": "data.self_fraction 1.0"}
         else:
             refs, results = reference_trajectories(
