@@ -138,6 +138,24 @@ def test_bootstrap_tokenizer_parses_tool_calls_for_trl(tiny_model: Path) -> None
                                                                       "arguments": {"command": "ls -l"}}}]
 
 
+def test_a_tokenizer_that_cannot_read_its_own_calls_is_fitted_or_refused(tiny_model: Path) -> None:
+    """A checkpoint whose response template reads `<tool_call>` tags while its chat template writes
+    ```json blocks (a Qwen base bootstrapped before `call_form`) gets the json-fence reader; one whose
+    calls no form reads is a one-line error, not a GRPO run whose rollouts never run a command."""
+    from clawloop.bootstrap.scratch import response_template
+    from clawloop.training.checkpoint import load_tokenizer
+    from clawloop.training.grpo import fit_response_template, reads_own_calls
+
+    tok = load_tokenizer(tiny_model)
+    assert reads_own_calls(tok) and fit_response_template(tok, "base") is tok
+    tok.response_template = response_template("json_fence")
+    assert not reads_own_calls(tok)  # tags written, fences read
+    assert fit_response_template(tok, "base").response_template == response_template("tool_call")
+    tok.chat_template = tok.chat_template.replace("<tool_call>", "<call>").replace("</tool_call>", "</call>")
+    with pytest.raises(ClawloopError, match="base: tokenizer: its response template does not read"):
+        fit_response_template(tok, "base")
+
+
 @pytest.mark.slow
 def test_two_grpo_steps_end_to_end(tiny_model: Path, tmp_path: Path) -> None:
     from clawloop.training.grpo import build_trainer, run_grpo

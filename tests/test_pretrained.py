@@ -247,7 +247,8 @@ def chunked(tiny_qwen_gguf: tuple[Path, Any], tmp_path: Path,
     spec = ChunkedWheelModel(
         name="tiny-qwen2-chunked", version="0.9.0", chunks=tuple(chunks), gguf="tiny.gguf", size=len(data),
         sha256=hashlib.sha256(data).hexdigest(), license="-", own_template=QWEN25_CODER_05B.own_template,
-        own_template_sha256=QWEN25_CODER_05B.own_template_sha256, call_template=QWEN25_CODER_05B.call_template)
+        own_template_sha256=QWEN25_CODER_05B.own_template_sha256, call_template=QWEN25_CODER_05B.call_template,
+        call_form=QWEN25_CODER_05B.call_form)
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setitem(bootstrap_config.WHEEL_MODELS, spec.name, spec)
     return spec, site
@@ -381,6 +382,10 @@ def test_chunked_base_materializes_a_plain_qwen2_checkpoint(chunked: tuple[Any, 
     assert masked == '```json\n{"name": "bash", "arguments": {"command": "ls"}}\n```<|im_end|>'
     reply = masked.removesuffix("<|im_end|>")
     assert parse_reply(reply).command == "ls"
+    # ... and so does TRL's GRPO tool loop, through the tokenizer's response template
+    from clawloop.training.grpo import reads_own_calls
+
+    assert reads_own_calls(tok)
 
     # it generates through the project's policy (the native template renders the tools)
     policy = HFPolicy(out, config=HFPolicyConfig(engine={"threads": 1}))

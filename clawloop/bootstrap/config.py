@@ -120,6 +120,9 @@ class WheelModel:
     call_template: str = ""
     """When set, the file in templates/ the checkpoint gets instead of `own_template`: the same
     format with tool calls written the way the model can write them (derived from `own_template`)."""
+    call_form: Literal["tool_call", "json_fence"] = "tool_call"
+    """How the checkpoint's template writes a call: in `<tool_call>` tags or as a ```json block. The
+    tokenizer's response template parses that form (TRL's GRPO tool loop reads calls with it)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """dtype of the weights on disk."""
 
@@ -155,6 +158,8 @@ class ChunkedWheelModel:
     own_template_sha256: str = ""
     call_template: str = ""
     """As WheelModel.call_template."""
+    call_form: Literal["tool_call", "json_fence"] = "tool_call"
+    """As WheelModel.call_form."""
     dtype: Literal["float32", "bfloat16"] = "bfloat16"
 
 
@@ -178,7 +183,7 @@ QWEN25_CODER_05B = ChunkedWheelModel(
     own_template="qwen2.5_chat_template.jinja",
     own_template_sha256="cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f",
     # its <tool_call> / <tool_response> token rows are untrained: calls as ```json blocks (the template's header)
-    call_template="qwen2.5_json_chat_template.jinja")
+    call_template="qwen2.5_json_chat_template.jinja", call_form="json_fence")
 
 WHEEL_MODELS: dict[str, WheelModel | ChunkedWheelModel] = {m.name: m for m in (SMOLLM2_135M, QWEN25_CODER_05B)}
 """Pretrained bases by `model.base` name."""

@@ -181,10 +181,10 @@ def own_template(spec: WheelModel | ChunkedWheelModel, tok: Any) -> str:
     return (TEMPLATE.parent / (spec.call_template or spec.own_template)).read_text(encoding="utf-8")
 
 
-def prepare_tokenizer(tok: Any, template: str | None = None) -> Any:
+def prepare_tokenizer(tok: Any, template: str | None = None, call_form: str = "tool_call") -> Any:
     """The project's chat format on a pretrained tokenizer: tool-call template (`template`, else the
-    project's compact one), ChatML stop token, a pad token distinct from it, left padding,
-    nothing prepended by `encode`."""
+    project's compact one) and the response template that parses its calls (`call_form`), ChatML
+    stop token, a pad token distinct from it, left padding, nothing prepended by `encode`."""
     for t in ("<|im_start|>", "<|im_end|>", "<|endoftext|>"):
         if tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id) and t != tok.unk_token:
             raise ClawloopError(f"tokenizer: {t} is not a single token (the chat template needs ChatML)")
@@ -195,7 +195,7 @@ def prepare_tokenizer(tok: Any, template: str | None = None) -> Any:
     if getattr(tok, "add_bos_token", False):
         tok.add_bos_token = False
     tok.chat_template = template or chat_template()
-    tok.response_template = response_template()
+    tok.response_template = response_template(call_form)
     return tok
 
 
@@ -235,7 +235,7 @@ def materialize(name: str, out: str | Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     with gguf_file(spec, out) as path:
         model, tok = load_gguf(path, spec.dtype)
-    tok = prepare_tokenizer(tok, own_template(spec, tok) if spec.template == "own" else None)
+    tok = prepare_tokenizer(tok, own_template(spec, tok) if spec.template == "own" else None, spec.call_form)
     eos, pad = tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")
     bos = tok.bos_token_id  # named by the tokenizer; the template writes it, encode() never adds it
     model.config.eos_token_id, model.config.pad_token_id, model.config.bos_token_id = eos, pad, bos

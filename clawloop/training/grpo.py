@@ -187,6 +187,49 @@ def grpo_config(params: GRPOParams, output_dir: Path, *, bf16: bool | None = Non
     )
 
 
+_PROBE_CALL = {"name": "bash", "arguments": {"command": "ls -la /workspace"}}
+
+
+def reads_own_calls(tokenizer: Any) -> bool:
+    """Whether the tokenizer's response template parses the tool call its chat template writes
+    (TRL's tool loop reads every reply with it: a call it cannot read ends the rollout unrewarded)."""
+    from trl.chat_template_utils import parse_response
+
+    convo = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    call = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": _PROBE_CALL}]}
+    tools = [BASH_TOOL, SUBMIT_TOOL]
+    prefix = tokenizer.apply_chat_template(convo, tools=tools, add_generation_prompt=True, tokenize=False)
+    full = tokenizer.apply_chat_template([*convo, call], tools=tools, tokenize=False)
+    if not full.startswith(prefix):
+        return False
+    ids = tokenizer(full[len(prefix):], add_special_tokens=False)["input_ids"]
+    prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+    try:
+        calls = parse_response(tokenizer, ids, prefix=prefix_ids).get("tool_calls") or []
+    except Exception:  # a template that cannot parse is the same answer as one that finds nothing
+        return False
+    return [c.get("function") for c in calls] == [_PROBE_CALL]
+
+
+def fit_response_template(tokenizer: Any, where: str) -> Any:
+    """`tokenizer` with a response template that reads its own calls: its own if it does, else the
+    call form that does (a checkpoint bootstrapped before its spec named `call_form`); an error
+    naming `where` when none does."""
+    from clawloop.bootstrap.scratch import CALL_OPENERS, response_template
+
+    if reads_own_calls(tokenizer):
+        return tokenizer
+    own = getattr(tokenizer, "response_template", None)
+    for form in CALL_OPENERS:
+        tokenizer.response_template = response_template(form)
+        if reads_own_calls(tokenizer):
+            return tokenizer
+    tokenizer.response_template = own
+    raise ClawloopError(f"{where}: tokenizer: its response template does not read the tool calls its chat "
+                        "template writes, so GRPO's rollouts would run no command (a template of another "
+                        "call form: set the tokenizer's response_template)")
+
+
 def build_trainer(base: Path, tasks: Sequence[Task], params: GRPOParams, output_dir: Path, *,
                   backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
                   harness_config: HarnessConfig | None = None, callbacks: list[Any] | None = None,
@@ -197,7 +240,7 @@ def build_trainer(base: Path, tasks: Sequence[Task], params: GRPOParams, output_
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from trl import GRPOTrainer
 
-    tokenizer = load_tokenizer(base)
+    tokenizer = fit_response_template(load_tokenizer(base), str(base))
     args = grpo_config(params, output_dir)
     model = trainer_model(base, params, args)
     env_cls = environment_factory(backend, sandbox_config, harness_config)
