@@ -142,7 +142,7 @@ def test_a_tokenizer_that_cannot_read_its_own_calls_is_fitted_or_refused(tiny_mo
     """A checkpoint whose response template reads `<tool_call>` tags while its chat template writes
     ```json blocks (a Qwen base bootstrapped before `call_form`) gets the json-fence reader; one whose
     calls no form reads is a one-line error, not a GRPO run whose rollouts never run a command."""
-    from clawloop.bootstrap.scratch import response_template
+    from clawloop.agent.tool_calls import response_template
     from clawloop.training.checkpoint import load_tokenizer
     from clawloop.training.grpo import fit_response_template, reads_own_calls
 

@@ -89,7 +89,7 @@ def test_search_keeps_the_better_edit_rejects_worse_and_ties_and_refuses_a_budge
     assert res.trials[2].net == 3 and res.trials[2].comparison["gained"] == 3
     assert res.trials[0].net == -1 and "needs net >= 1" in res.trials[0].verdict
     assert res.trials[1].net == 0  # a tie keeps the current harness
-    assert "system_template: default -> steps (kept" in res.describe()
+    assert "system_template: configured -> steps (kept" in res.describe()
     strict = hs.search(cands, HarnessEdits(), evaluate, params=HarnessSearchParams(max_candidates=3, alpha=0.1),
                        limits=LIMITS)
     assert strict.after == HarnessEdits()  # 3 gained / 0 lost: one-sided p = 0.125 > 0.1
@@ -150,12 +150,12 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
     search = evo.search
     assert search is not None and search.baseline == {"passed": 2, "graded": 6}
     trials = {t.change: t for t in search.trials}
-    assert set(trials) == {"format_hint: default -> json_fence", "tool_descriptions: default -> explicit",
-                           "system_template: default -> steps"}
-    assert trials["system_template: default -> steps"].kept and trials["system_template: default -> steps"].net == 4
-    assert not trials["tool_descriptions: default -> explicit"].kept  # lost the two it passed
-    assert trials["tool_descriptions: default -> explicit"].comparison["lost"] == 2
-    assert not trials["format_hint: default -> json_fence"].kept  # no flip: a tie keeps the current harness
+    assert set(trials) == {"format_hint: configured -> json_fence", "tool_descriptions: configured -> explicit",
+                           "system_template: configured -> steps"}
+    assert trials["system_template: configured -> steps"].kept and trials["system_template: configured -> steps"].net == 4
+    assert not trials["tool_descriptions: configured -> explicit"].kept  # lost the two it passed
+    assert trials["tool_descriptions: configured -> explicit"].comparison["lost"] == 2
+    assert not trials["format_hint: configured -> json_fence"].kept  # no flip: a tie keeps the current harness
     pb = read_playbook(out / POLICY_FILE)
     assert pb.harness == HarnessEdits(system_template="steps") == evo.playbook.harness
     art = tmp_path / "iter-1" / "playbook"
@@ -163,7 +163,7 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
     saved = json.loads((art / "harness.json").read_text())
     assert saved["after"]["system_template"] == "steps" and len(saved["dev_tasks"]) == 6
     md = (art / "playbook.md").read_text()
-    assert "- system_template: default -> steps" in md and "- rejected (rules): tool_descriptions" in md
+    assert "- system_template: configured -> steps" in md and "- rejected (rules): tool_descriptions" in md
     # the policy directory carries it: the loop's next rollouts (evaluation, probe) render the variant
     ctx = loop_context(load_params(Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml"))
     cfg = ctx.harness_for(out)

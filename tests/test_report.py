@@ -285,7 +285,7 @@ def test_the_report_shows_what_the_harness_learned(runs: Path, tmp_path: Path) -
         EditRecord(edit={"op": "add", "text": "Write to out/q3.txt."}, status="dropped",
                    reason="task-specific: names a path ('out/q3.txt')")])
     search = HarnessSearch(iteration=1, after=book.harness, dev_tasks=["a", "b", "c"], trials=[
-        Trial(edits=book.harness, change="format_hint default -> json_fence", why="format errors in 40% of episodes",
+        Trial(edits=book.harness, change="format_hint configured -> json_fence", why="format errors in 40% of episodes",
               kept=True, verdict="+2 tasks of 3, p = 0.25"),
         Trial(edits=HarnessEdits(observation_chars=4000), change="observation_chars 2000 -> 4000",
               why="outputs cut", verdict="no change")])
@@ -301,7 +301,7 @@ def test_the_report_shows_what_the_harness_learned(runs: Path, tmp_path: Path) -
     assert "Reflector (model): 1 edit accepted, 1 dropped" in section and "names a path ('out/q3.txt')" in section
     assert "- added tip (git): Run git status before committing." in section
     assert "- pruned tip (wrong_result): it did not help" in section
-    assert "| format_hint default -> json_fence | rules | yes | +2 tasks of 3, p = 0.25 |" in section
+    assert "| format_hint configured -> json_fence | rules | yes | +2 tasks of 3, p = 0.25 |" in section
     assert "| observation_chars 2000 -> 4000 | rules | no | no change |" in section
     html = page.read_text()
     assert html.index("What the harness learned") < html.index("Diagnosis → synthesis")

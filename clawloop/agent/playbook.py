@@ -149,8 +149,9 @@ class HarnessEdits(_Model):
         return {k: (getattr(before, k), v) for k, v in self if v != getattr(before, k)}
 
     def describe(self, before: HarnessEdits | None = None) -> str:
-        """'observation_chars: default -> 4000; format_hint: default -> json_fence' (or 'no change')."""
-        parts = [f"{k}: {'default' if a is None else a} -> {'default' if b is None else b}"
+        """'observation_chars: configured -> 4000; format_hint: configured -> short' (or 'no change'):
+        `configured` is the harness's own setting (params.yaml `rollout`), which no edit overrides."""
+        parts = [f"{k}: {'configured' if a is None else a} -> {'configured' if b is None else b}"
                  for k, (a, b) in self.changes(before).items()]
         return "; ".join(parts) or "no change"
 

@@ -312,3 +312,25 @@ def assistant_message(command: str | None, content: str = "") -> dict[str, Any]:
 def tool_message(content: str, name: str = "bash") -> dict[str, Any]:
     """A tool turn carrying an observation."""
     return {"role": "tool", "name": name, "content": content}
+
+
+CALL_OPENERS = {"tool_call": ("<tool_call>", r"</tool_call>\s*"), "json_fence": ("```json", r"```\s*")}
+"""Call form → (opening literal, closing pattern) of one call in a reply."""
+
+
+def response_template(call_form: str = "tool_call") -> dict[str, Any]:
+    """How TRL/transformers parse a reply into content + tool calls (TRL's Qwen3 template), with
+    calls in `<tool_call>` tags or, for a template that writes them so, in ```json blocks: set on a
+    checkpoint's tokenizer by the bootstrap, read by TRL's GRPO tool loop (the harness parses
+    replies itself, `parse_reply`)."""
+    opener, closer = CALL_OPENERS[call_form]
+    return {
+        "defaults": {"role": "assistant"},
+        "start_anchor": "<|im_start|>assistant\n",
+        "fields": {
+            "reasoning_content": {"open": "<think>", "close_pattern": r"</think>\s*", "content": "text"},
+            "tool_calls": {"open": opener, "close_pattern": closer, "repeats": True,
+                           "content": "json", "transform": {"type": "function", "function": "{content}"}},
+            "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+        },
+    }

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from clawloop.agent.tool_calls import response_template
 from clawloop.bootstrap.config import SIZES, BootstrapConfig
 from clawloop.bootstrap.corpus import corpus, pair, tool_call
 from clawloop.bootstrap.pretrain import pretrain
@@ -109,26 +110,6 @@ def build_tokenizer(raw: Any, max_length: int = 8192) -> Any:
     tok.chat_template = chat_template()
     tok.response_template = response_template()
     return tok
-
-
-CALL_OPENERS = {"tool_call": ("<tool_call>", r"</tool_call>\s*"), "json_fence": ("```json", r"```\s*")}
-"""Call form → (opening literal, closing pattern) of one call in a reply."""
-
-
-def response_template(call_form: str = "tool_call") -> dict[str, Any]:
-    """How TRL/transformers parse a reply into content + tool calls (TRL's Qwen3 template), with
-    calls in `<tool_call>` tags or, for a template that writes them so, in ```json blocks."""
-    opener, closer = CALL_OPENERS[call_form]
-    return {
-        "defaults": {"role": "assistant"},
-        "start_anchor": "<|im_start|>assistant\n",
-        "fields": {
-            "reasoning_content": {"open": "<think>", "close_pattern": r"</think>\s*", "content": "text"},
-            "tool_calls": {"open": opener, "close_pattern": closer, "repeats": True,
-                           "content": "json", "transform": {"type": "function", "function": "{content}"}},
-            "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
-        },
-    }
 
 
 def build_model(size: str, tokenizer: Any, seed: int, max_positions: int = 8192) -> Any:

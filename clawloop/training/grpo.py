@@ -28,7 +28,7 @@ import orjson
 
 from clawloop.agent.episode import Episode
 from clawloop.agent.harness import HarnessConfig, format_observation, initial_messages
-from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL
+from clawloop.agent.tool_calls import BASH_TOOL, CALL_OPENERS, SUBMIT_TOOL, response_template
 from clawloop.errors import ClawloopError
 from clawloop.tasks.environment import sandbox_config as episode_config
 from clawloop.tasks.task import Task
@@ -215,8 +215,6 @@ def fit_response_template(tokenizer: Any, where: str) -> Any:
     """`tokenizer` with a response template that reads its own calls: its own if it does, else the
     call form that does (a checkpoint bootstrapped before its spec named `call_form`); an error
     naming `where` when none does."""
-    from clawloop.bootstrap.scratch import CALL_OPENERS, response_template
-
     if reads_own_calls(tokenizer):
         return tokenizer
     own = getattr(tokenizer, "response_template", None)
