@@ -132,7 +132,10 @@ def test_bootstrap_tokenizer_parses_tool_calls_for_trl(tiny_model: Path) -> None
     tok = load_tokenizer(tiny_model)
     assert supports_tool_calling(tok) and is_chat_template_prefix_preserving(tok)
     reply = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls -l"}}\n</tool_call><|im_end|>'
-    prefix = tok.apply_chat_template([{"role": "user", "content": "x"}], tools=TOOLS, add_generation_prompt=True)
+    # text, then ids: transformers 5.25 returns a BatchEncoding from a tokenizing apply_chat_template
+    prefix_text = tok.apply_chat_template([{"role": "user", "content": "x"}], tools=TOOLS, add_generation_prompt=True,
+                                          tokenize=False)
+    prefix = tok(prefix_text, add_special_tokens=False)["input_ids"]
     parsed = parse_response(tok, tok(reply, add_special_tokens=False)["input_ids"], prefix=prefix, tools=TOOLS)
     assert parsed["tool_calls"] == [{"type": "function", "function": {"name": "bash",
                                                                       "arguments": {"command": "ls -l"}}}]
