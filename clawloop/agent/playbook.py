@@ -148,12 +148,15 @@ class HarnessEdits(_Model):
         before = before or HarnessEdits()
         return {k: (getattr(before, k), v) for k, v in self if v != getattr(before, k)}
 
+    def change_lines(self, before: HarnessEdits | None = None) -> list[str]:
+        """One 'format_hint: configured -> short' per changed field: `configured` is the harness's own
+        setting (params.yaml `rollout`), which no edit overrides."""
+        return [f"{k}: {'configured' if a is None else a} -> {'configured' if b is None else b}"
+                for k, (a, b) in self.changes(before).items()]
+
     def describe(self, before: HarnessEdits | None = None) -> str:
-        """'observation_chars: configured -> 4000; format_hint: configured -> short' (or 'no change'):
-        `configured` is the harness's own setting (params.yaml `rollout`), which no edit overrides."""
-        parts = [f"{k}: {'configured' if a is None else a} -> {'configured' if b is None else b}"
-                 for k, (a, b) in self.changes(before).items()]
-        return "; ".join(parts) or "no change"
+        """'observation_chars: configured -> 4000; format_hint: configured -> short' (or 'no change')."""
+        return "; ".join(self.change_lines(before)) or "no change"
 
 
 class PrunedEntry(_Model):

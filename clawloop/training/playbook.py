@@ -320,8 +320,7 @@ def write_artifact(out: str | Path, playbook: Playbook, harness_config: HarnessC
     before = previous.harness if previous else HarnessEdits()
     lines += ["", "## Harness", "", f"learned so far: {playbook.harness.describe()}",
               f"this iteration: {playbook.harness.describe(before)}"]
-    lines += [f"- {k}: {'configured' if a is None else a} -> {'configured' if b is None else b}"
-              for k, (a, b) in playbook.harness.changes(before).items()]
+    lines += [f"- {line}" for line in playbook.harness.change_lines(before)]
     if search is not None:
         lines += ["", search.describe()]
         lines += [f"- {'kept' if t.kept else 'rejected'} ({t.source}): {t.change} — {t.why}; {t.verdict}"
