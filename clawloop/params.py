@@ -145,6 +145,9 @@ class RolloutParams(_Section):
     test_params checks they are FormatHint's."""
     repeat_note: bool = True
     """Note in the observation when a command repeats the previous one verbatim (greedy loops)."""
+    repeat_resample: float | None = Field(None, gt=0)
+    """Temperature at which a reply that repeats the last command verbatim is drawn once more
+    before it runs (clawloop.agent.harness.HarnessConfig.repeat_resample); null runs the repeat."""
     gguf_type: Literal["q4_0", "q5_0", "q8_0", "f16", "f32"] = "q8_0"
     """Weights of the llamacpp backend's converted checkpoint."""
     engine: RolloutEngineParams = Field(default_factory=RolloutEngineParams)

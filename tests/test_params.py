@@ -106,9 +106,10 @@ def test_rollout_params_reach_the_harness_and_policy(tmp_path: Path) -> None:
     assert context.policy.hf.engine.threads == context.policy.llamacpp.threads == 1
     assert context.policy.hf.engine.forward == "auto" and context.policy.hf.engine.speculate == 0
     assert loop_context(load_params(ROOT / "profiles" / "smoke.yaml")).harness.max_format_errors == 3
-    hinted = _write(tmp_path, lambda r: r["rollout"].update(format_hint="json_fence", repeat_note=False))
+    hinted = _write(tmp_path, lambda r: r["rollout"].update(format_hint="json_fence", repeat_note=False,
+                                                            repeat_resample=0.7))
     harness = loop_context(load_params(hinted)).harness
-    assert (harness.format_hint, harness.repeat_note) == ("json_fence", False)
+    assert (harness.format_hint, harness.repeat_note, harness.repeat_resample) == ("json_fence", False, 0.7)
 
 
 def test_rollout_format_hints_are_the_harness_variants() -> None:

@@ -15,6 +15,7 @@ from clawloop.agent import episode
 from clawloop.agent.harness import HarnessConfig
 from clawloop.agent.rollout import RolloutConfig, run_rollouts
 from clawloop.policy.scripted import ScriptedPolicy
+from clawloop.policy.types import SamplingParams
 from clawloop.tasks.environment import TaskEnvironment
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.tasks.verifier import Verdict
@@ -129,6 +130,51 @@ def test_lockstep_batches_and_parts(fake: type[FakeSandbox], tmp_path: Path) -> 
     run_rollouts(tasks[:1], policy, RolloutConfig(k=1, batch_size=2, backend="fake"), out_dir=tmp_path,
                  progress=False)
     assert len(read(tmp_path, "episodes")) == 11
+
+
+class LoopingPolicy:
+    """A greedy policy stuck on `ls` (any turn, at temperature 0); sampled, it writes the file."""
+
+    policy_id = "looping"
+
+    def __init__(self) -> None:
+        self.temperatures: list[tuple[float, int]] = []
+
+    def generate(self, conversations: Any, sampling: Any, *, tools: Any = None) -> list[Any]:
+        from clawloop.policy.types import Generation
+
+        self.temperatures.append((sampling.temperature, len(conversations)))
+        out = []
+        for conv in conversations:
+            ran = [m for m in conv if m["role"] == "assistant"]
+            text = (SUBMIT if any("echo" in json.dumps(m) for m in ran) else
+                    bash("echo v0 > f0.txt") if sampling.temperature > 0 and ran else bash("ls"))
+            out.append(Generation(text, 10, 5))
+        return out
+
+
+def test_a_repeated_command_is_drawn_again_when_the_harness_says_so(fake: type[FakeSandbox]) -> None:
+    """repeat_resample: a reply that re-sends the last command is sampled once more before it runs;
+    without it the greedy loop runs to the turn limit."""
+    tasks = [make_task("f0.txt", "v0"), make_task("f1.txt", "v1")]
+    stuck = LoopingPolicy()
+    greedy = SamplingParams(temperature=0.0, seed=0)
+    looped = run_rollouts(tasks, stuck, RolloutConfig(backend="fake", batch_size=2, sampling=greedy,
+                                                      harness=HarnessConfig(max_turns=4)), progress=False)
+    assert [r.termination for r in looped] == ["max_turns", "max_turns"]
+    assert [s.command for s in looped[0].steps] == ["ls"] * 4 and not any(r.passed for r in looped)
+    assert {t for t, _ in stuck.temperatures} == {0.0}
+
+    redrawn = LoopingPolicy()
+    res = run_rollouts(tasks, redrawn, RolloutConfig(backend="fake", batch_size=2, sampling=greedy,
+                                                     harness=HarnessConfig(max_turns=4, repeat_resample=0.7)),
+                       progress=False)
+    assert [s.command for s in res[0].steps] == ["ls", "echo v0 > f0.txt", None]
+    assert [r.termination for r in res] == ["submit", "submit"] and all(r.passed for r in res)
+    # each repeating reply is drawn once more, at the harness's temperature; the others stay greedy
+    assert sum(n for t, n in redrawn.temperatures if t == 0.7) == 2
+    assert {t for t, _ in redrawn.temperatures} == {0.0, 0.7}
+    assert res[0].completion_tokens == 5 + 10 + 5  # both draws of the second turn count
 
 
 def test_rollouts_show_progress(fake: type[FakeSandbox], capsys: pytest.CaptureFixture[str]) -> None:

@@ -141,6 +141,16 @@ class EpisodeState:
         self.pending = parsed.command
         return parsed.command
 
+    def repeats(self, gen: Generation) -> bool:
+        """Whether the reply `gen` is a bash call of exactly the last command this episode ran."""
+        last = next((s.command for s in reversed(self.steps) if s.command is not None), None)
+        if last is None or self.done:
+            return False
+        names = tuple(t["function"]["name"] for t in self.tools)
+        parsed = parse_reply(clean_text(gen.text), max_chars=self.config.max_reply_chars, tools=names,
+                             lenient=self.config.lenient_calls)
+        return not isinstance(parsed, FormatError) and parsed.name == "bash" and parsed.command == last
+
     def _on_format_error(self, error: FormatError, rec: Step, stored: str) -> None:
         """A reply without a valid call: the end without a submit tool, else a hint or the end."""
         self.messages.append({"role": "assistant", "content": stored})

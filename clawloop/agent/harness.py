@@ -78,6 +78,11 @@ class HarnessConfig(BaseModel):
     """Say so in the observation when a command repeats the previous one verbatim. Greedy small
     models loop: Qwen2.5-Coder-0.5B re-sent its last command in 26 of 32 held-out episodes that
     ran one (README, "Qwen on a CPU")."""
+    repeat_resample: float | None = Field(None, gt=0)
+    """When a reply repeats the episode's last command verbatim, draw that reply once more at this
+    temperature (seeded like the rollout) before anything runs; None runs the repeat. Greedy small
+    models loop: the Qwen base re-sent a command until the turn limit in 43 of 72 held-out
+    shell-core episodes, and the repeat note alone stopped none (README, "Qwen on a CPU")."""
     lenient_calls: bool = True
     """Accept one call written without `<tool_call>` tags (a ```json fence or the bare reply), as
     real agent harnesses do; the step's `format` says so. False: only tagged calls count."""

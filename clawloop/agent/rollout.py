@@ -15,7 +15,7 @@ import hashlib
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from clawloop.agent.episode import Episode
 from clawloop.agent.harness import HarnessConfig, tools_for
 from clawloop.errors import ClawloopError
 from clawloop.io import atomic_path
-from clawloop.policy.types import Policy, SamplingParams
+from clawloop.policy.types import Generation, Policy, SamplingParams
 from clawloop.progress import Progress, progress_for
 from clawloop.tasks.task import Task
 from clawloop.trajectory import EpisodeRecord, clip
@@ -207,6 +207,7 @@ class LockstepScheduler:
                                         self.config.sampling, tools=self.tools)
             if len(gens) != len(ready):
                 raise ClawloopError(f"policy returned {len(gens)} replies for {len(ready)}")
+            gens = self.resample_repeats(ready, gens)
             self.failures = 0
             self.bar.add_tokens(sum(g.completion_tokens for g in gens))
         except Exception as e:
@@ -217,6 +218,28 @@ class LockstepScheduler:
                 r.episode.fail("policy", e)
             return
         list(self.cmds.map(Episode.step, [r.episode for r in ready], gens))
+
+    def resample_repeats(self, ready: list[_Run], gens: list[Generation]) -> list[Generation]:
+        """The replies with each one that repeats its episode's last command drawn once more at
+        `harness.repeat_resample` (one batched generate for all of them); the new draw replaces it,
+        whatever it says. Both draws' tokens count."""
+        temperature = self.config.harness.repeat_resample
+        if temperature is None:
+            return gens
+        again = [i for i, (r, g) in enumerate(zip(ready, gens, strict=True))
+                 if r.episode.state is not None and r.episode.state.repeats(g)]
+        if not again:
+            return gens
+        sampling = self.config.sampling.model_copy(update={"temperature": temperature})
+        redrawn = self.policy.generate([ready[i].episode.state.messages for i in again],  # type: ignore[union-attr]
+                                       sampling, tools=self.tools)
+        if len(redrawn) != len(again):
+            raise ClawloopError(f"policy returned {len(redrawn)} replies for {len(again)}")
+        out = list(gens)
+        for i, g in zip(again, redrawn, strict=True):
+            out[i] = replace(g, prompt_tokens=g.prompt_tokens + gens[i].prompt_tokens,
+                             completion_tokens=g.completion_tokens + gens[i].completion_tokens)
+        return out
 
     def harvest(self, block: bool) -> None:
         """Move begun episodes into the batch and record concluded ones (optionally waiting)."""
