@@ -290,7 +290,8 @@ def loop_context(params: Params) -> LoopContext:
     return LoopContext(
         harness=HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
                               max_format_errors=r.max_format_errors, format_hint=r.format_hint,
-                              repeat_note=r.repeat_note, repeat_resample=r.repeat_resample),
+                              repeat_note=r.repeat_note, repeat_resample=r.repeat_resample,
+                              submit_check=r.submit_check),
         sampling=SamplingParams(temperature=r.temperature, max_new_tokens=r.max_new_tokens, seed=r.seed),
         policy=PolicySpec(backend=r.backend, model="", hf=HFPolicyConfig(engine=replace(r.engine, threads=threads)),
                           llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),

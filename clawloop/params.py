@@ -148,6 +148,9 @@ class RolloutParams(_Section):
     repeat_resample: float | None = Field(None, gt=0)
     """Temperature at which a reply that repeats the last command verbatim is drawn once more
     before it runs (clawloop.agent.harness.HarnessConfig.repeat_resample); null runs the repeat."""
+    submit_check: bool = False
+    """Answer an episode's first submit with a note when no command ran yet or the last one failed
+    (clawloop.agent.harness.HarnessConfig.submit_check); a second submit ends it."""
     gguf_type: Literal["q4_0", "q5_0", "q8_0", "f16", "f32"] = "q8_0"
     """Weights of the llamacpp backend's converted checkpoint."""
     engine: RolloutEngineParams = Field(default_factory=RolloutEngineParams)

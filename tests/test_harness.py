@@ -432,3 +432,47 @@ def test_the_format_hint_follows_the_configured_call_form() -> None:
     st.on_generation(gen("I would list the files."))
     assert "```json" in st.messages[-1]["content"] and "<tool_call>" not in st.messages[-1]["content"]
     assert "ls -la" not in st.messages[-1]["content"]  # a placeholder, never a command to copy
+
+
+SUBMIT = "<tool_call>\n" + SUBMIT_BARE + "\n</tool_call>"
+
+
+def test_a_submit_after_a_failed_command_is_answered_once_and_the_data_keeps_the_fix() -> None:
+    """submit_check: the first submit before any command, or right after a failed one, gets a note
+    and the episode goes on; the second submit ends it. Training data cuts the call and its note."""
+    from clawloop.agent.harness import strip_submit_checks
+
+    failed = ExecResult(128, "fatal: not a git repository\n", False, 0.01)
+    st = EpisodeState(_task(), HarnessConfig(submit_check=True))
+    assert st.on_generation(gen(bash("git commit -am x"))) == "git commit -am x"
+    st.on_result(failed)
+    assert st.on_generation(gen(SUBMIT)) is None and not st.done
+    assert st.messages[-1]["name"] == "submit_check" and "exit code 128" in st.messages[-1]["content"]
+    assert st.steps[-1].tool == "submit" and "exit code 128" in (st.steps[-1].output or "")
+    assert st.on_generation(gen(bash("cd repo && git commit -am x"))) == "cd repo && git commit -am x"
+    st.on_result(OK)
+    assert st.on_generation(gen(SUBMIT)) is None and st.termination == "submit"
+    kept = strip_submit_checks(st.messages)
+    assert [m["role"] for m in kept] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert not any(m.get("name") == "submit_check" for m in kept)
+
+    # only once: a second submit after another failure ends the episode
+    again = EpisodeState(_task(), HarnessConfig(submit_check=True))
+    assert again.on_generation(gen(SUBMIT)) is None and "no command has run" in again.messages[-1]["content"]
+    again.on_generation(gen(bash("false")))
+    again.on_result(failed)
+    again.on_generation(gen(SUBMIT))
+    assert again.termination == "submit" and len(again.steps) == 3
+    # after a command that worked, and with the check off, submit ends the episode at once
+    ok = EpisodeState(_task(), HarnessConfig(submit_check=True))
+    ok.on_generation(gen(bash("ls")))
+    ok.on_result(OK)
+    ok.on_generation(gen(SUBMIT))
+    assert ok.termination == "submit"
+    off = EpisodeState(_task())
+    off.on_generation(gen(SUBMIT))
+    assert off.termination == "submit"
+    # the note spends a turn: on the last turn a checked submit ends the episode at the limit
+    last = EpisodeState(_task(), HarnessConfig(submit_check=True, max_turns=1))
+    last.on_generation(gen(SUBMIT))
+    assert last.termination == "max_turns"

@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from clawloop.agent.harness import (
+    SUBMIT_CHECK,
     HarnessConfig,
     episode_limits,
     format_observation,
     harness_edits,
     hint_message,
     initial_messages,
+    submit_check_note,
     tools_for,
 )
 from clawloop.agent.tool_calls import FormatError, assistant_message, clean_text, parse_reply, tool_message
@@ -77,6 +79,7 @@ class EpisodeState:
     pending: str | None = None
     """The command waiting to run, after a bash call."""
     _streak: int = 0
+    _submit_checked: bool = False
     command_s: float = 0.0
     """Wall clock spent in the agent's commands so far: what `episode_timeout_s` bounds."""
 
@@ -133,13 +136,31 @@ class EpisodeState:
         rec.tool, rec.format = parsed.name, parsed.format
         self.messages.append(assistant_message(parsed.command, parsed.content))
         if parsed.name == "submit":
-            self.end("submit")
+            note = self._submit_check()
+            if note is None:
+                self.end("submit")
+            else:  # a checked submit: the note is its observation, the turn counts
+                rec.output = note
+                self.messages.append(tool_message(note, name=SUBMIT_CHECK))
+                if len(self.steps) >= self.max_turns:
+                    self.end("max_turns")
             return None
         rec.command = parsed.command
         if not self.check_time():
             return None
         self.pending = parsed.command
         return parsed.command
+
+    def _submit_check(self) -> str | None:
+        """The note that answers this submit instead of ending the episode (`submit_check`: the
+        first submit, when no command ran yet or the last one failed), or None."""
+        if not self.config.submit_check or self._submit_checked:
+            return None
+        last = next((s for s in reversed(self.steps) if s.command is not None), None)
+        if last is not None and last.exit_code == 0 and not last.timed_out:
+            return None
+        self._submit_checked = True
+        return submit_check_note(None if last is None else (last.exit_code if last.exit_code is not None else -1))
 
     def repeats(self, gen: Generation) -> bool:
         """Whether the reply `gen` is a bash call of exactly the last command this episode ran."""

@@ -83,6 +83,13 @@ class HarnessConfig(BaseModel):
     temperature (seeded like the rollout) before anything runs; None runs the repeat. Greedy small
     models loop: the Qwen base re-sent a command until the turn limit in 43 of 72 held-out
     shell-core episodes, and the repeat note alone stopped none (README, "Qwen on a CPU")."""
+    submit_check: bool = False
+    """Answer the episode's first `submit` with a note instead of ending it when no command has run
+    yet or the last command failed (non-zero exit or timeout); a second submit ends it. After SFT
+    on one-liners the Qwen policy submitted right after a failed command in 16 of its 51
+    shell-core submits (`fatal: not a git repository`, `tar: Cannot open`). Training data drops
+    the refused call and its note (`strip_submit_checks`), so the weights see the recovery, not
+    the nudge."""
     lenient_calls: bool = True
     """Accept one call written without `<tool_call>` tags (a ```json fence or the bare reply), as
     real agent harnesses do; the step's `format` says so. False: only tagged calls count."""
@@ -187,6 +194,27 @@ def format_observation(result: ExecResult, *, limit: int = 2000, timeout_s: floa
     return render("observation.j2", output=output, exit_code=result.exit_code, timed_out=result.timed_out,
                   timeout_s=timeout_s if timeout_s is not None else result.duration_s,
                   repeated=repeated, submit_tool=submit_tool)
+
+
+SUBMIT_CHECK = "submit_check"
+"""The `name` of the tool turn that answers a checked submit (what `strip_submit_checks` cuts)."""
+
+
+def submit_check_note(exit_code: int | None) -> str:
+    """The answer to a checked submit: no command ran yet (`exit_code` None) or the last failed."""
+    return render("submit_check.j2", exit_code=exit_code)
+
+
+def strip_submit_checks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation without each checked submit: the assistant's submit call and the note
+    answering it, so a trained policy learns to fix a failed command, not to wait for the note."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.get("role") == "tool" and m.get("name") == SUBMIT_CHECK and out and out[-1].get("role") == "assistant":
+            out.pop()
+            continue
+        out.append(m)
+    return out
 
 
 _EXIT_MARK = "[exit code"

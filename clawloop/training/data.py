@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from clawloop.agent.harness import strip_submit_checks
 from clawloop.agent.playbook import strip_playbook
 from clawloop.errors import ClawloopError
 
@@ -80,7 +81,8 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -
     """Successful rollouts (passed=true) that the agent ended itself (termination not in CUT_OFF;
     tables without the column are taken whole) from rollout dirs or episodes files: deduplicated
     by conversation hash, at most `max_per_task` per task, shortest conversations first; a playbook
-    in the system turn is cut off (clawloop.agent.playbook.strip_playbook)."""
+    in the system turn is cut off (clawloop.agent.playbook.strip_playbook), and so is each checked
+    submit with its note (clawloop.agent.harness.strip_submit_checks)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -113,7 +115,9 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -
                 except orjson.JSONDecodeError as e:
                     raise ClawloopError(f"{where}: messages: not valid JSON ({e})") from None
                 # A rollout of a policy with a playbook: the weights learn the plain prompt.
-                conv = Conversation(rec["task_id"], strip_playbook(_check_messages(messages, where)), "self")
+                # ... and a checked submit's call and note go: it learns the fix, not the nudge.
+                conv = Conversation(rec["task_id"], strip_submit_checks(strip_playbook(_check_messages(messages, where))),
+                                    "self")
                 by_task[conv.task_id].setdefault(conv.key, conv)
     out: list[Conversation] = []
     for task_id in sorted(by_task):
