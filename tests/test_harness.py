@@ -472,6 +472,13 @@ def test_a_submit_after_a_failed_command_is_answered_once_and_the_data_keeps_the
     off = EpisodeState(_task())
     off.on_generation(gen(SUBMIT))
     assert off.termination == "submit"
+    # a learned harness edit (the playbook's) turns the check on as the config does
+    from clawloop.agent.harness import with_edits
+    from clawloop.agent.playbook import HarnessEdits
+
+    learned = EpisodeState(_task(), with_edits(HarnessConfig(), HarnessEdits(submit_check=True)))
+    learned.on_generation(gen(SUBMIT))
+    assert not learned.done and learned.messages[-1]["name"] == "submit_check"
     # the note spends a turn: on the last turn a checked submit ends the episode at the limit
     last = EpisodeState(_task(), HarnessConfig(submit_check=True, max_turns=1))
     last.on_generation(gen(SUBMIT))

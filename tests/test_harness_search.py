@@ -65,6 +65,13 @@ def test_rules_propose_from_the_diagnosis_and_never_past_a_limit() -> None:
     # the harness's own hint (rollout.format_hint) is where the rotation starts: never proposed again
     own = hs.propose(report({"format_error": 8}), [], HarnessEdits(), LIMITS, params, format_hint="json_fence")
     assert own[0].edits == HarnessEdits(format_hint="short")
+    # ignored errors → the submit check; loops → a repeating reply drawn again; each proposed once
+    habits = hs.propose(report({"error_ignored": 4, "premature_submit": 2, "repeated_action": 6}), [],
+                        HarnessEdits(), LIMITS, params)
+    assert [c.edits for c in habits] == [HarnessEdits(submit_check=True), HarnessEdits(repeat_resample=0.7)]
+    assert "30% of episodes" in habits[0].why
+    learned = HarnessEdits(submit_check=True, repeat_resample=0.7)
+    assert not hs.propose(report({"error_ignored": 6, "repeated_action": 6}), [], learned, LIMITS, params)
 
 
 def test_search_keeps_the_better_edit_rejects_worse_and_ties_and_refuses_a_budget_raise() -> None:

@@ -154,6 +154,21 @@ def test_self_trajectories_leave_out_passes_the_agent_did_not_end(tmp_path: Path
     assert [c.task_id for c in convs] == [u.id, u.id]  # the looping passes of a.txt teach nothing
 
 
+def test_self_trajectories_drop_a_checked_submit_and_its_note(tmp_path: Path) -> None:
+    """A pass that went fail → submit → note → fix → submit trains as fail → fix → submit."""
+    from clawloop.agent.harness import SUBMIT_CHECK, submit_check_note
+    from clawloop.agent.tool_calls import assistant_message, tool_message
+
+    t = make_task("a.txt", "alpha")
+    msgs = [*initial_messages(t), assistant_message("cat b.txt"), tool_message("No such file\n[exit code 1]"),
+            assistant_message(None), tool_message(submit_check_note(1), name=SUBMIT_CHECK),
+            assistant_message("echo alpha > a.txt"), tool_message("[exit code 0]"), assistant_message(None)]
+    write_episodes(tmp_path / "run" / "episodes-00000.parquet",
+                   [{"task_id": t.id, "passed": True, "messages": json.dumps(msgs), "termination": "submit"}])
+    (conv,) = tdata.load_self_trajectories([tmp_path / "run"])
+    assert conv.messages == [*msgs[:4], *msgs[6:]]
+
+
 def test_mix_fraction() -> None:
     t = make_task("a.txt", "alpha")
     ref = [tdata.Conversation(f"r{i}", json.loads(convo(t, f"echo r{i}")), "reference") for i in range(10)]

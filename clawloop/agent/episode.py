@@ -35,6 +35,7 @@ from clawloop.agent.harness import (
     hint_message,
     initial_messages,
     submit_check_note,
+    submit_check_on,
     tools_for,
 )
 from clawloop.agent.tool_calls import FormatError, assistant_message, clean_text, parse_reply, tool_message
@@ -154,7 +155,7 @@ class EpisodeState:
     def _submit_check(self) -> str | None:
         """The note that answers this submit instead of ending the episode (`submit_check`: the
         first submit, when no command ran yet or the last one failed), or None."""
-        if not self.config.submit_check or self._submit_checked:
+        if not submit_check_on(self.config) or self._submit_checked:
             return None
         last = next((s for s in reversed(self.steps) if s.command is not None), None)
         if last is not None and last.exit_code == 0 and not last.timed_out:

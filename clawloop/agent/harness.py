@@ -21,7 +21,8 @@ What the harness learned rides in the playbook (`config.playbook.harness`, a
 clawloop.agent.playbook.HarnessEdits) and is applied here, to every episode of a policy that carries
 it: the format-hint variant (`hint_message`), the observation length (read by
 `EpisodeState.on_result`), the tool descriptions (`tools_for`), the system-template variant
-(`system_prompt`) and the turn and command-time budgets (`episode_limits`). A budget edit only ever lowers a budget: it is applied as
+(`system_prompt`) and the turn and command-time budgets (`episode_limits`), the submit check (`submit_check_on`) and the
+redraw of a repeating reply (`repeat_temperature`). A budget edit only ever lowers a budget: it is applied as
 `min(edit, the harness's limit, the task's own limit)`. The turn logic that uses all this is
 clawloop.agent.episode.
 """
@@ -122,6 +123,17 @@ def harness_edits(config: HarnessConfig | None) -> HarnessEdits:
     """What the harness learned, from the playbook `config` carries (none: no edits)."""
     pb = config.playbook if config is not None else None
     return pb.harness if pb is not None else HarnessEdits()
+
+
+def submit_check_on(config: HarnessConfig) -> bool:
+    """Whether submits are checked: the learned edit, else the harness's own setting."""
+    learned = harness_edits(config).submit_check
+    return config.submit_check if learned is None else learned
+
+
+def repeat_temperature(config: HarnessConfig) -> float | None:
+    """The temperature a repeating reply is drawn again at: the learned edit, else the harness's."""
+    return harness_edits(config).repeat_resample or config.repeat_resample
 
 
 def with_edits(config: HarnessConfig, edits: HarnessEdits) -> HarnessConfig:

@@ -142,6 +142,12 @@ class HarnessEdits(_Model):
     """The tool-description variant (TOOL_VARIANTS)."""
     system_template: Literal["plain", "steps"] | None = None
     """The system-template variant (SYSTEM_VARIANTS)."""
+    submit_check: bool | None = None
+    """Answer the first submit after a failed command (or before any) with a note
+    (clawloop.agent.harness.HarnessConfig.submit_check)."""
+    repeat_resample: float | None = Field(None, gt=0, le=1.5)
+    """Draw a reply that repeats the last command once more at this temperature
+    (clawloop.agent.harness.HarnessConfig.repeat_resample)."""
 
     def changes(self, before: HarnessEdits | None = None) -> dict[str, tuple[Any, Any]]:
         """field → (before, after) for every field that differs from `before` (default: none set)."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from clawloop import trajectory
 from clawloop.agent.episode import Episode
-from clawloop.agent.harness import HarnessConfig, tools_for
+from clawloop.agent.harness import HarnessConfig, repeat_temperature, tools_for
 from clawloop.errors import ClawloopError
 from clawloop.io import atomic_path
 from clawloop.policy.types import Generation, Policy, SamplingParams
@@ -221,9 +221,9 @@ class LockstepScheduler:
 
     def resample_repeats(self, ready: list[_Run], gens: list[Generation]) -> list[Generation]:
         """The replies with each one that repeats its episode's last command drawn once more at
-        `harness.repeat_resample` (one batched generate for all of them); the new draw replaces it,
+        the harness's `repeat_resample` (or its learned edit) (one batched generate for all of them); the new draw replaces it,
         whatever it says. Both draws' tokens count."""
-        temperature = self.config.harness.repeat_resample
+        temperature = repeat_temperature(self.config.harness)
         if temperature is None:
             return gens
         again = [i for i, (r, g) in enumerate(zip(ready, gens, strict=True))

@@ -10,7 +10,9 @@ length, the turn and command-time budgets (downward only, see clawloop.training.
 descriptions, the system-template variant. The rule-based proposer reads the report and the
 trajectories: many format errors → the next format-hint variant and the explicit tool
 descriptions; many cut observations → twice the observation length (up to
-`max_observation_chars`); wrong results and premature submits → the `steps` system variant; many
+`max_observation_chars`); wrong results and premature submits → the `steps` system variant;
+ignored errors and premature submits → the submit check; loops (repeated_action) → a repeating
+reply drawn again at the probe's temperature; many
 max_turns / timeout endings while a budget sits below params.yaml's limit → back up to that limit
 (never past it).
 
@@ -42,6 +44,8 @@ Evaluate = Callable[[HarnessEdits], Outcomes]
 """Roll the policy out on the development split under these harness edits; per-task verdicts."""
 CUT_MARK = "characters cut ...]"
 """What sandbox.base.truncate_output leaves in an observation it cut."""
+REDRAW_TEMPERATURE = 0.7
+"""The repeat_resample a loop proposes: the probe's sampling temperature."""
 DEFAULT_OBSERVATION_CHARS = 2000
 """HarnessConfig.observation_chars's default (the length an edit doubles when none was learned)."""
 
@@ -143,6 +147,13 @@ def propose(report: CapabilityReport, episodes: Sequence[Mapping[str, Any]], cur
     if sloppy >= params.mode_share and current.system_template != "steps":
         add(f"wrong_result + premature_submit in {sloppy:.0%} of episodes: the steps system prompt",
             system_template="steps")
+    ignored = share.get("error_ignored", 0.0) + share.get("premature_submit", 0.0)
+    if ignored >= params.mode_share and not current.submit_check:
+        add(f"error_ignored + premature_submit in {ignored:.0%} of episodes: a note answers the first "
+            "submit after a failed command", submit_check=True)
+    if share.get("repeated_action", 0.0) >= params.mode_share and current.repeat_resample is None:
+        add(f"repeated_action in {share['repeated_action']:.0%} of episodes: a reply that repeats the last "
+            f"command is drawn again at temperature {REDRAW_TEMPERATURE}", repeat_resample=REDRAW_TEMPERATURE)
     if (share.get("max_turns", 0.0) >= params.mode_share and current.max_turns is not None
             and limits.max_turns is not None and current.max_turns < limits.max_turns):
         add(f"max_turns ended {share['max_turns']:.0%} of episodes: the turn budget back to "
