@@ -38,7 +38,14 @@ from clawloop.agent.harness import (
     submit_check_on,
     tools_for,
 )
-from clawloop.agent.tool_calls import FormatError, assistant_message, clean_text, parse_reply, tool_message
+from clawloop.agent.tool_calls import (
+    FormatError,
+    ParsedCall,
+    assistant_message,
+    clean_text,
+    parse_reply,
+    tool_message,
+)
 from clawloop.errors import ClawloopError
 from clawloop.policy.types import Generation
 from clawloop.tasks.environment import TaskEnvironment
@@ -129,8 +136,7 @@ class EpisodeState:
         stored = text if len(text) <= limit else text[:limit]
         rec = Step(step=len(self.steps), content=stored, tokens=gen.completion_tokens)
         self.steps.append(rec)
-        names = tuple(t["function"]["name"] for t in self.tools)
-        parsed = parse_reply(text, max_chars=limit, tools=names, lenient=self.config.lenient_calls)
+        parsed = self._parse(text)
         if isinstance(parsed, FormatError):
             return self._on_format_error(parsed, rec, stored)
         self._streak = 0
@@ -157,21 +163,31 @@ class EpisodeState:
         first submit, when no command ran yet or the last one failed), or None."""
         if not submit_check_on(self.config) or self._submit_checked:
             return None
-        last = next((s for s in reversed(self.steps) if s.command is not None), None)
+        last = self._last_ran(self.steps)
         if last is not None and last.exit_code == 0 and not last.timed_out:
             return None
         self._submit_checked = True
-        return submit_check_note(None if last is None else (last.exit_code if last.exit_code is not None else -1))
+        if last is None:
+            return submit_check_note(None)
+        return submit_check_note(last.exit_code if last.exit_code is not None else -1)
 
     def repeats(self, gen: Generation) -> bool:
         """Whether the reply `gen` is a bash call of exactly the last command this episode ran."""
-        last = next((s.command for s in reversed(self.steps) if s.command is not None), None)
+        last = self._last_ran(self.steps)
         if last is None or self.done:
             return False
+        parsed = self._parse(clean_text(gen.text))
+        return not isinstance(parsed, FormatError) and parsed.name == "bash" and parsed.command == last.command
+
+    def _parse(self, text: str) -> ParsedCall | FormatError:
+        """The call in a cleaned reply, against this episode's tools and the harness's leniency."""
         names = tuple(t["function"]["name"] for t in self.tools)
-        parsed = parse_reply(clean_text(gen.text), max_chars=self.config.max_reply_chars, tools=names,
-                             lenient=self.config.lenient_calls)
-        return not isinstance(parsed, FormatError) and parsed.name == "bash" and parsed.command == last
+        return parse_reply(text, max_chars=self.config.max_reply_chars, tools=names, lenient=self.config.lenient_calls)
+
+    @staticmethod
+    def _last_ran(steps: list[Step]) -> Step | None:
+        """The last of `steps` that ran a command."""
+        return next((s for s in reversed(steps) if s.command is not None), None)
 
     def _on_format_error(self, error: FormatError, rec: Step, stored: str) -> None:
         """A reply without a valid call: the end without a submit tool, else a hint or the end."""
@@ -197,8 +213,8 @@ class EpisodeState:
         rec = self.steps[-1]
         timeout = self.command_timeout()
         limit = harness_edits(self.config).observation_chars or self.config.observation_chars
-        last = next((s.command for s in reversed(self.steps[:-1]) if s.command is not None), None)
-        repeated = self.config.repeat_note and last == rec.command
+        last = self._last_ran(self.steps[:-1])
+        repeated = self.config.repeat_note and last is not None and last.command == rec.command
         obs = format_observation(result, limit=limit, timeout_s=timeout, repeated=repeated,
                                  submit_tool=self.config.submit_tool)
         rec.exit_code, rec.output, rec.timed_out, rec.duration_s = (

@@ -220,9 +220,9 @@ class LockstepScheduler:
         list(self.cmds.map(Episode.step, [r.episode for r in ready], gens))
 
     def resample_repeats(self, ready: list[_Run], gens: list[Generation]) -> list[Generation]:
-        """The replies with each one that repeats its episode's last command drawn once more at
-        the harness's `repeat_resample` (or its learned edit) (one batched generate for all of them); the new draw replaces it,
-        whatever it says. Both draws' tokens count."""
+        """`gens`, where a reply repeats its episode's last command, drawn once more at the harness's
+        `repeat_resample` (or its learned edit): one batched generate for all such rows, the new
+        draw replacing the old whatever it says. Both draws' tokens count."""
         temperature = repeat_temperature(self.config.harness)
         if temperature is None:
             return gens
