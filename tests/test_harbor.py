@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.dockerfile_lite import parse_dockerfile
+from clawloop.tasks.dockerfile_lite import DEFAULT_WORKDIR, parse_dockerfile
 from clawloop.tasks.harbor import find_task_dirs, load_harbor_task
 from clawloop.tasks.harbor_export import export_harbor_task, export_tasks, task_name
 from clawloop.tasks.shell_lite import Runtime, check_script, shell_segments
@@ -309,3 +309,39 @@ def test_python_that_does_not_switch_users_is_not_flagged(tmp_path: Path, text: 
     d = _copy_fixture(tmp_path)
     (d / "tests" / "test_outputs.py").write_text(text)
     assert load_harbor_task(d).needs_image is None
+
+
+# ------------------------------------------------------------------ Harbor fidelity (issue #51 E)
+FIDELITY = Path(__file__).parent / "fixtures" / "harbor-fidelity"
+
+
+@pytest.mark.parametrize(("text", "workdir", "copied"), [
+    ("FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nCOPY a.txt .\n", "/app", "/app/a.txt"),
+    ("FROM --platform=linux/amd64 ghcr.io/laude-institute/t-bench/ubuntu-24-04@sha256:ab AS b\nCOPY a.txt .\n",
+     "/app", "/app/a.txt"),
+    ("ARG BASE=ghcr.io/laude-institute/t-bench/python-3-13:latest\nFROM $BASE\nWORKDIR src\nCOPY a.txt .\n",
+     "/app/src", "/app/src/a.txt"),
+    ("FROM python:3.13-slim\nCOPY a.txt .\n", DEFAULT_WORKDIR, "/a.txt"),  # sets no WORKDIR: as before
+])
+def test_a_known_base_images_workdir_starts_the_build(text: str, workdir: str, copied: str) -> None:
+    lr = _lite(text, {"a.txt": "x"})
+    assert lr.workdir == workdir and set(lr.files) == {copied}
+
+
+def _run_both(task):  # noqa: ANN001, ANN202
+    import sandbox
+    from clawloop.tasks.episode import run_episode
+
+    if why := sandbox.unavailable_reason("bwrap"):
+        pytest.skip(f"bwrap backend unavailable: {why}")
+    return run_episode(task, "oracle", "bwrap"), run_episode(task, "noop", "bwrap")
+
+
+def test_a_task_on_a_terminal_bench_base_works_in_its_workdir() -> None:
+    """FROM a Terminal-Bench base, no WORKDIR line: the relative COPY, the solution and test.sh
+    all assume /app, the base image's WORKDIR (before: /workspace, and the oracle failed)."""
+    task = load_harbor_task(FIDELITY / "tbench-base-workdir")
+    assert task.workdir == "/app" and "/app/inventory.csv" in task.files and task.needs_image is None
+    oracle, noop = _run_both(task)
+    assert oracle.outcome == "passed", (oracle.reason, oracle.verifier_output)
+    assert noop.outcome == "failed", (noop.reason, noop.verifier_output)

@@ -7,7 +7,8 @@ packages and the host's binaries): satisfied ones are dropped; with `layers`, ap
 packages the runtime lacks are recorded for environment layers (sandbox/layers.py, built from
 the registries at run time); anything else unsatisfied (or that needs the network) sets
 `needs_image` with the reason, and the task runs only on docker.
-FROM is recorded; CMD, EXPOSE, USER, LABEL and friends have no effect here.
+FROM is recorded, and a base image known to set a WORKDIR (`BASE_WORKDIRS`) starts the build
+there, as Docker does; CMD, EXPOSE, USER, LABEL and friends have no effect here.
 """
 
 from __future__ import annotations
@@ -41,7 +42,14 @@ TASK_FAULT = " (`docker build` of that context fails on this line too: the task'
 """Said of a COPY whose source is not in the build context: Harbor builds environment/ (a
 Terminal-Bench 1 task: its own dir), so Docker refuses the same line; clawloop is not the cause."""
 DEFAULT_WORKDIR = "/workspace"
-"""Task.workdir when the Dockerfile sets no WORKDIR."""
+"""Task.workdir when neither the Dockerfile nor its base image sets a WORKDIR."""
+BASE_WORKDIRS: tuple[tuple[str, str], ...] = (
+    ("ghcr.io/laude-institute/t-bench/", "/app"),
+)
+"""(image name prefix, WORKDIR) of base images known to set one. Terminal-Bench's bases
+(python-3-13, ubuntu-24-04, ...: terminal-bench docker/base-images) end in `WORKDIR /app`, and
+tasks built on them say nothing more: their `COPY x .`, solution and tests assume /app. Only an
+image's own name decides (a tag or digest does not move its WORKDIR)."""
 
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "USER", "LABEL", "MAINTAINER", "HEALTHCHECK",
             "STOPSIGNAL", "SHELL", "VOLUME", "ONBUILD"}
@@ -104,6 +112,14 @@ def _logical_lines(text: str) -> list[tuple[int, str, str]]:
         consumed = i - 1
         out.append((s["startline"] + 1, kw, joined))
     return out
+
+
+def base_workdir(image: str | None) -> str | None:
+    """The WORKDIR a known base image sets (`BASE_WORKDIRS`), else None."""
+    if not image:
+        return None
+    name = image.split("@", 1)[0].lower()
+    return next((wd for prefix, wd in BASE_WORKDIRS if name.startswith(prefix)), None)
 
 
 def _expand(value: str, variables: dict[str, str]) -> str:
@@ -272,7 +288,11 @@ class _Build:
         if kw == "FROM":
             self.froms += 1
             if self.froms == 1:
-                lr.base_image = rest.split()[0] if rest else None
+                words = [w for w in rest.split() if not w.startswith("--")]  # --platform=...
+                lr.base_image = _expand(words[0], self.variables) if words else None
+                wd = base_workdir(lr.base_image)
+                if wd is not None:  # the image's WORKDIR: where relative COPYs, RUNs and the task start
+                    self.cur_wd = lr.workdir = wd
             else:
                 lr.needs_image = lr.needs_image or f"{at}: multi-stage build"
         elif kw == "ARG":
