@@ -14,7 +14,7 @@ as they finish, so a node that dies later takes none of the finished ones with i
 Connecting (`ray_session`): a driver already connected (`ray.is_initialized()`) is used as is;
 otherwise `address` (or `$RAY_ADDRESS`) joins that cluster, and with neither, the cluster that
 `ray start` runs on this machine is joined (when its head answers), else a local one is started
-with `num_cpus` CPUs (default: `jobs`) and shut down afterwards. A cluster started with token
+with `num_cpus` CPUs (default: `jobs`), listening on loopback only, and shut down afterwards. A cluster started with token
 authentication (Ray's default) wants `RAY_AUTH_MODE=token` and its token (~/.ray/auth_token or
 `$RAY_AUTH_TOKEN`) on every node and driver that joins it. Every node needs the same
 checkout and venv at the same path (Ray runs this package there), and the sandbox backend
@@ -124,7 +124,8 @@ def ray_session(params: ExecutorParams | None = None, jobs: int = 2) -> Iterator
             # a cluster on loopback addresses (one machine): this driver's node is there too
             ray.init(address=address, **({"_node_ip_address": host} if host.startswith("127.") else {}), **quiet)
         else:
-            ray.init(address="local", num_cpus=params.num_cpus or jobs, _node_ip_address="127.0.0.1", **quiet)
+            with _loopback_node_ip():
+                ray.init(address="local", num_cpus=params.num_cpus or jobs, _node_ip_address="127.0.0.1", **quiet)
     except (ConnectionError, RuntimeError, ValueError) as e:
         first = str(e).splitlines()[0] if str(e) else repr(e)
         raise ClawloopError(f"executor: ray: cannot join or start a cluster (address {address}): {first}") from None
@@ -132,6 +133,32 @@ def ray_session(params: ExecutorParams | None = None, jobs: int = 2) -> Iterator
         yield
     finally:
         ray.shutdown()  # a driver's disconnect; it stops the cluster only when this process started it
+
+
+@contextlib.contextmanager
+def _loopback_node_ip() -> Iterator[None]:
+    """A cluster started here listens on loopback only: nothing else needs to reach it.
+
+    Ray (2.60) rewrites a node IP of 127.0.0.1 to the machine's reachable address
+    (`services.resolve_ip_for_localhost`), and its GCS, raylet and workers then listen on every
+    interface (`ss -ltnp`: `*:PORT`). With its switch for machines that run no clusters (macOS,
+    Windows: `ray_constants.ENABLE_RAY_CLUSTER` off) the node IP stays 127.0.0.1, and every
+    listener binds 127.0.0.1. Flipped for `ray.init` only; the processes started get the address
+    on their command lines. A Ray without the switch starts as it always did."""
+    try:
+        from ray._private import ray_constants
+    except ImportError:
+        yield
+        return
+    before = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    if before is None:
+        yield
+        return
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
 
 
 def _started_here() -> str | None:

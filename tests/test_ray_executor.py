@@ -103,6 +103,26 @@ def _outcomes(records: list[Any]) -> dict[str, tuple[str, float | None]]:
 # -------------------------------------------------------------------------- one local node
 @pytest.mark.usefixtures("local_ray")
 class TestLocalCluster:
+    def test_the_local_cluster_listens_on_loopback_only(self) -> None:
+        """Ray turned the 127.0.0.1 asked for into the machine's address, and its GCS, raylet and
+        workers listened on every interface (issue #51): a host on the network reached them."""
+        import ipaddress
+
+        import psutil
+
+        me = psutil.Process()
+        pids = {me.pid, *(c.pid for c in me.children(recursive=True))}
+        listening = [c.laddr for c in psutil.net_connections(kind="inet")
+                     if c.status == psutil.CONN_LISTEN and c.pid in pids]
+
+        def loopback(ip: str) -> bool:
+            addr = ipaddress.ip_address(ip)
+            mapped = getattr(addr, "ipv4_mapped", None)
+            return (mapped or addr).is_loopback
+
+        assert len(listening) >= 2, listening  # at least the GCS and the raylet
+        assert [a for a in listening if not loopback(a.ip)] == [], listening
+
     def test_eval_pass_sets_match_local(self, backend: str) -> None:
         from clawloop.evaluation import EvalConfig, evaluate
 

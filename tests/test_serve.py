@@ -126,7 +126,8 @@ def test_openai_policy_through_the_server_batches_concurrent_requests(served: tu
 
 def test_the_server_refuses_bad_requests(served: tuple[str, Recorder]) -> None:
     base, _ = served
-    post = lambda body: httpx.post(base + "/chat/completions", content=body)  # noqa: E731
+    post = lambda body: httpx.post(base + "/chat/completions", content=body,  # noqa: E731
+                                   headers={"Content-Type": "application/json"})
     for body, code in [(b"{", "invalid_json"), (b"[]", "invalid_request"),
                        (json.dumps({"messages": []}).encode(), "invalid_request"),
                        (json.dumps({"messages": [{"role": "user", "content": "x"}], "stream": True}).encode(),

@@ -23,9 +23,18 @@ def serve(
     threads: int = typer.Option(None, help="CPU threads for generation (default: half the cores)."),
     name: str = typer.Option(None, help="Model id to report (default: the model directory's name)."),
     policy_sets: list[str] = typer.Option([], "--policy-set", help=POLICY_SET_HELP),
+    allow_host: list[str] = typer.Option([], "--allow-host", help="A host name clients may call this server by, "
+                                         "besides 127.0.0.1, localhost and [::1] (Host and Origin are checked "
+                                         "against these); repeatable."),
+    token: str = typer.Option(None, envvar="CLAWLOOP_SERVE_TOKEN", show_default=False,
+                              help="Require `Authorization: Bearer TOKEN` on every request (better from "
+                                   "$CLAWLOOP_SERVE_TOKEN than the command line, which other users see; a "
+                                   "client sets it with --policy-set openai.api_key_env=CLAWLOOP_SERVE_TOKEN)."),
 ) -> None:
     """Serve MODEL at /v1/chat/completions (OpenAI wire format, tools in, tool_calls out), batching
-    concurrent requests into one generate call; Ctrl-C or SIGTERM stops it."""
+    concurrent requests into one generate call; Ctrl-C or SIGTERM stops it. Requests must be
+    `application/json` and name this server in Host (and Origin, when sent): a web page cannot
+    drive it."""
     spec = parse_spec(model)
     if spec.backend == "openai":
         raise ClawloopError(f"{model}: serve a local policy (DIR, hf:, llamacpp:, auto:, vllm:), not an endpoint")
@@ -33,7 +42,7 @@ def serve(
     if threads is not None:
         spec.hf.engine.threads = spec.llamacpp.threads = threads
     config = ServeConfig(host=host, port=port, window_ms=window_ms, max_wait_ms=max_wait_ms,
-                         max_batch=max_batch, model_name=name)
+                         max_batch=max_batch, model_name=name, allowed_hosts=allow_host, token=token or None)
     policy = load_policy(spec)
     try:
         server = make_server(policy, config)
@@ -44,7 +53,8 @@ def serve(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    print(f"serving {model} as {server.model!r} at {url(server)}", flush=True)
+    auth = " (bearer token required)" if config.token else ""
+    print(f"serving {model} as {server.model!r} at {url(server)}{auth}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

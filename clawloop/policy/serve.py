@@ -12,10 +12,19 @@ last), so a lockstep rollout's step, sent as concurrent requests, is generated a
 prompt over the model's context is refused with `context_length_exceeded` (HTTP 400), as OpenAI
 and vLLM do. GET /v1/models lists the one model; GET /health gives request and batch counts.
 Streaming and n > 1 are refused (HTTP 400).
+
+Only this machine's own clients are served, browsers included, which fetch whatever a page
+tells them: a web page may POST `text/plain` to any address without asking (no CORS preflight),
+and a DNS name rebound to 127.0.0.1 lets a page read the answers. So a POST must say
+`Content-Type: application/json` (which a page cannot send cross-origin without a preflight,
+and this server answers none), every request must name this server in `Host`
+(127.0.0.1, localhost or [::1] with its port, or a name in `allowed_hosts`), and an `Origin`, when
+a browser sends one, must be that too. `token` adds a bearer token for machines with other users.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import queue
 import threading
@@ -25,6 +34,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -49,6 +59,24 @@ class ServeConfig(BaseModel):
     """Most conversations in one generate call."""
     model_name: str | None = None
     """The model id reported (None: the policy's policy_id); requests may name any model."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Host names accepted in Host and Origin besides 127.0.0.1, localhost and [::1] (and `host`
+    itself when it is one address): what clients on other machines call this one."""
+    token: str | None = None
+    """When set, every request must carry `Authorization: Bearer TOKEN`."""
+
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+_WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def _host_port(value: str) -> tuple[str, int | None] | None:
+    """(host, port) of a Host header value ("[::1]:8000", "localhost"); None when malformed."""
+    try:
+        parts = urlsplit(f"//{value}")
+        return (parts.hostname or "").lower(), parts.port
+    except ValueError:  # a bad port, an unclosed bracket
+        return None
 
 
 class BadRequest(Exception):
@@ -187,7 +215,40 @@ class _Handler(BaseHTTPRequestHandler):
         kind = "invalid_request_error" if status < 500 else "server_error"
         self._send(status, {"error": {"message": message, "type": kind, "code": code}})
 
+    def _refused(self) -> bool:
+        """Answer and return True when the request does not come from a client of this server
+        (see the module doc): a foreign Host or Origin, a missing or wrong token."""
+        config = self.server.config
+        names = {*LOCAL_HOSTS, *(h.lower() for h in config.allowed_hosts)}
+        if config.host not in _WILDCARDS:
+            names.add(config.host.lower().strip("[]"))
+        port = self.server.server_address[1]
+        hp = _host_port(self.headers.get("Host") or "")
+        if hp is None or hp[0] not in names or (hp[1] or 80) != port:
+            self._error(403, f"Host {self.headers.get('Host')!r}: not this server (DNS rebinding?)", "forbidden_host")
+            return True
+        origin = self.headers.get("Origin")
+        if origin is not None:
+            try:
+                o = urlsplit(origin)
+                ok = o.scheme in ("http", "https") and (o.hostname or "").lower() in names and (
+                    o.port or (443 if o.scheme == "https" else 80)) == port
+            except ValueError:
+                ok = False
+            if not ok:  # a page elsewhere (or "null": a file or sandboxed frame) drives a browser here
+                self._error(403, f"Origin {origin!r}: cross-origin requests are refused", "forbidden_origin")
+                return True
+        if config.token is not None:
+            sent = self.headers.get("Authorization") or ""
+            scheme, _, value = sent.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), config.token.encode()):
+                self._error(401, "a bearer token is required (Authorization: Bearer TOKEN)", "invalid_api_key")
+                return True
+        return False
+
     def do_GET(self) -> None:
+        if self._refused():
+            return
         path = self.path.split("?")[0].rstrip("/")
         if path in ("/v1/models", "/models"):
             self._send(200, {"object": "list", "data": [{"id": self.server.model, "object": "model",
@@ -199,10 +260,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?")[0].rstrip("/")
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self.close_connection = True  # the body's end is unknown: the connection cannot be reused
+            self._error(400, "Content-Length: not a byte count", "invalid_request")
+            return
         raw = self.rfile.read(length) if length else b""
+        if self._refused():
+            return
         if path not in ("/v1/chat/completions", "/chat/completions"):
             self._error(404, f"{path}: not found (POST /v1/chat/completions)", "not_found")
+            return
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json":  # text/plain is what a web page may send without asking
+            self._error(415, f"Content-Type {ctype or '(none)'!r}: expected application/json", "unsupported_media_type")
             return
         try:
             conversation, sampling, tools = parse_request(json.loads(raw or b"null"))
@@ -228,6 +302,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     batcher: Batcher
     model: str
+    config: ServeConfig
 
     def server_close(self) -> None:
         super().server_close()
@@ -240,6 +315,7 @@ def make_server(policy: Policy, config: ServeConfig | None = None) -> _Server:
     config = config or ServeConfig()
     server = _Server((config.host, config.port), _Handler)
     server.batcher = Batcher(policy, config)
+    server.config = config
     server.model = config.model_name or str(getattr(policy, "policy_id", "clawloop"))
     return server
 

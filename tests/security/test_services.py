@@ -9,14 +9,23 @@ traceback, and nothing deleted.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from clawloop.errors import ClawloopError
 from clawloop.io import write_jsonl
+from clawloop.policy.openai import OpenAIPolicy
+from clawloop.policy.serve import ServeConfig, make_server, url
+from clawloop.policy.types import Generation, OpenAIPolicyConfig, SamplingParams
 from clawloop.viewer import write_viewer
 from clawloop.viewer.write import MARKER
 
@@ -88,3 +97,80 @@ def test_view_out_replaces_its_own_viewer(records: Path, tmp_path: Path) -> None
     assert (site / "keep.txt").read_text() == "x"
     write_viewer([("g", records)], tmp_path / "new" / "site")  # missing: made
     assert (tmp_path / "new" / "site" / MARKER).is_file()
+
+
+# ------------------------------------------------------- 13: serve answers any web page
+class Counting:
+    """A policy that counts the conversations it was asked to answer."""
+
+    policy_id = "counting"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def generate(self, conversations: list[Any], sampling: Any, *, tools: Any = None) -> list[Generation]:
+        self.asked += len(conversations)
+        return [Generation("secret answer", 1, 2) for _ in conversations]
+
+
+@contextmanager
+def serving(**config: Any) -> Iterator[tuple[str, int, Counting]]:
+    policy = Counting()
+    server = make_server(policy, ServeConfig(port=0, window_ms=0, max_wait_ms=0, **config))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield url(server), server.server_address[1], policy
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+BODY = json.dumps({"messages": [{"role": "user", "content": "rm -rf ~"}]})
+
+
+def test_serve_refuses_what_a_web_page_can_send() -> None:
+    """A page's fetch(…, {method: "POST", body}) goes out as text/plain with no preflight; a DNS
+    name rebound to 127.0.0.1 reaches the server with a foreign Host (and Origin) and can read the
+    answer. Neither is answered, and the model is never asked."""
+    with serving() as (base, port, policy):
+        post = base + "/chat/completions"
+        r = httpx.post(post, content=BODY, headers={"Content-Type": "text/plain;charset=UTF-8",
+                                                    "Origin": "http://127.0.0.1:" + str(port)})
+        assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type"
+        r = httpx.post(post, content=BODY)  # no Content-Type at all
+        assert r.status_code == 415
+        json_headers = {"Content-Type": "application/json"}
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{port + 1}", f"127.0.0.1.evil.example:{port}"):
+            r = httpx.post(post, content=BODY, headers={**json_headers, "Host": host})
+            assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden_host", host
+            assert httpx.get(base + "/models", headers={"Host": host}).status_code == 403
+        for origin in ("http://evil.example", f"http://evil.example:{port}", "null", f"http://localhost:{port + 1}"):
+            r = httpx.post(post, content=BODY, headers={**json_headers, "Origin": origin})
+            assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden_origin", origin
+        assert policy.asked == 0
+        # this machine's clients, by any of its local names (a browser on a local page included)
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"):
+            r = httpx.post(post, content=BODY, headers={"Content-Type": "application/json; charset=utf-8",
+                                                        "Host": host, "Origin": f"http://{host}"})
+            assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "secret answer", host
+        assert policy.asked == 3
+    with serving(allowed_hosts=["gpu-box.lan"]) as (base, port, _):
+        r = httpx.post(base + "/chat/completions", content=BODY,
+                       headers={"Content-Type": "application/json", "Host": f"gpu-box.lan:{port}"})
+        assert r.status_code == 200
+
+
+def test_serve_bearer_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a token, a local process without it (another user's, or a page that got past the
+    rest) gets nothing; OpenAIPolicy sends it from the environment variable it is told."""
+    with serving(token="s3cret") as (base, _port, policy):
+        post = base + "/chat/completions"
+        for auth in (None, "Bearer wrong", "Basic s3cret", "Bearer"):
+            r = httpx.post(post, content=BODY, headers={"Content-Type": "application/json",
+                                                        **({"Authorization": auth} if auth else {})})
+            assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key", auth
+        assert httpx.get(base + "/health").status_code == 401 and policy.asked == 0
+        monkeypatch.setenv("CLAWLOOP_SERVE_TOKEN", "s3cret")
+        client = OpenAIPolicy("m", OpenAIPolicyConfig(base_url=base, api_key_env="CLAWLOOP_SERVE_TOKEN", retries=0))
+        assert client.generate([[{"role": "user", "content": "hi"}]], SamplingParams())[0].text == "secret answer"
+        client.close()
