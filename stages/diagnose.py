@@ -1,10 +1,12 @@
 """Stage `diagnose@N`: DuckDB over the iteration's rollouts → the capability report.
 
-    python -m stages.diagnose --iteration 1 --eval runs/iter-1/eval \
+    python -m stages.diagnose --iteration 1 --eval runs/iter-1/eval runs/iter-1/validated/probe \
         --pool runs/iter-1/validated/valid.jsonl \
         --previous runs/iter-0/diagnosis/diagnosis.json --out runs/iter-1/diagnosis
 
-Writes diagnosis.json (read by the next synthesis), report.md and a pass-rate heatmap.
+Writes diagnosis.json (read by the next synthesis), report.md and a pass-rate heatmap. The cells
+and recommendations rest on the held-in episodes only (the pool sample and the probe); held-out
+suites appear in the per-suite figures and never steer synthesis or training.
 """
 
 from pathlib import Path
@@ -12,21 +14,28 @@ from pathlib import Path
 from clawloop.diagnosis.diagnose import diagnose, write_report
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
+from clawloop.trajectory import HELD_IN_SUITES
 
 
 def main(params: Params) -> None:
     ap = stage_parser()
-    ap.add_argument("--eval", type=Path, required=True, help="rollout trajectories of this iteration")
+    ap.add_argument("--eval", type=Path, nargs="+", required=True,
+                    help="rollout trajectories of this iteration (the evaluation, the probe)")
     ap.add_argument("--pool", type=Path, help="validated pool, for diversity figures")
     ap.add_argument("--previous", type=Path, help="previous iteration's diagnosis.json")
     args = ap.parse_args()
 
-    report = diagnose([args.eval], previous=args.previous, pool=args.pool, iteration=args.iteration,
-                      params=params.diagnosis.options)
+    # A probe that rolled out nothing (no task kept) leaves no episode parts: nothing to read there.
+    rollouts = [p for p in args.eval if not p.is_dir() or any(p.rglob("episodes*.parquet"))]
+    for p in sorted(set(args.eval) - set(rollouts)):
+        print(f"[diagnose] {p}: no episodes, skipped")
+    report = diagnose(rollouts, previous=args.previous, pool=args.pool, iteration=args.iteration,
+                      params=params.diagnosis.options, evidence_suites=HELD_IN_SUITES)
     with output_dir(args.out) as tmp:
         write_report(report, tmp)
     print(f"[diagnose] iteration {args.iteration}: {report.episodes} episodes, "
-          f"pass rate {report.pass_rate:.3f}, {len(report.recommendations)} recommendations")
+          f"pass rate {report.pass_rate:.3f}, {sum(c.episodes for c in report.cells)} held-in graded episodes "
+          f"behind {len(report.recommendations)} recommendations")
 
 
 if __name__ == "__main__":

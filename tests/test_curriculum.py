@@ -11,6 +11,8 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from clawloop.cli import app  # importing the CLI registers every command
+from clawloop.diagnosis.params import DiagnosisParams
+from clawloop.diagnosis.report import recommend
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, load_report
 from clawloop.errors import ClawloopError
 from clawloop.stats import wilson_interval
@@ -28,8 +30,11 @@ def cell(skill: str, level: int, passes: int, episodes: int) -> CellStats:
                      pass_rate=passes / episodes, ci_low=lo, ci_high=hi)
 
 
-def report(*cells: CellStats, modes: list[FailureModeStats] | None = None) -> CapabilityReport:
-    return CapabilityReport(iteration=1, cells=list(cells), failure_modes=modes or [])
+def report(*cells: CellStats, modes: list[FailureModeStats] | None = None,
+           params: DiagnosisParams | None = None) -> CapabilityReport:
+    """A report whose recommendations come from its cells by the diagnosis's rule, as a real one's do."""
+    recs = recommend(list(cells), modes or [], params or DiagnosisParams(), [], {})
+    return CapabilityReport(iteration=1, cells=list(cells), failure_modes=modes or [], recommendations=recs)
 
 
 def levels_of(p, skill: str) -> dict[int, int]:
@@ -70,8 +75,9 @@ def test_raise_hold_lower() -> None:
 
 
 def test_thin_cells_carry_no_decision() -> None:
-    p = plan(report(cell("files", 3, 3, 3)), 100, CurriculumParams(min_episodes=4))
+    p = plan(report(cell("files", 3, 3, 3), params=DiagnosisParams(min_episodes=4)), 100, CurriculumParams())
     assert p.decisions["files"].action == "start"
+    assert p.decisions["files"].target_level == 1 and "fewer than 4" in p.decisions["files"].reason
 
 
 def test_budget_follows_weakness_with_a_floor() -> None:
@@ -211,3 +217,15 @@ def test_grounded_routines_read_a_bad_report_as_a_one_line_error(tmp_path: Path)
                                        "--report", str(bad), "--out", str(tmp_path / "p.jsonl")])
         assert isinstance(res.exception, ClawloopError), res.output
         assert re.search(needle, str(res.exception)), res.exception
+
+
+def test_the_plan_follows_the_report_it_never_decides_again() -> None:
+    """One rule: what the report recommends is what the plan does, even against the cells (a report
+    made with stricter thresholds than the defaults holds where the defaults would raise)."""
+    strict = DiagnosisParams(raise_ci_low=0.95)
+    r = report(cell("files", 2, 20, 20), params=strict)
+    assert r.recommendations[0].action == "hold"
+    p = plan(r, 100, CurriculumParams())
+    assert p.decisions["files"].action == "hold" and p.decisions["files"].target_level == 2
+    assert p.decisions["files"].reason == r.recommendations[0].reason
+    assert plan(report(cell("files", 2, 20, 20)), 100, CurriculumParams()).decisions["files"].target_level == 3

@@ -155,27 +155,28 @@ def test_recommendations() -> None:
         _cell("floor", 1, 20, 0),                          # cannot go below 1
         _cell("mid", 2, 10, 5),                            # learnable → hold
         _cell("top", 5, 12, 12),                           # reliable at max_level → hold
-        _cell("few", 1, 2, 2),                             # too few to be sure → hold
+        _cell("few", 1, 2, 2),                             # too few to be sure (< min_episodes) → expand
     ]
     recs = {r.skill: r for r in recommend(cells, [], params, ["up", "down", "floor", "mid", "top", "few", "err"],
                                            {"new": 2})}
     got = {s: (r.action, r.level) for s, r in recs.items()}
     assert got == {"up": ("raise", 4), "down": ("lower", 1), "floor": ("lower", 1), "mid": ("hold", 2),
-                   "top": ("hold", 5), "few": ("hold", 1), "err": ("hold", 1), "new": ("expand", 2)}
+                   "top": ("hold", 5), "few": ("expand", 1), "err": ("expand", 1), "new": ("expand", 2)}
+    assert recs["up"].assessed_level == 3 and recs["up"].pass_rate == 1.0 and recs["few"].pass_rate is None
     assert "CI low" in recs["up"].reason
 
 
 def test_recommendation_rests_on_the_frontier_not_the_top_level() -> None:
-    """One held-out episode per level and skill (shell-core's shape): 0/1 everywhere is neither
-    reliable nor failing at any level, so the skill is held at level 1, not at level 5."""
+    """One episode per level and skill (shell-core's shape): too few anywhere to decide (the skill
+    is expanded at its start level, not held at level 5); a thin top cell does not decide either."""
     params = DiagnosisParams()
     sparse = [_cell("git", lvl, 1, 0) for lvl in range(1, 6)]
     mixed = [_cell("csv", 1, 12, 12), _cell("csv", 2, 10, 5), _cell("csv", 5, 1, 0)]
     failing_low = [_cell("json", 1, 20, 0), _cell("json", 3, 1, 1)]
     recs = {r.skill: r for r in recommend(sparse + mixed + failing_low, [], params, [], {})}
     got = {s: (r.action, r.level) for s, r in recs.items()}
-    assert got == {"git": ("hold", 1), "csv": ("hold", 2), "json": ("lower", 1)}
-    assert recs["git"].reason.startswith("level 1: 0/1 passed")
+    assert got == {"git": ("expand", 1), "csv": ("hold", 2), "json": ("lower", 1)}
+    assert "fewer than 4" in recs["git"].reason
 
 
 def test_pool_diversity_and_expand(rollout: Path, tmp_path: Path) -> None:
@@ -195,8 +196,9 @@ def test_pool_diversity_and_expand(rollout: Path, tmp_path: Path) -> None:
     assert d.mean_level == pytest.approx(2.0)
     recs = {x.skill: (x.action, x.level) for x in r.recommendations}
     assert recs["json"] == ("expand", 2) and recs["git"] == ("expand", 1)
-    # files: level 1 at 3/4 is not reliable yet, so the frontier is level 1, not the 0/2 level 2
-    assert recs["files"] == ("hold", 1) and recs["text"] == ("hold", 1)
+    # files: level 1 at 3/4 is not reliable yet and its 0/2 level 2 too thin to count: hold at 1;
+    # text has fewer than min_episodes graded episodes at every level: no evidence, expand
+    assert recs["files"] == ("hold", 1) and recs["text"] == ("expand", 1)
 
 
 def test_narrative_by_the_loop_model(rollout: Path) -> None:
@@ -299,7 +301,7 @@ def test_no_graded_episodes(tmp_path: Path) -> None:
     (out / "pass_rate.png").write_bytes(b"stale")
     r = diagnose([tmp_path / "r"], out_dir=out)
     assert (r.pass_rate, r.cells, r.mode_count("infra_error")) == (0.0, [], 1)
-    assert [(x.skill, x.action) for x in r.recommendations] == [("files", "hold")]
+    assert [(x.skill, x.action) for x in r.recommendations] == [("files", "expand")]  # ran, none graded
     assert sorted(p.name for p in out.iterdir()) == ["diagnosis.json", "report.md"]
 
 
@@ -326,3 +328,26 @@ def test_step_parts_written_before_the_format_column_still_read(rollout: Path, t
     r = diagnose([rollout], out_dir=tmp_path / "out")
     assert r.episodes == 9 and (r.lenient_calls, r.lenient_episodes) == (0, 0)
     check_trajectories(rollout)
+
+
+def test_held_out_episodes_never_steer(tmp_path: Path) -> None:
+    """The loop diagnoses over every rollout of the iteration, but only held-in episodes (the pool
+    sample, the probe) make cells, per-skill failure counts and recommendations: a held-out suite
+    where 'files' always fails must not lower it, nor turn on its knobs."""
+    from clawloop.trajectory import HELD_IN_SUITES
+
+    held_out = [episode_row(f"h{i}-0", suite="shell-core", skill="files", level=2) for i in range(12)]
+    probe = [episode_row(f"p{i}-0", suite="probe", skill="files", level=2, outcome="passed") for i in range(10)]
+    steps = [step_row(e["episode_id"], 0, "cat x") for e in held_out + probe]
+    write_trajectories(tmp_path / "eval" / "shell-core", held_out, steps[:12])
+    write_trajectories(tmp_path / "probe", probe, steps[12:])
+    runs = [tmp_path / "eval", tmp_path / "probe"]
+    everything = diagnose(runs)
+    assert [(c.skill, c.level, c.passes, c.episodes) for c in everything.cells] == [("files", 2, 10, 22)]
+    r = diagnose(runs, evidence_suites=HELD_IN_SUITES)
+    assert [(c.skill, c.level, c.passes, c.episodes) for c in r.cells] == [("files", 2, 10, 10)]
+    assert r.evidence_suites == list(HELD_IN_SUITES)
+    assert {s.suite: s.passes for s in r.suites} == {"probe": 10, "shell-core": 0}  # still reported
+    assert all(m.by_skill == {} for m in r.failure_modes)  # the 12 failures are held out
+    rec = r.recommendations[0]
+    assert (rec.skill, rec.action, rec.level, rec.assessed_level) == ("files", "raise", 3, 2)

@@ -36,7 +36,7 @@ def _write(tmp_path: Path, edit) -> Path:
     (lambda r: r["synthesis"].update(hindsight={"max_chnages": 3}), "synthesis.hindsight.max_chnages: unknown key"),
     (lambda r: r["synthesis"].update(proposer={"batch_size": 0}), "synthesis.proposer.batch_size"),
     (lambda r: r["model"].update(base="scratch-tiny", pretrain={"stpes": 1}), "model.bootstrap.pretrain.stpes"),
-    (lambda r: r["synthesis"]["curriculum"].update(raise_threshold=2), "synthesis.curriculum.raise_threshold"),
+    (lambda r: r["synthesis"]["curriculum"].update(floor_share=2), "synthesis.curriculum.floor_share"),
     (lambda r: r["diagnosis"]["options"].update(bogus=1), "diagnosis.options.bogus: unknown key"),
     (lambda r: r["rollout"].update(openai={"max_concurency": 4}), "rollout.openai.max_concurency"),
     (lambda r: r["rollout"].update(vllm={"kv_cache_gib": 0}), "rollout.vllm.kv_cache_gib"),

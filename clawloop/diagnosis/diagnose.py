@@ -69,19 +69,22 @@ def diagnose(
     params: DiagnosisParams | None = None,
     policy: Policy | None = None,
     sampling: SamplingParams | None = None,
+    evidence_suites: Sequence[str] | None = None,
 ) -> CapabilityReport:
     """Diagnose rollout directories / Parquet parts; write the report files into `out_dir` if given.
 
     `previous` is the previous iteration's diagnosis.json (trends and regressions), `pool` a pool
     JSONL (diversity figures, skills to expand), `policy` the loop model for the optional narrative
-    (used only when params.narrative is true).
+    (used only when params.narrative is true). The cells, per-skill failure counts and
+    recommendations read only the episodes of `evidence_suites` (None: all): the loop passes its
+    held-in suites, so no held-out episode steers synthesis or training.
     """
     params = params or DiagnosisParams()
     files = find_trajectories(trajectories)
     prev = load_report(previous) if isinstance(previous, str | Path) else previous
     diversity, pool_skills = pool_diversity(pool) if pool is not None else (None, None)
     figures = compute_figures(files, top_commands=params.top_commands, examples=params.examples,
-                              threads=params.threads)
+                              threads=params.threads, evidence_suites=evidence_suites)
     report = build_report(figures, params, previous=prev, diversity=diversity,
                           pool_skills=pool_skills, iteration=iteration)
     if params.narrative and policy is not None:

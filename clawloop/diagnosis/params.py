@@ -6,11 +6,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class DiagnosisParams(BaseModel):
-    """Thresholds of the report. The recommendation rule (per skill, at its top graded level L):
-
-    raise to L+1 when the Wilson low end of L's pass rate is >= raise_ci_low; lower to L-1 (not
-    below 1) when its high end is <= lower_ci_high; hold otherwise; expand skills with no episodes.
-    A curriculum reading the report should use the same thresholds.
+    """Thresholds of the report. The recommendation rule (`clawloop.diagnosis.report.decide_level`),
+    per skill over its cells with at least `min_episodes` graded episodes: a level whose Wilson high
+    end is <= lower_ci_high steps the skill back below it; else the top level L raises it to L+1
+    when its low end is >= raise_ci_low, and holds it at L when not; a skill without such a cell
+    is `expand`. The next synthesis plan follows these recommendations: there is no second rule.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -19,6 +19,8 @@ class DiagnosisParams(BaseModel):
     """Raise a skill's level when the Wilson 95% low end of its top level's pass rate reaches this."""
     lower_ci_high: float = Field(0.2, ge=0, le=1)
     """Lower a skill's level when the Wilson 95% high end of its top level's pass rate is at most this."""
+    min_episodes: int = Field(4, ge=1)
+    """A (skill, level) cell with fewer graded episodes carries no decision (too little evidence)."""
     max_level: int = Field(5, ge=1, le=10)
     """Highest level a recommendation may raise to (procedural generators have levels 1-5)."""
     regression_margin: float = Field(0.2, ge=0, le=1)

@@ -82,11 +82,15 @@ SELECT
 FROM episodes
 """
 
-# Pass statistics per (skill, level) over graded episodes.
+# The suites of the episodes (NULL read as '').
+ALL_SUITES_SQL = "SELECT DISTINCT coalesce(suite, '') FROM episodes ORDER BY 1"
+
+# Pass statistics per (skill, level) over graded episodes of the evidence suites. Bound: the list
+# of evidence suites.
 CELLS_SQL = """
 SELECT skill, level, count(*) AS episodes, count(*) FILTER (WHERE outcome = 'passed') AS passes
 FROM episodes
-WHERE outcome IN ('passed', 'failed')
+WHERE outcome IN ('passed', 'failed') AND list_contains(?::VARCHAR[], coalesce(suite, ''))
 GROUP BY skill, level
 ORDER BY skill, level
 """
@@ -106,8 +110,13 @@ TERMINATIONS_SQL = """
 SELECT coalesce(termination, '(none)'), count(*) FROM episodes GROUP BY 1 ORDER BY 1
 """
 
-# Skills seen in the episodes (graded or not), so that recommendations know every skill touched.
-SKILLS_SQL = "SELECT DISTINCT skill FROM episodes WHERE skill IS NOT NULL ORDER BY skill"
+# Skills seen in the evidence suites' episodes (graded or not), so that recommendations know every
+# skill touched. Bound: the list of evidence suites.
+SKILLS_SQL = """
+SELECT DISTINCT skill FROM episodes
+WHERE skill IS NOT NULL AND list_contains(?::VARCHAR[], coalesce(suite, ''))
+ORDER BY skill
+"""
 
 # Uses per command name: the first word (COMMAND_PATTERN) without its directory, extracted once per
 # distinct command text. Bound: COMMAND_PATTERN.
@@ -135,8 +144,13 @@ SELECT count(*) FROM episode_modes WHERE outcome IN ('failed', 'error') OR verif
 
 MODE_COUNTS_SQL = "SELECT mode, count(*) FROM episode_mode_long GROUP BY mode"
 
+# Per-skill counts steer synthesis (generator knobs): evidence suites only. Bound: their list.
 MODE_BY_SKILL_SQL = """
-SELECT mode, skill, count(*) FROM episode_mode_long GROUP BY mode, skill ORDER BY mode, skill
+SELECT m.mode, m.skill, count(*)
+FROM episode_mode_long m JOIN episodes e USING (episode_id)
+WHERE list_contains(?::VARCHAR[], coalesce(e.suite, ''))
+GROUP BY m.mode, m.skill
+ORDER BY m.mode, m.skill
 """
 
 # The first N episode ids (in id order) of each mode. Bound: N.
@@ -179,7 +193,7 @@ class Figures:
     iteration: int | None
     policy_id: str
     cells: list[tuple[str, int, int, int]]
-    """(skill, level, episodes, passes) over graded episodes."""
+    """(skill, level, episodes, passes) over graded episodes of the evidence suites."""
     suites: list[tuple[str, int, int]]
     outcomes: dict[str, int]
     terminations: dict[str, int]
@@ -193,6 +207,8 @@ class Figures:
     lenient_calls: int = 0
     """Replies whose one call was accepted without `<tool_call>` tags (a ```json fence, bare JSON)."""
     lenient_episodes: int = 0
+    evidence_suites: list[str] = field(default_factory=list)
+    """Suites the cells and per-skill counts are over (empty: all)."""
 
 
 def _parts(directory: Path, prefix: str) -> list[Path]:
@@ -343,20 +359,24 @@ def episode_modes(con: Any) -> dict[str, list[str]]:
 
 
 def compute_figures(
-    files: TrajectoryFiles, *, top_commands: int = 20, examples: int = 5, threads: int | None = None
+    files: TrajectoryFiles, *, top_commands: int = 20, examples: int = 5, threads: int | None = None,
+    evidence_suites: Sequence[str] | None = None,
 ) -> Figures:
-    """Run every query over the trajectories and return the figures of the report."""
+    """Run every query over the trajectories and return the figures of the report. The cells and
+    per-skill failure counts are over `evidence_suites` only (None: every suite)."""
     with trajectory_db(files, threads) as con, _read_errors(files):
         t = con.execute(TOTALS_SQL).fetchone()
         if not t or t[0] == 0:
             raise ClawloopError(f"{files.episodes[0]}: the trajectories contain no episodes")
+        evidence = (list(evidence_suites) if evidence_suites is not None
+                    else [r[0] for r in con.execute(ALL_SUITES_SQL).fetchall()])
         build_taxonomy(con)
         con.execute(COMMAND_NAMES_SQL, [COMMAND_PATTERN])
         total_cmds, vocab = con.execute(COMMAND_TOTALS_SQL).fetchone()
         modes = {m: ModeFigures(0, [], {}) for m in FAILURE_MODES}
         for mode, n in con.execute(MODE_COUNTS_SQL).fetchall():
             modes[mode].count = n
-        for mode, skill, n in con.execute(MODE_BY_SKILL_SQL).fetchall():
+        for mode, skill, n in con.execute(MODE_BY_SKILL_SQL, [evidence]).fetchall():
             modes[mode].by_skill[skill] = n
         for mode, eid in con.execute(MODE_EXAMPLES_SQL, [examples]).fetchall():
             modes[mode].examples.append(eid)
@@ -365,13 +385,14 @@ def compute_figures(
             episodes=t[0], passes=t[1], graded=t[2],
             mean_turns=float(t[3]), mean_tokens=float(t[4]), mean_prompt_tokens=float(t[5]),
             iteration=t[6], policy_id=t[7] or "",
-            cells=[tuple(r) for r in con.execute(CELLS_SQL).fetchall()],  # type: ignore[misc]
+            cells=[tuple(r) for r in con.execute(CELLS_SQL, [evidence]).fetchall()],  # type: ignore[misc]
             suites=[tuple(r) for r in con.execute(SUITES_SQL).fetchall()],  # type: ignore[misc]
             outcomes=dict(con.execute(OUTCOMES_SQL).fetchall()),
             terminations=dict(con.execute(TERMINATIONS_SQL).fetchall()),
-            skills=[r[0] for r in con.execute(SKILLS_SQL).fetchall()],
+            skills=[r[0] for r in con.execute(SKILLS_SQL, [evidence]).fetchall()],
             commands_total=total_cmds, command_vocabulary=vocab,
             top_commands=[tuple(r) for r in con.execute(TOP_COMMANDS_SQL, [top_commands]).fetchall()],  # type: ignore[misc]
             flagged=con.execute(FLAGGED_SQL).fetchone()[0],
             modes=modes, lenient_calls=lenient_calls, lenient_episodes=lenient_episodes,
+            evidence_suites=list(evidence_suites or []),
         )

@@ -56,6 +56,11 @@ def render_markdown(report: CapabilityReport, heatmap: str | None = HEATMAP_NAME
                        for s in r.suites])
 
     out += ["## Pass rate per skill × level", ""]
+    if r.evidence_suites:
+        n = sum(c.episodes for c in r.cells)
+        out += [f"Evidence: the {n} graded episodes of the held-in suites ({', '.join(r.evidence_suites)}); "
+                "held-out suites are counted above and never steer the cells, failure counts per skill "
+                "or recommendations.", ""]
     if heatmap and r.cells:
         out += [f"![pass rate per skill and level]({heatmap})", ""]
     out += _table(["skill", "level", "episodes", "passed", "pass rate", "95% CI", "previous", "Δ pts"],

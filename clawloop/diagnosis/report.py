@@ -10,6 +10,7 @@ from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.diagnosis.queries import Figures
 from clawloop.diagnosis.schema import (
     FAILURE_MODES,
+    Action,
     CapabilityReport,
     CellStats,
     CommandStats,
@@ -81,18 +82,34 @@ def _dominant_mode(modes: list[FailureModeStats], skill: str) -> str:
     return f"; dominant failure: {best.mode} ({best.by_skill[skill]})"
 
 
-def _judged_cell(cells: list[CellStats], params: DiagnosisParams) -> CellStats:
-    """The cell a skill's recommendation rests on: the top level when it is reliable (raise), else
-    the lowest failing level (lower), else the lowest level not yet reliable (hold). Judging by
-    the top level alone held every skill at level 5 on a suite with one level-5 episode per
-    skill (0/1 is neither reliable nor failing), even at 0 of 5 over all levels."""
-    by_level = sorted(cells, key=lambda c: c.level)
-    if by_level[-1].ci_low >= params.raise_ci_low:
-        return by_level[-1]
-    failing = [c for c in by_level if c.ci_high <= params.lower_ci_high]
+def decide_level(cells: list[CellStats], params: DiagnosisParams) -> tuple[Action, int, CellStats | None, str]:
+    """The curriculum's one rule for a skill: (action, level, deciding cell, why) from its cells.
+
+    Cells with fewer than `min_episodes` graded episodes carry no decision. Otherwise a failing
+    level (Wilson high end <= lower_ci_high; the lowest such) steps the skill back below it (to 1 at
+    the least: `lower` at level 1 says it fails even there); else
+    the top assessed level raises it one level when reliable (low end >= raise_ci_low) and holds it
+    there when not. The report's recommendations and the next synthesis plan are both this rule:
+    the plan reads the recommendations, it does not decide again."""
+    judged = sorted((c for c in cells if c.episodes >= params.min_episodes), key=lambda c: c.level)
+    if not judged:
+        n = sum(c.episodes for c in cells)
+        return "expand", 1, None, f"{n} graded episodes, fewer than {params.min_episodes} at every level"
+    top = judged[-1]
+    failing = [c for c in judged if c.ci_high <= params.lower_ci_high]
     if failing:
-        return failing[0]
-    return next(c for c in by_level if c.ci_low < params.raise_ci_low)
+        cell = failing[0]
+        return "lower", max(1, cell.level - 1), cell, f"{_figures(cell)}; CI high <= {params.lower_ci_high:.2f}"
+    if top.ci_low >= params.raise_ci_low:
+        if top.level >= params.max_level:
+            return "hold", top.level, top, f"{_figures(top)}; reliable at the top level {params.max_level}"
+        return "raise", top.level + 1, top, f"{_figures(top)}; CI low >= {params.raise_ci_low:.2f}"
+    return "hold", top.level, top, (f"{_figures(top)}; neither reliable (CI low < {params.raise_ci_low:.2f}) "
+                                    f"nor failing (CI high > {params.lower_ci_high:.2f})")
+
+
+def _figures(c: CellStats) -> str:
+    return f"level {c.level}: {c.passes}/{c.episodes} passed, 95% CI [{c.ci_low:.2f}, {c.ci_high:.2f}]"
 
 
 def recommend(
@@ -102,41 +119,28 @@ def recommend(
     seen_skills: list[str],
     expected_skills: dict[str, int],
 ) -> list[Recommendation]:
-    """One recommendation per skill (rule in DiagnosisParams); `expected_skills` maps skills the
-    loop should cover (pool, known skills) to the level at which to start them."""
+    """One recommendation per skill (`decide_level`); `expected_skills` maps skills the loop
+    should cover (pool, known skills) to the level at which to start them."""
     by_skill: dict[str, list[CellStats]] = {}
     for c in cells:
         by_skill.setdefault(c.skill, []).append(c)
     out: list[Recommendation] = []
     for skill in sorted(set(seen_skills) | set(expected_skills) | set(by_skill)):
+        start = expected_skills.get(skill, 1)
         if skill not in by_skill:
-            if skill in seen_skills:
-                out.append(Recommendation(
-                    skill=skill, action="hold", level=expected_skills.get(skill, 1),
-                    reason="episodes ran but none was graded (errors or skips only)"))
-            else:
-                level = expected_skills.get(skill, 1)
-                out.append(Recommendation(skill=skill, action="expand", level=level,
-                                          reason="no episodes: add tasks of this skill"))
+            reason = ("episodes ran but none was graded (errors or skips only)" if skill in seen_skills
+                      else "no episodes: add tasks of this skill")
+            out.append(Recommendation(skill=skill, action="expand", level=start, reason=reason))
             continue
-        top = _judged_cell(by_skill[skill], params)
-        figures = (f"level {top.level}: {top.passes}/{top.episodes} passed, "
-                   f"95% CI [{top.ci_low:.2f}, {top.ci_high:.2f}]")
-        why = _dominant_mode(modes, skill)
-        if top.ci_low >= params.raise_ci_low:
-            if top.level >= params.max_level:
-                out.append(Recommendation(skill=skill, action="hold", level=top.level,
-                                          reason=f"{figures}; reliable at the top level {params.max_level}"))
-            else:
-                out.append(Recommendation(skill=skill, action="raise", level=top.level + 1,
-                                          reason=f"{figures}; CI low >= {params.raise_ci_low:.2f}"))
-        elif top.ci_high <= params.lower_ci_high:
-            out.append(Recommendation(skill=skill, action="lower", level=max(1, top.level - 1),
-                                      reason=f"{figures}; CI high <= {params.lower_ci_high:.2f}{why}"))
-        else:
-            out.append(Recommendation(skill=skill, action="hold", level=top.level,
-                                      reason=f"{figures}; neither reliable (CI low < {params.raise_ci_low:.2f}) "
-                                             f"nor failing (CI high > {params.lower_ci_high:.2f}){why}"))
+        action, level, cell, why = decide_level(by_skill[skill], params)
+        if cell is None:
+            out.append(Recommendation(skill=skill, action="expand", level=start, reason=why))
+            continue
+        if action != "raise":
+            why += _dominant_mode(modes, skill)
+        out.append(Recommendation(skill=skill, action=action, level=level, reason=why,
+                                  assessed_level=cell.level, episodes=cell.episodes, passes=cell.passes,
+                                  pass_rate=cell.pass_rate))
     return out
 
 
@@ -184,6 +188,7 @@ def build_report(
         episodes=figures.episodes,
         pass_rate=figures.passes / figures.graded if figures.graded else 0.0,
         cells=cells,
+        evidence_suites=figures.evidence_suites,
         failure_modes=modes,
         mean_turns=figures.mean_turns,
         mean_tokens=figures.mean_tokens,

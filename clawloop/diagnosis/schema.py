@@ -117,6 +117,14 @@ class Recommendation(_Model):
     level: int
     """The level the next iteration should centre on."""
     reason: str
+    assessed_level: int | None = None
+    """The level whose cell decided (None: no cell had enough episodes; `expand`)."""
+    episodes: int = Field(0, ge=0)
+    """Graded episodes of the deciding cell..."""
+    passes: int = Field(0, ge=0)
+    """...and its passes."""
+    pass_rate: float | None = Field(None, ge=0, le=1)
+    """The deciding cell's pass rate (None without one); the next plan's budget follows 1 - this."""
 
 
 class CapabilityReport(_Model):
@@ -128,6 +136,9 @@ class CapabilityReport(_Model):
     episodes: int = 0
     pass_rate: float = 0.0
     cells: list[CellStats] = Field(default_factory=list)
+    evidence_suites: list[str] = Field(default_factory=list)
+    """The suites whose episodes the cells, per-skill failure counts and recommendations rest on
+    (the loop: held-in only, never a held-out suite); empty: every episode read."""
     failure_modes: list[FailureModeStats] = Field(default_factory=list)
     mean_turns: float = 0.0
     mean_tokens: float = 0.0

@@ -30,16 +30,11 @@ def _default_failure_knobs() -> dict[str, dict[str, Any]]:
 
 
 class CurriculumParams(BaseModel):
-    """Thresholds of the curriculum (params.yaml `synthesis.curriculum.*`)."""
+    """How the plan spends its budget (params.yaml `synthesis.curriculum.*`). The raise/hold/lower
+    thresholds are the report's (`diagnosis.options`): the plan follows its recommendations."""
 
     model_config = ConfigDict(extra="forbid")
 
-    raise_threshold: float = Field(0.7, ge=0, le=1)
-    """Raise a skill one level when the Wilson low end at its highest assessed level reaches this."""
-    lower_floor: float = Field(0.2, ge=0, le=1)
-    """Step a skill back when the Wilson high end of one of its levels is below this."""
-    min_episodes: int = Field(4, ge=1)
-    """Cells with fewer episodes are ignored (too little evidence to move a level)."""
     floor_share: float = Field(0.03, ge=0, le=1)
     """Budget share every skill gets whatever its weakness (capped at 1 / number of skills)."""
     unknown_weakness: float = Field(1.0, ge=0, le=1)

@@ -1,10 +1,12 @@
 """Steering: how the last capability report becomes the next pool's quotas and targets.
 
-The procedural plan (`plan`): per skill the report's cells decide a target level (zone of
-proximal development): raise one level where the Wilson interval's low end clears
-`raise_threshold` at the highest level assessed, step back where the high end of some level is
-below `lower_floor`, hold otherwise. The budget goes to skills in proportion to weakness (1 - pass
-rate at the deciding cell) on top of a floor share, so no skill ever drops to zero. Failure modes
+The procedural plan (`plan`): per skill the report's recommendation sets the target level (zone of
+proximal development). The report decided it with the loop's one raise/hold/lower rule
+(`clawloop.diagnosis.report.decide_level`, thresholds in `diagnosis.options`) from held-in
+evidence; the plan follows it and never decides again, so the two cannot disagree. A skill the
+report has no evidence for (`expand`, or no recommendation) starts at `start_levels`. The budget
+goes to skills in proportion to weakness (1 - pass rate at the deciding cell) on top of a floor
+share, so no skill ever drops to zero. Failure modes
 seen on a skill switch on generator knobs for part of its tasks (quoting trouble -> names with
 spaces, ...). Without a report (iteration 1) the budget is spread evenly over skills and
 `start_levels`; `conditioning=False` ignores the report (the ablation) and spreads it over
@@ -22,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from clawloop.diagnosis.schema import CapabilityReport, CellStats
+from clawloop.diagnosis.schema import CapabilityReport, CellStats, Recommendation
 from clawloop.errors import ClawloopError
 from clawloop.synthesis.config import CurriculumParams
 from clawloop.synthesis.knobs import NO_KNOBS, Knobs
@@ -113,31 +115,16 @@ def largest_remainder(total: int, weights: Mapping[Any, float]) -> dict[Any, int
     return out
 
 
-def _decide(skill: str, cells: list[CellStats], p: CurriculumParams) -> SkillDecision:
-    """Target level and weakness of one skill from its cells (enough episodes only)."""
-    if not cells:
+def _follow(skill: str, rec: Recommendation | None, p: CurriculumParams) -> SkillDecision:
+    """The report's recommendation for one skill as a plan decision (the report decided, with the one
+    rule `clawloop.diagnosis.report.decide_level`; the plan does not decide again)."""
+    if rec is None or rec.action == "expand" or rec.pass_rate is None:
+        why = rec.reason if rec is not None else "no recommendation"
         return SkillDecision(skill, "start", min(p.start_levels), p.unknown_weakness, 0.0,
-                             "no evidence yet: start levels")
-    by_level = {c.level: c for c in cells}
-    top = max(by_level)
-    failing = sorted(lv for lv, c in by_level.items() if c.ci_high < p.lower_floor)
-    if failing:
-        worst = failing[0]
-        cell = by_level[worst]
-        target = max(1, worst - 1)
-        action: Action = "lower" if target < top else "hold"
-        reason = (f"L{worst} pass rate {cell.pass_rate:.2f} (high end {cell.ci_high:.2f} < "
-                  f"{p.lower_floor}): step back to L{target}")
-    else:
-        cell = by_level[top]
-        if cell.ci_low >= p.raise_threshold and top < p.max_level:
-            target, action = top + 1, "raise"
-            reason = f"L{top} pass rate {cell.pass_rate:.2f} (low end {cell.ci_low:.2f} >= {p.raise_threshold}): raise"
-        else:
-            target, action = min(top, p.max_level), "hold"
-            reason = f"L{top} pass rate {cell.pass_rate:.2f} [{cell.ci_low:.2f}, {cell.ci_high:.2f}]: hold"
-    weakness = 1.0 - cell.pass_rate
-    return SkillDecision(skill, action, target, weakness, 0.0, reason, assessed_level=cell.level)
+                             f"no evidence yet ({why}): start levels")
+    target = max(1, min(rec.level, p.max_level))
+    return SkillDecision(skill, rec.action, target, 1.0 - rec.pass_rate, 0.0, rec.reason,
+                         assessed_level=rec.assessed_level)
 
 
 def _level_weights(d: SkillDecision, p: CurriculumParams) -> dict[int, float]:
@@ -177,13 +164,13 @@ def plan(report: CapabilityReport | None, budget: int, params: CurriculumParams 
     names = resolve_skills(skills)
     decisions: dict[str, SkillDecision] = {}
     knobs: dict[str, Knobs] = {}
+    recs = {r.skill: r for r in (report.recommendations if report else [])}
     for s in names:
         if not p.conditioning:
             decisions[s] = SkillDecision(s, "uniform", max(p.uniform_levels), 1.0, 0.0,
                                          "conditioning off: uniform over skills and levels")
             continue
-        cells = [c for c in (report.cells if report else []) if c.skill == s and c.episodes >= p.min_episodes]
-        decisions[s] = _decide(s, cells, p)
+        decisions[s] = _follow(s, recs.get(s), p)
         if report is not None:
             knobs[s] = _knobs_for(s, report, [c for c in report.cells if c.skill == s], p)
 
