@@ -46,6 +46,18 @@ _HOSTS = f"127.0.0.1\tlocalhost {HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loo
 _NSSWITCH = "".join(f"{db}:\tfiles\n" for db in
                     ("passwd", "group", "shadow", "hosts", "networks", "protocols", "services"))
 
+_PAM_ROOT_ONLY = ("auth\tsufficient\tpam_rootok.so\nauth\trequired\tpam_deny.so\n"
+                  "account\trequired\tpam_permit.so\npassword\trequired\tpam_deny.so\n"
+                  "session\trequired\tpam_permit.so\n")
+PAM_CONFIGS = {**{f"pam.d/{svc}": _PAM_ROOT_ONLY for svc in ("su", "su-l", "runuser", "runuser-l", "chfn", "chsh")},
+               "pam.d/other": "".join(f"{k}\trequired\tpam_deny.so\n" for k in ("auth", "account", "password",
+                                                                                   "session"))}
+"""PAM services of the tools that switch users, as a Debian image has them, less the password
+stacks: root may `su`/`runuser` to any user and adduser's `chfn` works (the sandbox has no
+passwords); anything else is denied. Without a config these tools abort ("Critical error"). Only
+the host's own modules by name: pam.d is one of EXEC_ETC, so a verifier reads these, never the
+agent's."""
+
 # Host /etc entries copied into the sandbox's /etc; everything else (shadow, ssh keys,
 # resolv.conf, credentials of host tools) stays invisible.
 _ETC_COPY = (
@@ -205,6 +217,10 @@ def etc_template() -> Path:
     atexit.register(shutil.rmtree, d, True)
     for name, text in (("passwd", _PASSWD), ("group", _GROUP), ("hosts", _HOSTS),
                        ("hostname", HOSTNAME + "\n"), ("nsswitch.conf", _NSSWITCH)):
+        (d / name).write_text(text)
+        os.chmod(d / name, 0o644)
+    (d / "pam.d").mkdir()
+    for name, text in PAM_CONFIGS.items():
         (d / name).write_text(text)
         os.chmod(d / name, 0o644)
     pythons = sorted(n for n in os.listdir("/etc") if n.startswith("python3"))

@@ -345,3 +345,18 @@ def test_a_task_on_a_terminal_bench_base_works_in_its_workdir() -> None:
     oracle, noop = _run_both(task)
     assert oracle.outcome == "passed", (oracle.reason, oracle.verifier_output)
     assert noop.outcome == "failed", (noop.reason, noop.verifier_output)
+
+
+def test_a_task_whose_dockerfile_adds_a_user_runs_as_that_user() -> None:
+    """`RUN useradd -m appuser && chown -R appuser /srv/data`, replayed in the task world (once
+    dropped): the solution's runuser and the verifier's `su appuser -c` run as that user, who owns
+    the data dir and a home."""
+    from clawloop.tasks.layers import uids_unavailable
+
+    task = load_harbor_task(FIDELITY / "useradd-chown")
+    assert task.needs_image is None and "useradd -m appuser && chown -R appuser /srv/data" in task.setup[-1]
+    if why := uids_unavailable():
+        pytest.skip(f"several uids: {why}")
+    oracle, noop = _run_both(task)
+    assert oracle.outcome == "passed", (oracle.reason, oracle.verifier_output)
+    assert noop.outcome == "failed", (noop.reason, noop.verifier_output)

@@ -17,7 +17,7 @@ import sandbox
 from clawloop.tasks.dockerfile_lite import parse_dockerfile
 from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.layers import SANDBOX_KEY, layer_skip_reason, layer_specs, uids_unavailable
-from clawloop.tasks.shell_lite import LayerWants, Runtime, classify
+from clawloop.tasks.shell_lite import ACCOUNTS_SETUP, LayerWants, Runtime, classify
 from clawloop.tasks.task import FileSpec, Task, Verifier
 from sandbox import layers as L
 from sandbox._merge import with_userns, wrap
@@ -240,6 +240,36 @@ def test_import_records_layers_and_uids(tmp_path: Path) -> None:
     assert "only the bwrap backend" in (layer_skip_reason(t, "local") or "")
 
 
+def test_user_management_is_kept_and_needs_several_uids() -> None:
+    """useradd, groupadd, usermod and chown to a known user are replayed in the task world (once
+    dropped as "one user in the sandbox"); the first such line is named as why the task needs
+    several uids, and the task world first gets a Debian image's base accounts."""
+    lr = parse_dockerfile("FROM python:3.12-slim\nCOPY d/ /srv/data/\n"
+                          "RUN groupadd -r svc && useradd -m -g svc -s /bin/bash appuser && usermod -aG sudo appuser"
+                          " && chown -R appuser:svc /srv/data && chown www-data /srv && chgrp 1000 /srv/data"
+                          " && chown mystery /opt && locale-gen\n",
+                          {"d/x": FileSpec.of("x")}, RT, layers=True)
+    assert lr.layer is not None and lr.layer.accounts == {"svc", "appuser"}
+    assert lr.setup == [ACCOUNTS_SETUP, "cd / && groupadd -r svc && useradd -m -g svc -s /bin/bash appuser && "
+                        "usermod -aG sudo appuser && chown -R appuser:svc /srv/data && chown www-data /srv && "
+                        "chgrp 1000 /srv/data"]
+    assert lr.layer.uids == "Dockerfile:3: user management (groupadd -r svc)"
+    assert [x.split(":")[0] for x in lr.skipped] == ["one user in the sandbox"] * 2  # unknown user, locale
+    # root's files need no other uid; without layers, user management is dropped as before
+    root = parse_dockerfile("FROM u\nRUN mkdir /x && chown -R root:root /x\n", {}, RT, layers=True)
+    assert root.layer is not None and root.layer.uids is None and root.setup == ["cd / && mkdir /x && chown -R root:root /x"]
+    plain = parse_dockerfile("FROM u\nRUN useradd -m bob && chown bob /srv\n", {}, RT)
+    assert plain.setup == [] and len(plain.skipped) == 2
+
+
+def test_import_records_uids_for_a_dockerfiles_users(tmp_path: Path) -> None:
+    d = _harbor_dir(tmp_path, "FROM python:3.12\nRUN adduser --disabled-password --gecos '' bob\n")
+    t = load_harbor_task(d, runtime=RT)
+    assert t.metadata[SANDBOX_KEY] == {"uids": "environment/Dockerfile:2: user management (adduser "
+                                                "--disabled-password --gecos '' bob)"}
+    assert t.setup[0] == ACCOUNTS_SETUP and t.setup[1].endswith("adduser --disabled-password --gecos '' bob")
+
+
 def test_a_hostile_layer_record_is_refused_at_run_time() -> None:
     t = Task(instruction="x", verifier=Verifier(files={"test.sh": FileSpec.of("true")}),
              metadata={SANDBOX_KEY: {"layers": [{"kind": "apt", "packages": ["a;reboot"]}]}})
@@ -309,6 +339,30 @@ def test_several_uids(tmp_path: Path) -> None:
                     "echo rc=$?; echo x > /tests/key.txt; echo w=$?")
         assert r.output.startswith("answer") and "rc=1" in r.output and "w=1" in r.output
     assert (tests / "key.txt").read_text() == "answer"
+
+
+@bwrap_only
+def test_users_made_in_the_task_world_work_for_agent_and_verifier() -> None:
+    """The replayed accounts as Docker has them: adduser (chfn through PAM), usermod into base
+    groups, chown to base and new users, su and runuser from root, in the agent's world and in
+    the verifier's trusted root; a user cannot su back to root."""
+    if uids_unavailable():
+        pytest.skip(f"several uids: {uids_unavailable()}")
+    with sandbox.open("bwrap") as sb:
+        sb.enable_uids()
+        r = sb.exec(ACCOUNTS_SETUP + "\nset -e\nadduser --disabled-password --gecos '' bob\n"
+                    "useradd -m appuser && usermod -aG sudo appuser\nmkdir -p /srv/data /var/www\n"
+                    "chown -R appuser /srv/data && chown www-data:www-data /var/www\n"
+                    "su appuser -c 'touch /srv/data/f && id -nG'\nrunuser -u bob -- id -un\n"
+                    "stat -c '%U %G' /srv/data/f /var/www /home/appuser /home/bob\n", timeout=60)
+        assert r.exit_code == 0, r.output
+        assert "appuser sudo" in r.output and "\nbob\n" in r.output
+        assert "appuser appuser\nwww-data www-data\nappuser appuser\nbob bob" in r.output
+        back = sb.exec("su appuser -c 'su root -c id'; echo rc=$?; setpriv --reuid appuser id -u")
+        assert "rc=1" in back.output and "uid=0" not in back.output
+        with sb.trusted_root():
+            v = sb.exec("su appuser -c 'id -un; touch /srv/data/g'; stat -c %U /srv/data/g")
+            assert v.exit_code == 0 and v.output.split() == ["appuser", "appuser"], v.output
 
 
 # ---------------------------------------------------------- from the registries (network)

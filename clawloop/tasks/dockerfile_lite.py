@@ -6,7 +6,10 @@ installs (apt-get, pip, ...) are checked against the sandbox's task runtime (its
 packages and the host's binaries): satisfied ones are dropped; with `layers`, apt and pip
 packages the runtime lacks are recorded for environment layers (sandbox/layers.py, built from
 the registries at run time); anything else unsatisfied (or that needs the network) sets
-`needs_image` with the reason, and the task runs only on docker.
+`needs_image` with the reason, and the task runs only on docker. With `layers`, user management
+(useradd, groupadd, adduser, usermod, chown to a known user) is kept and replayed in the task
+world, which then needs several uids (`LayerWants.uids`), after `ACCOUNTS_SETUP` gives it a
+Debian image's base accounts.
 FROM is recorded, and a base image known to set a WORKDIR (`BASE_WORKDIRS`) starts the build
 there, as Docker does; CMD, EXPOSE, USER, LABEL and friends have no effect here.
 """
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks.shell_lite import (  # noqa: F401  (re-exported: the runtime checks live there)
+    ACCOUNTS_SETUP,
     HEREDOC,
     LayerWants,
     Runtime,
@@ -70,7 +74,7 @@ class LiteResult:
     env: dict[str, str] = field(default_factory=dict)
     needs_image: str | None = None
     skipped: list[str] = field(default_factory=list)
-    """Install lines the runtime already satisfies, and user management."""
+    """Install lines the runtime already satisfies, and user management (without `layers`)."""
     ignored: list[str] = field(default_factory=list)
     """Instructions without effect outside Docker (CMD, EXPOSE, USER, ENV PATH, ...)."""
     layer: LayerWants | None = None
@@ -356,8 +360,12 @@ class _Build:
             cmd = " ".join(words) + ("\n" + body if body else "")
             if cmd.startswith("["):
                 cmd = shlex.join(_json_or_words(cmd))
+        layer = self.lr.layer
+        had_uids = layer.uids if layer is not None else None
         kept, skipped, needs = filter_run(cmd, self.runtime, {**self.context, **self.late_files}, self.cur_wd,
-                                          self.lr.layer)
+                                          layer)
+        if layer is not None and layer.uids and not had_uids:  # the first user management: name its line
+            layer.uids = f"{at}: {layer.uids}"
         self.lr.skipped += skipped
         if needs:
             self.lr.needs_image = self.lr.needs_image or f"{at}: {needs}"
@@ -369,6 +377,8 @@ class _Build:
         """The setup commands: RUN lines ran in the WORKDIR current at the time; setup runs in the
         final workdir."""
         lr = self.lr
+        if lr.layer is not None and lr.layer.uids and not lr.needs_image:
+            lr.setup.append(ACCOUNTS_SETUP)  # the accounts the Dockerfile's user management assumes
         for d, cmd in self.runs:
             q = shlex.quote(d or "")
             lr.setup.append(cmd if d is None or d == lr.workdir else f"cd {q} && {cmd}" if d == "/"

@@ -128,7 +128,7 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     script = tests.get(entry) or tests.get("test.sh") or FileSpec(content="")
     test_needs = check_script(script.data().decode(errors="replace"), runtime, wants)
     needs = lite_needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or cl.get("needs_image")
-    sandbox_rec = _sandbox_record(wants, user_switch(tests) if not needs else None)
+    sandbox_rec = _sandbox_record(wants, (user_switch(tests) or wants.uids) if not needs else None)
     metadata = _metadata(raw, cl, harbor, sandbox_rec, where)
     try:
         return Task(
@@ -241,9 +241,7 @@ def _environment(context: dict[str, FileSpec], harbor: dict[str, Any], where: st
     lr = parse_dockerfile(text, context, runtime, where=f"{where}/Dockerfile", context_dirs=dirs, name=name,
                           layers=layer is not None)
     if layer is not None and lr.layer is not None and not lr.needs_image:
-        for kind in ("apt", "pip"):
-            for p in getattr(lr.layer, kind):
-                layer.add(kind, p)
+        layer.merge(lr.layer)
     harbor["from"] = lr.base_image
     if not text.startswith(GENERATED_MARK):
         used = set(lr.copy_sources.values()) | {"Dockerfile"} | exclude

@@ -26,6 +26,29 @@ _NETWORK = {"curl", "wget", "npm", "npx", "yarn", "pnpm", "cargo", "gem", "conda
             "micromamba", "pipx", "poetry", "bun", "deno", "rustup", "nvm", "go"}
 _USER_MGMT = {"useradd", "adduser", "groupadd", "addgroup", "usermod", "chown", "chgrp",
               "locale-gen", "update-locale"}
+ACCOUNT_COMMANDS = frozenset({"useradd", "adduser", "groupadd", "addgroup", "usermod", "groupmod", "gpasswd"})
+"""Commands that make or change users and groups: with `layer`, kept and run in the task world
+(the host's shadow-utils write its /etc/passwd and /etc/group), with several uids so that the
+ownership they set is real."""
+OWNER_COMMANDS = frozenset({"chown", "chgrp"})
+BASE_ACCOUNTS = frozenset({
+    "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy", "www-data",
+    "backup", "list", "irc", "_apt", "nobody", "adm", "tty", "disk", "kmem", "dialout", "fax", "voice", "cdrom",
+    "floppy", "tape", "sudo", "audio", "dip", "operator", "src", "shadow", "utmp", "video", "sasl", "plugdev",
+    "staff", "users", "nogroup"})
+"""Users and groups of Debian's base-passwd, which every Debian or Ubuntu image starts with
+(`ACCOUNTS_SETUP` adds them to the task world before its user management)."""
+ACCOUNTS_SETUP = """# clawloop: a Debian image's base accounts (base-passwd) and /run, before the Dockerfile's user management
+mkdir -p /run
+for f in passwd group; do
+  m=/usr/share/base-passwd/$f.master
+  [ -r "$m" ] || continue
+  while IFS= read -r line; do
+    grep -q "^${line%%:*}:" "/etc/$f" || printf '%s\\n' "$line" >> "/etc/$f"
+  done < "$m"
+done"""
+"""The first setup command of a task whose Dockerfile manages users: `usermod -aG sudo`,
+`chown www-data` and adduser's lock in /run work as in the image."""
 _PKG_MANAGERS = {"apt-get", "apt", "aptitude", "apk", "yum", "dnf", "microdnf"}
 HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 
@@ -116,6 +139,23 @@ class LayerWants:
 
     apt: list[str] = field(default_factory=list)
     pip: list[str] = field(default_factory=list)
+    accounts: set[str] = field(default_factory=set)
+    """Users and groups the script creates (replayed in the task world)."""
+    uids: str | None = None
+    """Why the task needs several uids: its first user-management line (None: it has none)."""
+
+    def merge(self, other: LayerWants) -> None:
+        """Add what `other` wants (a Dockerfile's wants into the task's, before its tests')."""
+        for kind in ("apt", "pip"):
+            for p in getattr(other, kind):
+                self.add(kind, p)
+        self.accounts |= other.accounts
+        self.uids = self.uids or other.uids
+
+    def manage_accounts(self, words: list[str], segment: str) -> None:
+        """Note a kept user-management command: the names it creates, and that the task needs uids."""
+        self.accounts.update(created_accounts(words))
+        self.uids = self.uids or f"user management ({segment.strip().splitlines()[0][:60]})"
 
     def add(self, kind: str, package: str) -> bool:
         """Record `package` if it is a plain name a layer may hold (False: refused, e.g. `$PKG`)."""
@@ -410,12 +450,63 @@ def classify(segment: str, runtime: Runtime, context: dict[str, FileSpec] | None
             and runtime.has_binary(posixpath.basename(words[-1])):
         # /usr stays the host's (read-only); the name already exists, e.g. `python` from the runtime
         return "skip", f"satisfied: {segment[:60]}"
+    if layer is not None and cmd in ACCOUNT_COMMANDS:
+        layer.manage_accounts(words, segment)
+        return "keep", None
+    if layer is not None and cmd in OWNER_COMMANDS:
+        names = owner_names(cmd, words)
+        if names is not None and all(n in ("root", "0") for n in names):
+            return "keep", None  # root's files need no other uid
+        if names is not None and all(n.isdigit() or n in layer.accounts or n in BASE_ACCOUNTS for n in names):
+            layer.manage_accounts(words, segment)
+            return "keep", None
     if cmd in _USER_MGMT:
         return "skip", f"one user in the sandbox: {segment[:60]}"
     if cmd == "rm" and all(w.startswith(("-", "/var/lib/apt", "/var/cache", "/root/.cache", "/tmp/"))
                            for w in words[1:]):
         return "skip", f"cleanup: {segment[:60]}"
     return "keep", None
+
+
+_VALUE_OPTS = {
+    "useradd": frozenset({"-b", "--base-dir", "-c", "--comment", "-d", "--home-dir", "-e", "--expiredate", "-f",
+                          "--inactive", "-g", "--gid", "-G", "--groups", "-k", "--skel", "-K", "--key", "-p",
+                          "--password", "-R", "--root", "-P", "--prefix", "-s", "--shell", "-u", "--uid", "-Z",
+                          "--selinux-user"}),
+    "groupadd": frozenset({"-g", "--gid", "-K", "--key", "-p", "--password", "-R", "--root", "-P", "--prefix"}),
+    "adduser": frozenset({"--home", "--shell", "--uid", "--gid", "--ingroup", "--gecos", "--comment", "--conf",
+                          "--firstuid", "--lastuid", "--firstgid", "--lastgid", "-c", "-u", "-g"}),
+}
+"""Options that take a value, per command (addgroup reads as adduser)."""
+
+
+def created_accounts(words: list[str]) -> set[str]:
+    """The name a useradd/adduser/groupadd/addgroup line creates: its first operand (`adduser
+    NAME GROUP` adds an existing user to an existing group)."""
+    cmd = posixpath.basename(words[0]) if words else ""
+    if cmd not in ("useradd", "adduser", "groupadd", "addgroup"):
+        return set()
+    value_opts = _VALUE_OPTS["adduser" if cmd == "addgroup" else cmd]
+    operands, it = [], iter(words[1:])
+    for w in it:
+        if w in value_opts:
+            next(it, None)
+        elif not w.startswith("-"):
+            operands.append(w)
+    return set(operands[:1])  # useradd's group of the user's name (USERGROUPS_ENAB) has that name too
+
+
+def owner_names(cmd: str, words: list[str]) -> list[str] | None:
+    """The user and group names of a chown/chgrp line (`USER[:GROUP]`, `:GROUP`, `USER.GROUP`), or
+    None when they cannot be read (`--reference`, a variable)."""
+    operands = [w for w in words[1:] if not w.startswith("-")]
+    if any(w.startswith("--reference") for w in words) or not operands or "$" in operands[0]:
+        return None
+    if cmd == "chgrp":
+        return [operands[0]]
+    spec = operands[0]
+    user, _, group = spec.partition(":") if ":" in spec else spec.partition(".")
+    return [n for n in (user, group) if n]
 
 
 def check_script(script: str, runtime: Runtime, layer: LayerWants | None = None) -> str | None:
