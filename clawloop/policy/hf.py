@@ -70,8 +70,9 @@ class HFPolicy:
             dtype = "bfloat16" if self.device.type == "cuda" else "float32"
         try:
             self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model_dir))
+            # safetensors only: a pickled pytorch_model.bin beside them is never unpickled
             self.model = model or AutoModelForCausalLM.from_pretrained(
-                str(model_dir), dtype=getattr(torch, dtype))
+                str(model_dir), dtype=getattr(torch, dtype), use_safetensors=True)
         except OSError as e:
             raise ClawloopError(f"{model_dir}: cannot load model ({e})") from None
         self.model.to(self.device).eval()

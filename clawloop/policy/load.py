@@ -114,14 +114,34 @@ def _merge(into: dict[str, Any], values: dict[str, Any]) -> None:
             into[key] = value
 
 
+PICKLED_WEIGHTS = ("pytorch_model*.bin", "*.pt", "*.pth", "*.ckpt")
+"""Weight files that unpickle when loaded: a checkpoint from a remote may run code through them."""
+
+
+def require_safetensors(model_dir: str | Path) -> Path:
+    """`model_dir` when it holds safetensors weights; a pickled-only checkpoint (or none) is a
+    one-line ClawloopError. Policies load from safetensors only: torch's `weights_only` stops the
+    known pickle payloads, but a refusal by name costs nothing and ends without a traceback."""
+    d = Path(model_dir)
+    if not d.is_dir():
+        raise ClawloopError(f"{d}: model directory not found")
+    if not any(d.glob("*.safetensors")):
+        pickled = sorted(p.name for pattern in PICKLED_WEIGHTS for p in d.glob(pattern))
+        if pickled:
+            raise ClawloopError(f"{d}: weights: only pickled weights ({', '.join(pickled[:3])}); policies load "
+                                "from *.safetensors only (convert the checkpoint with safetensors)")
+        raise ClawloopError(f"{d}: weights: no *.safetensors")
+    return d
+
+
 def load_policy(spec: str | Path | PolicySpec | dict[str, Any]) -> Policy:
     """Build a policy from a spec: a string (`parse_spec`), a PolicySpec or its dict form."""
     if isinstance(spec, dict):
         spec = PolicySpec.model_validate(spec)
     elif isinstance(spec, str | Path):
         spec = parse_spec(str(spec))
-    if spec.backend != "openai" and not Path(spec.model).is_dir():
-        raise ClawloopError(f"{spec.model}: model directory not found")
+    if spec.backend != "openai":
+        require_safetensors(spec.model)
     if spec.backend == "auto":
         spec = spec.model_copy(update={"backend": resolve_auto_backend(spec)})
     if spec.backend == "llamacpp":

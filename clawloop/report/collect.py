@@ -6,17 +6,26 @@ recommendations), pool/manifest.json (what synthesis did with the previous diagn
 validated/valid.jsonl, train.json, heldout.json (per-task held-out verdicts: the paired
 evidence). Intervals are Wilson 95% for rates, as in the diagnosis; differences between
 iterations are paired (clawloop.paired: flips, exact McNemar p, bootstrap interval).
+
+runs/ may come from a DVC remote, i.e. from anyone: every artifact with a schema is checked
+against the one `clawloop check` uses (metrics, summary, heldout, diagnosis, playbook) before a
+figure is taken from it, and what the others feed in is read under `_reading`, so a malformed
+file ends in one line naming it (and the field), never in a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
 from clawloop import paired
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, describe_validation_error, validated
 from clawloop.io import iter_jsonl, read_json
 from clawloop.stats import wilson_interval
 
@@ -30,8 +39,53 @@ def iteration_dirs(runs: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def _read(path: Path) -> Any:
-    return read_json(path) if path.exists() else None
+def _read(path: Path, load: Callable[[Path], Any] = read_json) -> Any:
+    """What `load` makes of the file at `path` (None when missing). The schema's loaders give the
+    validated values back, so a rate that came as the string "0.5" is the number 0.5 here."""
+    return load(path) if path.exists() else None
+
+
+def _dumped(reader: Callable[[Path], BaseModel]) -> Callable[[Path], dict[str, Any]]:
+    """A schema's reader (it raises a one-line ClawloopError) giving the validated model as JSON,
+    with only the fields the file set (the report tells older layouts by what is absent)."""
+    return lambda path: reader(path).model_dump(mode="json", exclude_unset=True)
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Figures taken from a file without a schema: a wrong shape is a one-line error naming it."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+        what = f"{e.args[0]}: missing" if isinstance(e, KeyError) and e.args else f"{type(e).__name__}: {e}"
+        raise ClawloopError(f"{path}: malformed ({what})") from None
+
+
+def _metrics(path: Path) -> dict[str, Any]:
+    """metrics.json validated by IterationMetrics; runs from before eval/summary.json kept the
+    suites (held to SuiteMetrics) and episodes_per_s in it."""
+    from clawloop.loop import IterationMetrics, SuiteMetrics
+
+    obj = read_json(path)
+    suites = None
+    if isinstance(obj, dict) and "suites" in obj:
+        try:
+            suites = TypeAdapter(dict[str, SuiteMetrics]).validate_python(obj["suites"])
+        except ValidationError as e:
+            raise ClawloopError(f"{path}: {describe_validation_error(e, 'suites')}") from None
+    if isinstance(obj, dict):  # the older layout's keys, now in eval/summary.json (EvalDetail)
+        obj = {k: v for k, v in obj.items() if k not in ("suites", "episodes_per_s")}
+    out = validated(IterationMetrics, obj, str(path)).model_dump(mode="json", exclude_unset=True)
+    if suites is not None:
+        out["suites"] = {name: s.model_dump(mode="json", exclude_unset=True) for name, s in suites.items()}
+    return out
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    obj = read_json(path)
+    if not isinstance(obj, dict):
+        raise ClawloopError(f"{path}: expected a JSON object")
+    return obj
 
 
 def _graded(s: dict[str, Any]) -> int:
@@ -71,8 +125,10 @@ def _synthesis(manifest: dict[str, Any]) -> dict[str, Any]:
     plan = proc.get("plan") or {}
     skills: dict[str, dict[str, Any]] = {}
     for q in plan.get("quotas", []):
-        s = skills.setdefault(q["skill"], {"quotas": {}, "knobs": []})
-        s["quotas"][q["level"]] = s["quotas"].get(q["level"], 0) + q["n"]
+        # typed here: the report sorts and sums them later, outside this file's _reading
+        skill, level, n = str(q["skill"]), int(q["level"]), int(q["n"])
+        s = skills.setdefault(skill, {"quotas": {}, "knobs": []})
+        s["quotas"][level] = s["quotas"].get(level, 0) + n
     for skill, d in (plan.get("decisions") or {}).items():
         s = skills.setdefault(skill, {"quotas": {}, "knobs": []})
         s["decision"] = d
@@ -103,7 +159,9 @@ def _learned(art: Path, iteration: int) -> dict[str, Any] | None:
     """What the playbook methods learned in one iteration (runs/iter-N/playbook/): the tips added
     and pruned, the reflector's edits, the harness edits tried on the dev split and kept; None
     for weight-only methods (an empty playbook)."""
-    book = _read(art / "playbook.json")
+    from clawloop.agent.playbook import read_playbook
+
+    book = _read(art / "playbook.json", _dumped(read_playbook))
     if not book or not (book.get("entries") or book.get("pruned") or _harness_words(book.get("harness"))):
         return None
     added = [{"kind": e["kind"], "about": e.get("skill") or e.get("failure_mode") or "",
@@ -112,10 +170,10 @@ def _learned(art: Path, iteration: int) -> dict[str, Any] | None:
              for e in book.get("entries", []) if e.get("added_iteration") == iteration]
     pruned = [{"kind": p["kind"], "about": p.get("skill") or p.get("failure_mode") or "", "reason": p.get("reason", "")}
               for p in book.get("pruned", [])]
-    reflection = _read(art / "reflection.json") or {}
+    reflection = _read(art / "reflection.json", _json_object) or {}
     verdicts = Counter(r.get("status") for r in reflection.get("edits", []))
     dropped = [r.get("reason", "") for r in reflection.get("edits", []) if r.get("status") != "accepted"]
-    search = _read(art / "harness.json") or {}
+    search = _read(art / "harness.json", _json_object) or {}
     trials = [{"change": t.get("change", ""), "source": t.get("source", ""), "kept": t.get("kept", False),
                "verdict": t.get("verdict", ""), "why": t.get("why", "")} for t in search.get("trials", [])]
     return {"tips": len([e for e in book.get("entries", []) if e.get("kind") == "tip"]),
@@ -137,48 +195,56 @@ def collect(runs: str | Path) -> dict[str, Any]:
     data: dict[str, Any] = {"iterations": [], "suites": {}, "skills": {}, "modes": {}, "pools": {},
                             "metrics": {}, "heldout": {}, "diagnoses": {}, "synthesis": {}, "wall": {},
                             "mtimes": {}, "records": {}, "baselines": {}, "learned": {}}
+    from clawloop.diagnosis.schema import load_report
+    from clawloop.loop import read_eval_detail, read_heldout
+
     for i, d in iters:
         data["iterations"].append(i)
-        metrics = _read(d / "metrics.json")
-        detail = _read(d / "eval" / "summary.json")
+        metrics = _read(d / "metrics.json", _metrics)
+        detail = _read(d / "eval" / "summary.json", _dumped(read_eval_detail))
         suites = (detail or {}).get("suites") or (metrics or {}).get("suites") or {}
         for name, s in suites.items():
             data["suites"].setdefault(name, {})[i] = s["pass_at_1"]
             if s.get("baselines"):
                 data["baselines"].setdefault(name, {})[i] = {"suite": s, "published": s["baselines"]}
-        record = _read(d / "heldout.json")
+        record = _read(d / "heldout.json", _dumped(read_heldout))
         if record:
             data["records"][i] = record
         if metrics:
             data["metrics"][i] = metrics
             data["heldout"][i] = _heldout(metrics, suites)
             data["mtimes"][i] = (d / "metrics.json").stat().st_mtime
-        data["wall"][i] = _wall(d, metrics, _read(d / "train.json"))
-        rep = _read(d / "diagnosis" / "diagnosis.json")
+        train = _read(d / "train.json", _json_object)
+        with _reading(d / "train.json"):
+            data["wall"][i] = _wall(d, metrics, train)
+        rep = _read(d / "diagnosis" / "diagnosis.json", _dumped(load_report))
         if rep:
             data["diagnoses"][i] = rep
             for skill, r in _skill_rates(rep).items():
                 data["skills"].setdefault(skill, {})[i] = r
             for fm in rep.get("failure_modes", []):
                 data["modes"].setdefault(fm["mode"], {})[i] = fm["count"]
-        learned = _learned(d / "playbook", i)
+        with _reading(d / "playbook"):
+            learned = _learned(d / "playbook", i)
         if learned:
             data["learned"][i] = learned
-        manifest = _read(d / "pool" / "manifest.json")
+        manifest = _read(d / "pool" / "manifest.json", _json_object)
         if manifest:
-            data["synthesis"][i] = _synthesis(manifest)
+            with _reading(d / "pool" / "manifest.json"):
+                data["synthesis"][i] = _synthesis(manifest)
         pool = d / "validated" / "valid.jsonl"
         if pool.exists():
             skills: Counter[str] = Counter()
             levels: list[int] = []
-            for _, t in iter_jsonl(pool):
-                skills[t.get("skill", "?")] += 1
-                levels.append(int(t.get("level", 1)))
+            for lineno, t in iter_jsonl(pool):
+                with _reading(pool.with_name(f"{pool.name}:{lineno}")):
+                    skills[str(t.get("skill", "?"))] += 1
+                    levels.append(int(t.get("level", 1)))
             data["pools"][i] = {"skills": dict(skills), "tasks": len(levels),
                                 "mean_level": sum(levels) / len(levels) if levels else 0.0}
     transfer = runs / "transfer" / "transfer.json"
     if transfer.exists():
-        data["transfer"] = read_json(transfer)
+        data["transfer"] = _read(transfer, _json_object)
     return data
 
 

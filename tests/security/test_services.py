@@ -10,6 +10,8 @@ traceback, and nothing deleted.
 from __future__ import annotations
 
 import json
+import pickle
+import re
 import subprocess
 import sys
 import threading
@@ -22,14 +24,17 @@ import httpx
 import pytest
 
 from clawloop.errors import ClawloopError
-from clawloop.io import write_jsonl
+from clawloop.io import write_json, write_jsonl
+from clawloop.policy.load import load_policy
 from clawloop.policy.openai import OpenAIPolicy
 from clawloop.policy.serve import ServeConfig, make_server, url
 from clawloop.policy.types import Generation, OpenAIPolicyConfig, SamplingParams
-from clawloop.viewer import write_viewer
+from clawloop.report.collect import collect
+from clawloop.viewer import load_episodes, write_viewer
 from clawloop.viewer.write import MARKER
 
 BIN = Path(sys.executable).parent
+SHELL_CORE = Path(__file__).resolve().parents[2] / "benchmarks" / "shell-core"
 
 RECORD = {"task_id": "t1", "name": "hello", "suite": "shell-core", "skill": "files", "level": 1, "agent": "noop",
           "outcome": "failed", "reward": 0.0, "reason": None, "duration_s": 0.1, "verifier_output": "FAILED x",
@@ -42,13 +47,14 @@ def clawloop(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def refused(p: subprocess.CompletedProcess[str], *words: str) -> None:
-    """A one-line error that names `words`, a non-zero exit, no traceback."""
+    """One error line, last, that names `words`; a non-zero exit; no traceback."""
     assert p.returncode != 0, p.stdout
     assert "Traceback" not in p.stderr, p.stderr
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr
+    lines = p.stderr.strip().splitlines()  # progress lines may come before it
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1 and lines[-1] == errors[0], p.stderr
     for w in words:
-        assert w in lines[0], (w, lines[0])
+        assert w in errors[0], (w, errors[0])
 
 
 @pytest.fixture()
@@ -174,3 +180,89 @@ def test_serve_bearer_token(monkeypatch: pytest.MonkeyPatch) -> None:
         client = OpenAIPolicy("m", OpenAIPolicyConfig(base_url=base, api_key_env="CLAWLOOP_SERVE_TOKEN", retries=0))
         assert client.generate([[{"role": "user", "content": "hi"}]], SamplingParams())[0].text == "secret answer"
         client.close()
+
+
+# ------------------------------------------- 14: malformed artifacts end in tracebacks
+def _parquet_run(d: Path) -> Path:
+    """A valid rollout directory of one episode (what a remote's runs/iter-N/eval holds)."""
+    from clawloop.diagnosis.synthetic import episode_row, step_row, write_trajectories
+
+    eid = "t1-0-r"
+    write_trajectories(d, [episode_row(eid, suite="s", skill="files", level=1, outcome="failed",
+                                       termination="submit", n_turns=1)],
+                       [{**step_row("", 0, "ls", 0, output="x"), "episode_id": eid, "step": 0}])
+    return d
+
+
+def test_view_refuses_malformed_episode_records(tmp_path: Path) -> None:
+    """episodes.jsonl lines shaped to crash the page's build: a non-object line, a non-string
+    instruction, steps as a string. Each is one line naming the file, the line and the field."""
+    d = tmp_path / "eval"
+    write_jsonl(d / "episodes.jsonl", [RECORD, 5])
+    refused(clawloop("view", d, "--out", tmp_path / "site"), "episodes.jsonl:2", "expected a JSON object")
+    assert not (tmp_path / "site").exists()
+    for field, value in (("instruction", 7), ("steps", "rm -rf ~"), ("task_id", None), ("steps", [3])):
+        write_jsonl(d / "episodes.jsonl", [{**RECORD, field: value}])
+        with pytest.raises(ClawloopError, match=rf"episodes.jsonl:1: {field}"):
+            load_episodes(d / "episodes.jsonl")
+
+
+def test_view_refuses_malformed_trajectory_parts(tmp_path: Path) -> None:
+    """A Parquet part without `outcome`, with a null task_id, or with messages that are JSON but
+    not a conversation: checked against the schema `clawloop check` uses before rendering."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run = _parquet_run(tmp_path / "eval")
+    (part,) = run.glob("episodes*.parquet")
+    good = pq.read_table(part)
+    assert load_episodes(run)[0]["task_id"] == "t1"  # the valid run renders
+    pq.write_table(good.drop_columns(["outcome"]), part)
+    refused(clawloop("view", run, "--out", tmp_path / "site"), part.name, "outcome: missing column")
+    assert not (tmp_path / "site").exists() and part.exists()
+    for column, value, words in (("task_id", None, "task_id: null in row 0"),
+                                 ("messages", '{"role": "user"}', "messages: episode 't1-0-r'")):
+        col = good.schema.get_field_index(column)
+        field = good.schema.field(column)
+        pq.write_table(good.set_column(col, field, pa.array([value], type=field.type)), part)
+        with pytest.raises(ClawloopError, match=re.escape(words)):
+            load_episodes(run)
+
+
+def test_report_refuses_a_malformed_metrics_json(tmp_path: Path) -> None:
+    """A metrics.json whose rate is a word (or a heldout.json of the wrong shape): one line
+    naming the file and the field; nothing written. A number sent as a string is read as one."""
+    runs = tmp_path / "runs"
+    metrics = {"iteration": 0, "heldout_pass_rate": "high", "promoted": True, "best_heldout_pass_rate": 0.5,
+               "policy_from": 0, "wall_s": 1.0}
+    write_json(runs / "iter-0" / "metrics.json", metrics)
+    refused(clawloop("report", runs, "--out", tmp_path / "report"), "metrics.json", "heldout_pass_rate")
+    assert not (tmp_path / "report").exists()
+    write_json(runs / "iter-0" / "metrics.json", {**metrics, "heldout_pass_rate": "0.5"})
+    assert collect(runs)["heldout"][0]["rate"] == 0.5
+    write_json(runs / "iter-0" / "heldout.json", {"iteration": 0, "checkpoint": "all", "policy": {},
+                                                  "policy_from": 0, "base": {}})
+    with pytest.raises(ClawloopError, match="heldout.json: checkpoint"):
+        collect(runs)
+    (runs / "iter-0" / "heldout.json").unlink()
+    write_json(runs / "iter-0" / "pool" / "manifest.json", {"routines": {"procedural": {"plan": {
+        "quotas": [{"skill": "git", "level": "one", "n": 2}]}}}})
+    with pytest.raises(ClawloopError, match="manifest.json: malformed"):
+        collect(runs)
+
+
+def test_a_pickled_checkpoint_is_refused_by_name(tmp_path: Path) -> None:
+    """`eval --agent model` on a checkpoint whose weights are a pickle: refused before torch sees
+    it, one line, no traceback (torch's weights_only stopped the payload, with a traceback)."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text('{"architectures": ["Qwen2ForCausalLM"]}')
+    (ckpt / "pytorch_model.bin").write_bytes(pickle.dumps({"weight": 1}))
+    task = next(p for p in sorted(SHELL_CORE.iterdir()) if (p / "task.toml").is_file())
+    refused(clawloop("eval", task, "--agent", "model", "--model", ckpt), str(ckpt), "pytorch_model.bin",
+            "safetensors only")
+    assert (ckpt / "pytorch_model.bin").exists()
+    (ckpt / "pytorch_model.bin").rename(ckpt / "model.pt")
+    for spec in (str(ckpt), f"vllm:{ckpt}", f"llamacpp:{ckpt}"):
+        with pytest.raises(ClawloopError, match=r"only pickled weights \(model.pt\)"):
+            load_policy(spec)
