@@ -96,6 +96,41 @@ def test_reward_terms_on_hand_computed_cases() -> None:
     assert r["reward"] == pytest.approx(0.72)
 
 
+def test_a_wrong_symlink_target_scores_full_faithfully_and_not_strictly() -> None:
+    """InterCode checks a dot-less new path with md5deep, missing from its image: a symlink to the
+    wrong file (and a dot-less file with the wrong bytes) counts as equal, so the faithful reward
+    is full; the strict score, beside it, compares targets and content."""
+    base = {"d": ["d"], "d/a.txt": ["f", "1", False], "d/b.txt": ["f", "2", False]}
+    gold = {**base, "d/link": ["l", "/d/a.txt", ["f", "1"]], "d/notes": ["f", "3", False]}
+    wrong = {**base, "d/link": ["l", "/d/b.txt", ["f", "2"]], "d/notes": ["f", "BAD", False]}
+    r = icr.reward(base, wrong, gold, "ok", "ok")
+    assert (r["reward"], r["file_changes"], r["diff_same"]) == (1.0, 0.33, {"correct": 2, "total": 2})
+    assert (r["strict_reward"], r["strict_file_changes"]) == (pytest.approx(0.67), 0.0)
+    assert r["strict_diff_same"] == {"correct": 0, "total": 2}
+    right = icr.reward(base, gold, gold, "ok", "ok")  # the gold itself: full on both
+    assert right["reward"] == right["strict_reward"] == 1.0
+    # a new dir and a quoted name are compared by what they hold
+    g2 = {**base, "d/new": ["d"], "d/new/x": ["f", "4", False], "d/é": ["l", "a.txt", ["f", "1"]]}
+    w2 = {**base, "d/new": ["d"], "d/new/x": ["f", "5", False], "d/é": ["l", "b.txt", ["f", "2"]]}
+    r2 = icr.reward(base, w2, g2, "ok", "ok")
+    assert r2["reward"] == 1.0 and r2["strict_diff_same"] == {"correct": 0, "total": 2}
+    assert icr.unquote_path(icr.quote_path("d/é \"q\"\t")) == "d/é \"q\"\t"
+
+
+def test_the_summary_labels_the_strict_score_beside_intercodes() -> None:
+    from clawloop.trajectory import EpisodeRecord
+
+    def rec(reward: float, strict: float | None) -> EpisodeRecord:
+        return EpisodeRecord(task_id="t", name="t", suite="s", skill="k", level=1, agent="a",
+                             outcome="passed" if reward >= 1 else "failed", reward=reward, benchmark="intercode",
+                             scores={"file_diff": 0.33} if strict is None else {"strict_reward": strict})
+
+    assert score_fields([rec(1.0, 0.67), rec(1.0, 1.0), rec(0.5, 0.5)]) == {
+        "mean_score": 0.8333, "full_score_rate": 0.6667, "strict_mean_score": 0.7233,
+        "strict_full_score_rate": 0.3333}
+    assert score_fields([rec(1.0, None)]) == {"mean_score": 1.0, "full_score_rate": 1.0}  # older records
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_status_emulation_matches_git(tmp_path: Path) -> None:
     wt, gd = tmp_path / "wt", tmp_path / "git"
@@ -204,7 +239,9 @@ def test_oracle_succeeds_on_every_fixture_task(tasks: dict[str, ic.Task], backen
         assert (rec.outcome, rec.reward) == ("passed", 1.0), (name, rec.reason, rec.scores, rec.verifier_output)
         assert rec.benchmark == "intercode" and rec.scores["walk"] == "agent-world"
         assert rec.scores["file_diff"] == rec.scores["file_changes"] == rec.scores["answer_similarity"] == 0.33
-    assert score_fields([rec]) == {"mean_score": 1.0, "full_score_rate": 1.0}
+        assert rec.scores["strict_reward"] == 1.0 and rec.scores["strict_diff_same"] == rec.scores["diff_same"]
+    assert score_fields([rec]) == {"mean_score": 1.0, "full_score_rate": 1.0, "strict_mean_score": 1.0,
+                                   "strict_full_score_rate": 1.0}
 
 
 @needs_bwrap

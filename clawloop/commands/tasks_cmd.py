@@ -223,3 +223,6 @@ def _print_summary(summary: dict[str, Any]) -> None:
         if "mean_score" in c:
             out.print(f"{escape(name)}: mean score {_rate(c['mean_score'])}, "
                       f"full score {_rate(c['full_score_rate'])}", highlight=False)
+        if "strict_mean_score" in c:  # InterCode: new paths compared by content, not as InterCode does
+            out.print(f"{escape(name)}: strict (content-compared) mean score {_rate(c['strict_mean_score'])}, "
+                      f"full score {_rate(c['strict_full_score_rate'])}", highlight=False)

@@ -9,6 +9,7 @@ Formats: `harbor` (Harbor / Terminal-Bench 2 / SkillsBench task dirs, Terminal-B
     load_suite_any(path, fmt="auto", *, name=None, grader_root=None, skills=None,
                    pass_threshold=0.8) -> tasks.suite.Suite     # lenient: bad tasks become items
     score_fields(records) -> {"mean_score", "full_score_rate"}  # where scores are fractional
+                              (+ strict_mean_score, strict_full_score_rate: InterCode's strict score)
     apply_skills(task, "on"|"off") -> Task                      # SkillsBench with / without skills
 
 Running and verifying is the same for every format (`clawloop.tasks.environment`, one
@@ -188,5 +189,15 @@ def score_fields(records: Iterable[EpisodeRecord]) -> dict[str, float | None]:
         return {}
     if not rewards:
         return {"mean_score": None, "full_score_rate": None}
-    return {"mean_score": round(sum(rewards) / len(rewards), 4),
-            "full_score_rate": round(sum(1 for x in rewards if x >= PASS_THRESHOLD) / len(rewards), 4)}
+    out: dict[str, float | None] = {
+        "mean_score": round(sum(rewards) / len(rewards), 4),
+        "full_score_rate": round(sum(1 for x in rewards if x >= PASS_THRESHOLD) / len(rewards), 4)}
+    scored = [(r.reward, (r.scores or {}).get("strict_reward")) for r in records
+              if r.outcome in ("passed", "failed") and r.reward is not None]
+    if any(isinstance(x, int | float) for _, x in scored):
+        # InterCode's strict score (content-compared, never the verdict) beside its own; a record
+        # without one (another format) counts its reward, which nothing loosened.
+        strict = [float(x) if isinstance(x, int | float) else float(r) for r, x in scored]
+        out.update(strict_mean_score=round(sum(strict) / len(strict), 4),
+                   strict_full_score_rate=round(sum(1 for x in strict if x >= PASS_THRESHOLD) / len(strict), 4))
+    return out

@@ -46,7 +46,9 @@ time), so they hold for one cache.
    `/tests/run.json`, and the verifier (`intercode_reward.py`) computes the reward in the clean
    world like every clawloop verifier; reward.json carries the terms (the record's `scores`).
 Passed iff reward >= 1 - 1e-9 (InterCode: reward == 1); the summary's mean_score is the mean
-reward. The local backend is refused (the setup would extract into the host's `/`).
+reward. Beside it, labelled strict and never the verdict: `strict_reward` (scores), the summary's
+strict_mean_score and strict_full_score_rate, where new paths are compared by content (a
+symlink's target, dot-less files and dirs, which InterCode's missing md5deep counts equal). The local backend is refused (the setup would extract into the host's `/`).
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ WALK_TARGET = "/logs/clawloop-intercode"
 WALK_TIMEOUT_S = 120.0
 BUILD_TIMEOUT_S = 300.0
 ENTRY = "test.sh"
+STRICT_SCORES = ("strict_reward", "strict_file_changes", "strict_diff_same")
+"""The strict score's terms in a record's scores (intercode_reward: content-compared)."""
 REWARD_FILE = "intercode_reward.py"
 TASK_FILE = "task.json"
 RUN_FILE = "run.json"
@@ -628,7 +632,7 @@ def verify_intercode(sb: Any, task: Task, messages: Sequence[dict[str, Any]] | N
         except (SandboxError, ValueError):
             terms = None
     scores = {k: terms[k] for k in ("file_diff", "file_changes", "answer_similarity", "similarity",
-                                    "diff_miss", "diff_extra", "diff_same") if k in terms} \
+                                    "diff_miss", "diff_extra", "diff_same", *STRICT_SCORES) if k in terms} \
         if isinstance(terms, dict) else {}
     scores.update(walk=walked, gold_exit_code=gold["exit_code"], gold_timed_out=gold["timed_out"])
     return Verdict(v.outcome, v.reward, v.reason, note + v.output, time.monotonic() - t0, scores)

@@ -23,6 +23,13 @@ otherwise, which is missing from InterCode's image, so both runs print the same 
 a path always counts as equal; the TF-IDF is sklearn's `TfidfVectorizer()` defaults (lowercase,
 tokens `\\b\\w\\w+\\b`, smooth idf, l2 norm), its ValueError (no token in either text) falling
 back to 1 for equal texts, else 0.
+
+**Strict score** (`strict_reward`, never the verdict): the same formula with file_changes
+comparing content, `strict_same`: every common untracked path's entries (a file's md5 and
+executable bit, a symlink's target and what it resolves to, a new dir's whole subtree) must equal
+the gold run's, dot or no dot. Faithfully, a symlink with a wrong target (no "." in its name)
+scores full marks; strictly it does not. It sits beside InterCode's figure so that a held-out
+number cannot rise on answers InterCode cannot tell apart.
 """
 
 from __future__ import annotations
@@ -243,6 +250,39 @@ def same_hash(path: str, agent: State, gold: State) -> bool:
     return all(_md5sum_view(agent, a) == _md5sum_view(gold, a) for a in args)
 
 
+_C_UNESCAPES = {v[1]: chr(k) for k, v in _C_ESCAPES.items()}
+
+
+def unquote_path(token: str) -> str:
+    """A path as `quote_path` printed it, read back (a token that is not C-quoted is itself)."""
+    if len(token) < 2 or not (token.startswith('"') and token.endswith('"')):
+        return token
+    out, body, i = bytearray(), token[1:-1], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and re.match(r"[0-7]{3}", body[i + 1:i + 4]):
+            out.append(int(body[i + 1:i + 4], 8))
+            i += 4
+        elif c == "\\" and i + 1 < len(body) and body[i + 1] in _C_UNESCAPES:
+            out += _C_UNESCAPES[body[i + 1]].encode()
+            i += 2
+        else:
+            out += c.encode("utf-8", "surrogateescape")
+            i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _subtree(state: State, path: str) -> State:
+    p = unquote_path(path).rstrip("/")
+    return {k: e for k, e in state.items() if k == p or k.startswith(p + "/")}
+
+
+def strict_same(path: str, agent: State, gold: State) -> bool:
+    """The strict check of one common untracked path: its entries equal the gold run's (files by
+    md5 and executable bit, symlinks by target and resolution, a new dir by all it holds)."""
+    return _subtree(agent, path) == _subtree(gold, path)
+
+
 # ---------------------------------------------------------------------------------- TF-IDF
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
@@ -287,9 +327,13 @@ def reward(baseline: State, agent: State, gold: State, agent_obs: Any, gold_obs:
     sim = tfidf_similarity(agent_obs, gold_obs)
     p3 = round(0.33 * sim, 2)
     total += p3
+    strict = sum(1 for path, _ in common if strict_same(path, agent, gold))
+    p2_strict = round(0.33 * (strict / len(common)), 2) if common else 0.33
     return {"reward": total, "file_diff": p1, "file_changes": p2, "answer_similarity": p3,
             "similarity": round(sim, 6), "diff_miss": [list(x) for x in miss[:50]],
-            "diff_extra": [list(x) for x in extra[:50]], "diff_same": {"correct": same, "total": len(common)}}
+            "diff_extra": [list(x) for x in extra[:50]], "diff_same": {"correct": same, "total": len(common)},
+            "strict_reward": 0.01 + p1 + p2_strict + p3, "strict_file_changes": p2_strict,
+            "strict_diff_same": {"correct": strict, "total": len(common)}}
 
 
 # ---------------------------------------------------------------------------------- main
@@ -309,7 +353,8 @@ def main(argv: list[str]) -> int:
             json.dump(out, f)
         print(f"intercode reward {out['reward']:.2f}: file_diff {out['file_diff']}, file_changes "
               f"{out['file_changes']}, answer_similarity {out['answer_similarity']} "
-              f"(missed {out['diff_miss']}, extra {out['diff_extra']})")
+              f"(missed {out['diff_miss']}, extra {out['diff_extra']}); strict (content-compared, "
+              f"not InterCode's) {out['strict_reward']:.2f}, file_changes {out['strict_file_changes']}")
         return 0
     print("usage: intercode_reward.py walk OUT | reward RUN OUT", file=sys.stderr)
     return 2
