@@ -221,6 +221,11 @@ class SuiteParams(_Section):
     are reported only."""
     max_tasks: int | None = Field(None, ge=1)
     """Evaluate a fixed subset of this many tasks (by id; for quick runs). None = all."""
+    overlap: Literal["ngram", "same_task"] = "ngram"
+    """How validation keeps synthesized tasks off this held-out suite: `ngram` drops a task sharing
+    instruction 8-grams or a reference command with it (a suite of other templates: shell-core);
+    `same_task` drops only the same task, instruction and files (a split of synthesis's own
+    templates, benchmarks/synth-heldout, which every pool shares n-grams with by design)."""
     optional: bool = False
     """A suite kept outside the repository (InterCode-Bash: benchmarks/intercode/fetch.py exports
     it): while `path` does not exist the suite is skipped with a note, not an error."""

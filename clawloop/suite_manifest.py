@@ -93,18 +93,19 @@ def eval_suites(params: Any, manifest: str | Path | None) -> list[tuple[str, lis
     return out
 
 
-def heldout_tasks(params: Any, manifest: str | Path | None) -> list[Any]:
-    """Every task synthesis must stay off (the overlap check): `validation.heldout`'s suites and
-    every held-out suite of `eval.suites` in its own format (InterCode-Bash's queries and gold
-    commands too), each checked against `manifest`."""
+def heldout_tasks(params: Any, manifest: str | Path | None, overlap: str = "ngram") -> list[Any]:
+    """Every task synthesis must stay off by the `overlap` check (`ngram`: `validation.heldout`'s
+    suites and every held-out suite of `eval.suites` whose `overlap` is ngram, in its own format,
+    InterCode-Bash's queries and gold commands too; `same_task`: the held-out suites whose overlap
+    is same_task), each checked against `manifest`."""
     tasks, seen = [], set()
-    for path in params.validation.heldout:
+    for path in params.validation.heldout if overlap == "ngram" else ():
         suite = load_suite(path)
         check(manifest, path, suite.items)
         tasks += suite.tasks
         seen.add(_key(path))
     for s in params.eval.suites:
-        if s.heldout and s.present() and _key(s.path) not in seen:
+        if s.heldout and s.overlap == overlap and s.present() and _key(s.path) not in seen:
             suite = load_suite_any(s.path, s.format, name=s.name)
             check(manifest, s.path, suite.items)
             tasks += suite.tasks

@@ -215,12 +215,31 @@ def _oracle_slow(env: TaskEnvironment, prepared: bool = False) -> OracleCheck:
     return OracleCheck(env.verify(), touched=tuple(left.output.split()))
 
 
-def default_heldout() -> list[Path]:
-    """The held-out suites by default: ./benchmarks, else the checkout's benchmarks/ (all Harbor tasks)."""
+SAME_TASK_SPLITS = ("synth-heldout",)
+"""benchmarks/ folders that are held-out splits of synthesis's own templates: kept off by the same
+task only (`heldout_instances`), never by n-grams, which every pool shares with them by design."""
+
+
+def _benchmarks_root() -> Path | None:
     for root in (Path("benchmarks"), Path(__file__).resolve().parents[2] / "benchmarks"):
         if root.is_dir():
-            return [root]
-    return []
+            return root
+    return None
+
+
+def default_heldout() -> list[Path]:
+    """The held-out suites by default: ./benchmarks, else the checkout's benchmarks/ (all Harbor
+    tasks), less the same-task splits (`default_heldout_instances`)."""
+    root = _benchmarks_root()
+    if root is None:
+        return []
+    return [p for p in sorted(root.iterdir()) if p.is_dir() and p.name not in SAME_TASK_SPLITS]
+
+
+def default_heldout_instances() -> list[Path]:
+    """The same-task held-out splits under the default benchmarks/ (SAME_TASK_SPLITS)."""
+    root = _benchmarks_root()
+    return [root / n for n in SAME_TASK_SPLITS if root is not None and (root / n).is_dir()]
 
 
 def load_heldout(paths: Iterable[str | Path]) -> list[Task]:
@@ -239,7 +258,8 @@ def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
                   heldout_tasks: Iterable[Task] = (), params: AgentFreeParams | None = None, *,
                   config: SandboxConfig | None = None, parse_errors: Iterable[str] = (),
                   on_done: Callable[[int], None] | None = None,
-                  executor: ExecutorParams | str | None = None) -> tuple[list[Task], dict[str, Any]]:
+                  executor: ExecutorParams | str | None = None,
+                  heldout_instances: Iterable[Task] = ()) -> tuple[list[Task], dict[str, Any]]:
     """Filter `tasks` (order kept); returns (kept, report).
 
     report: {"input", "kept", "rejected": {reason: count}, "examples": {reason: [{"id", "detail"}]},
@@ -247,6 +267,9 @@ def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
     checks per Ray node, on the ray executor). Parse errors passed in count as reason "parse".
     `on_done(n)` is called as tasks finish (progress). `executor`: where the sandbox checks run
     (clawloop.executor: local threads, or Ray tasks); the verdicts do not depend on it.
+    `heldout_instances`: tasks of a held-out split of synthesis's own templates (synth-heldout):
+    a task equal to one of them (instruction and files, `exact_key`) is dropped as heldout_overlap,
+    where `heldout_tasks` drop any task sharing n-grams or a reference command.
     """
     params = params or AgentFreeParams()
     t0 = time.monotonic()
@@ -255,6 +278,7 @@ def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
         rejected["parse"].append({"id": err.split(": ", 1)[0], "detail": err})
 
     heldout = HeldoutIndex(heldout_tasks, params.heldout_ngram)
+    instances = {exact_key(h): h.id for h in heldout_instances}
     seen: set[str] = set()
     candidates: list[Task] = []
     for t in tasks:
@@ -263,6 +287,10 @@ def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
             rejected["duplicate"].append({"id": t.id, "detail": "same instruction and files as an earlier task"})
             continue
         seen.add(key)
+        if key in instances:
+            rejected["heldout_overlap"].append({"id": t.id, "detail": f"the same task (instruction and files) as "
+                                                f"held-out task {instances[key]}"})
+            continue
         share, hid = heldout.overlap(t)
         if hid is not None and share >= params.heldout_threshold:
             rejected["heldout_overlap"].append({"id": t.id, "detail": f"{share:.0%} of its {params.heldout_ngram}-grams "

@@ -29,7 +29,8 @@ def check_pool(params: Params, ctx: LoopContext, pool: Path, suites: Path | None
         kept, rejections = validate_pool(
             tasks, ctx.backend, ctx.jobs, heldout,
             AgentFreeParams(near_duplicate_threshold=params.validation.near_duplicate_threshold),
-            parse_errors=parse_errors, on_done=bar.advance, executor=params.executor)
+            parse_errors=parse_errors, on_done=bar.advance, executor=params.executor,
+            heldout_instances=heldout_tasks(params, suites, overlap="same_task"))
     print(f"[validate] agent-free: kept {len(kept)} of {rejections['input']} "
           f"({rejections['tasks_per_s']:.1f} tasks/s); rejected {rejections['rejected']}")
     return kept, rejections

@@ -26,17 +26,25 @@ from clawloop.tasks.task import Provenance, Task
 MAX_ATTEMPTS = 50
 
 
-def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, attempt: int) -> int:
+HELDOUT_NAMESPACE = "synth-heldout"
+"""The seed namespace of benchmarks/synth-heldout: its draws hash a key no synthesis stage makes
+(stages synthesize in the empty namespace), so the split shares templates with training, never
+seeds. Validation also drops a synthesized task equal to one of its tasks (instruction and files)."""
+
+
+def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, attempt: int,
+              namespace: str = "") -> int:
     """The seed of one draw (56 bits, so it survives any JSON reader and signed 64-bit columns)."""
-    key = f"{seed}/{iteration}/{skill}/{level}/{index}/{attempt}".encode()
+    key = f"{namespace + '/' if namespace else ''}{seed}/{iteration}/{skill}/{level}/{index}/{attempt}".encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:7], "big")
 
 
 def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progress = False,
-               conversational: float = 0.0) -> list[Task]:
+               conversational: float = 0.0, namespace: str = "") -> list[Task]:
     """Tasks for every (skill, level) quota of `plan`, in skill then level order; a share
     `conversational` of them rephrased in the conversational register (register.py).
-    `progress` shows tasks made (clawloop.progress): a large pool takes a while."""
+    `progress` shows tasks made (clawloop.progress): a large pool takes a while. `namespace`
+    separates the seeds of a held-out split (HELDOUT_NAMESPACE) from the loop's."""
     order = list(families())
     keys = sorted(plan.quotas, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
     for skill, level in keys:  # unknown skills and levels fail before any draw
@@ -47,18 +55,18 @@ def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progr
     with progress_for(progress, "synth", len(slots), "tasks") as bar:
         out = []
         for skill, level, i in slots:
-            out.append(_draw(plan, seed, iteration, skill, level, i, seen, conversational))
+            out.append(_draw(plan, seed, iteration, skill, level, i, seen, conversational, namespace))
             bar.advance()
     return out
 
 
 def _draw(plan: Plan, seed: int, iteration: int, skill: str, level: int, index: int, seen: set[str],
-          conversational: float = 0.0) -> Task:
+          conversational: float = 0.0, namespace: str = "") -> Task:
     """Task `index` of (skill, level): redrawn until its instruction is new to `seen`."""
     fam = family(skill)
     knobs = plan.knobs.get(skill, NO_KNOBS)
     for attempt in range(MAX_ATTEMPTS):
-        s = task_seed(seed, iteration, skill, level, index, attempt)
+        s = task_seed(seed, iteration, skill, level, index, attempt, namespace)
         rng = random.Random(s)
         # only a share of a skill's tasks carry its knobs, so the pool keeps plain tasks too
         use = knobs if knobs != NO_KNOBS and rng.random() < plan.knob_fraction else NO_KNOBS

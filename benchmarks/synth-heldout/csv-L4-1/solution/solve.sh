@@ -1,0 +1,11 @@
+#!/bin/bash
+# clawloop: the reference solution, one subshell per step
+WD="$PWD"
+(
+head -n 3 people.csv scores.csv
+)
+cd "$WD"
+(
+awk -F, 'NR == FNR {n[$1] = $2; next} FNR > 1 {print n[$1] "," $2}' people.csv scores.csv | sort > cable_bakery.csv
+)
+cd "$WD"

@@ -1,0 +1,2 @@
+#!/bin/bash
+haed -n 2 whistle38.txt

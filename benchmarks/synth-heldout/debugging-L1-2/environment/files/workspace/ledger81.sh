@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "Count: $(wcc -l < gentle_turbine.txt)"

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "Total: $(wcc -l < autumn-engine.txt)"

@@ -1,0 +1,2 @@
+#!/bin/bash
+haed -n 2 copper_kernel.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+city="$1"
+echo "Report for $ctiy"

@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -l < bronze_dock.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -l < compass15.txt

@@ -1,0 +1,2 @@
+#!/bin/bsh
+echo ok $1

@@ -1,0 +1,2 @@
+#!/bin/bsh
+echo started $1

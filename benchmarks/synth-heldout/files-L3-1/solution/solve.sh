@@ -1,0 +1,11 @@
+#!/bin/bash
+# clawloop: the reference solution, one subshell per step
+WD="$PWD"
+(
+ls
+)
+cd "$WD"
+(
+rm -- *.png
+)
+cd "$WD"

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo rainbow tallinn mulberry

@@ -1,0 +1,1 @@
+fig satchel noble guitar

@@ -1,0 +1,2 @@
+vienna stable locket blueberry polar meadow clever
+nest pineapple noble shore dock

@@ -1,0 +1,7 @@
+#!/bin/bash
+# clawloop: the reference solution, one subshell per step
+WD="$PWD"
+(
+git log -1 --format=%s > dock84.txt
+)
+cd "$WD"

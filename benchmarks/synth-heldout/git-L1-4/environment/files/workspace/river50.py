@@ -1,0 +1,3 @@
+sunny silent barrel montreal modest
+spruce naples geneva
+mango lively osaka shiny spindle

@@ -1,0 +1,3 @@
+orange sturdy plain breezy
+hazel mighty grape foggy boulder
+santiago pond dragon

@@ -1,0 +1,2 @@
+lemon apple windy treasure guava pomegranate whistle
+gooseberry sandy seattle green island

@@ -1,0 +1,1 @@
+electric gravel orange pillar avocado quince dagger

@@ -1,0 +1,2 @@
+taipei bakery capsule sail helsinki grapefruit velvet
+noble durban brisk ledger token

@@ -1,0 +1,3 @@
+prague green wizard quito seville
+diary nimble spruce pomegranate marsh lychee
+whistle helsinki granite dakar shiny

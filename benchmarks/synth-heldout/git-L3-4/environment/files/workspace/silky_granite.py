@@ -1,0 +1,3 @@
+eager echo apple lemon
+peach silent floral
+riga stone date

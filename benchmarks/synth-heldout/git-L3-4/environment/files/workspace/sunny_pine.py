@@ -1,0 +1,1 @@
+dapper florence kumquat elderberry spruce

@@ -1,0 +1,3 @@
+crater easel window
+quick candle marble fluffy durban amber windy
+rapid crater turbine

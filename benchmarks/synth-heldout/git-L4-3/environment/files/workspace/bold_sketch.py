@@ -1,0 +1,1 @@
+drawer fossil bogota

@@ -1,0 +1,2 @@
+zagreb lyon amsterdam canyon echo gooseberry
+dapper rosy castle denver

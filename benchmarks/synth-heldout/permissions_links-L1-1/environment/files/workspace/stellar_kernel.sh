@@ -1,0 +1,2 @@
+#!/bin/bash
+echo pear strawberry grand

@@ -1,0 +1,4 @@
+#!/bin/bash
+echo 'peach orange naples'
+echo 'calm brisbane bakery'
+echo 'apple plain turbine'
