@@ -87,6 +87,10 @@ class IterationMetrics(BaseModel):
     """Exact McNemar p of the checkpoint against iteration 0 (two-sided)."""
     gate_p_worse: float = Field(1.0, ge=0, le=1)
     """The gate's test: exact one-sided p that the checkpoint is worse than the policy."""
+    vs_base_suites: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """Per held-out suite, the checkpoint against iteration 0 on the same tasks: base_rate, rate,
+    diff with its 95% paired-bootstrap interval (diff_low, diff_high), p (exact McNemar) and
+    p_permutation (paired permutation on per-task pass rates)."""
     wall_s: float = Field(ge=0)
     """Wall time of the evaluation stage."""
 
@@ -118,7 +122,19 @@ def headline(iteration: int, suites: dict[str, SuiteMetrics], *, promoted: bool,
         policy_from=policy_from, format_error_episodes=sum(s.format_error_episodes for s in held),
         vs_base_gained=vs_base.get("gained", 0), vs_base_lost=vs_base.get("lost", 0),
         vs_base_p=vs_base.get("p_two_sided", 1.0), gate_p_worse=vs_policy.get("p_worse", 1.0),
-        wall_s=wall_s)
+        vs_base_suites=_per_suite(record) if record is not None and record.iteration > 0 else {}, wall_s=wall_s)
+
+
+def _per_suite(record: HeldoutRecord) -> dict[str, dict[str, float]]:
+    """metrics.json's per-suite base comparison (flat numbers: `dvc metrics show` columns)."""
+    out = {}
+    for suite, c in paired.compare_suites(record.base, record.checkpoint).items():
+        if suite != "all":
+            out[suite] = {"base_rate": round(c.before_rate, 6), "rate": round(c.after_rate, 6),
+                          "diff": round(c.diff, 6), "diff_low": round(c.diff_low, 6),
+                          "diff_high": round(c.diff_high, 6), "p": round(c.p_two_sided, 6),
+                          "p_permutation": round(c.p_permutation, 6)}
+    return out
 
 
 def heldout_rate(suites: dict[str, SuiteMetrics]) -> float:

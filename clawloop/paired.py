@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -64,6 +65,34 @@ def sign_test_p(better: int, worse: int, *, alternative: str = "two-sided") -> f
     return min(1.0, 2 * tail(min(better, worse)))
 
 
+PERMUTATION_SAMPLES = 20000
+"""Random sign flips when the exact enumeration (2^n for n non-zero differences) is too large."""
+EXACT_PERMUTATION_MAX = 16
+
+
+def permutation_p(diffs: list[float], *, samples: int = PERMUTATION_SAMPLES, seed: int = BOOTSTRAP_SEED) -> float:
+    """Two-sided paired permutation (sign-flip) test that the mean per-task difference is zero.
+
+    Under the null each task's two evaluations are exchangeable, so each difference's sign is a
+    fair coin. Unlike the sign test it weighs how much each task moved: with k samples per task a
+    task going 1/4 -> 4/4 counts more than 1/4 -> 2/4. Exact over all 2^n sign patterns of the n
+    non-zero differences up to EXACT_PERMUTATION_MAX, else Monte Carlo with the (b + 1) / (m + 1)
+    correction (never 0). With one sample per task it equals the exact sign test."""
+    nz = [d for d in diffs if d != 0]
+    if not nz:
+        return 1.0
+    observed = abs(sum(nz)) - 1e-12
+    if len(nz) <= EXACT_PERMUTATION_MAX:
+        hits = 0
+        for mask in range(2 ** len(nz)):
+            total = sum(-d if mask >> i & 1 else d for i, d in enumerate(nz))
+            hits += abs(total) >= observed
+        return hits / 2 ** len(nz)
+    rng = random.Random(seed)
+    hits = sum(abs(sum(d if rng.random() < 0.5 else -d for d in nz)) >= observed for _ in range(samples))
+    return (hits + 1) / (samples + 1)
+
+
 def bootstrap_interval(diffs: list[float], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED,
                        level: float = 0.95) -> tuple[float, float]:
     """Percentile interval of the mean of per-task differences, tasks resampled with replacement."""
@@ -103,12 +132,16 @@ class Comparison:
     """Exact sign test (McNemar) that the two evaluations differ."""
     p_worse: float
     """One-sided: the evidence that `after` is worse (the gate's test)."""
+    p_permutation: float = 1.0
+    """Two-sided paired permutation test on the per-task differences (`permutation_p`): with several
+    samples per task it uses how far each task moved, where the sign test counts only the direction."""
     gained_tasks: tuple[str, ...] = ()
     lost_tasks: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for k in ("before_rate", "after_rate", "diff", "diff_low", "diff_high", "p_two_sided", "p_worse"):
+        for k in ("before_rate", "after_rate", "diff", "diff_low", "diff_high", "p_two_sided", "p_worse",
+                  "p_permutation"):
             d[k] = round(d[k], 6)
         d["gained_tasks"], d["lost_tasks"] = list(self.gained_tasks), list(self.lost_tasks)
         return d
@@ -116,8 +149,10 @@ class Comparison:
     def words(self, what: str = "tasks") -> str:
         """'+5 tasks of 72 (7 gained, 2 lost), exact McNemar p = 0.18': the change a reader reads."""
         net = self.gained - self.lost
+        perm = (f", paired permutation p = {format_p(self.p_permutation)}"
+                if abs(self.p_permutation - self.p_two_sided) > 5e-4 else "")
         return (f"{net:+d} {what} of {self.paired} ({self.gained} gained, {self.lost} lost), "
-                f"exact McNemar p = {format_p(self.p_two_sided)}")
+                f"exact McNemar p = {format_p(self.p_two_sided)}{perm}")
 
 
 def format_p(p: float) -> str:
@@ -142,7 +177,7 @@ def compare(before: Mapping[str, float], after: Mapping[str, float]) -> Comparis
         diff=sum(diffs) / n if n else 0.0, diff_low=low, diff_high=high,
         p_two_sided=sign_test_p(len(gained), len(lost)),
         p_worse=sign_test_p(len(gained), len(lost), alternative="less"),
-        gained_tasks=gained, lost_tasks=lost)
+        p_permutation=permutation_p(diffs), gained_tasks=gained, lost_tasks=lost)
 
 
 def suite_of(key: str) -> str:
@@ -152,6 +187,21 @@ def suite_of(key: str) -> str:
 def by_suite(outcomes: Mapping[str, float], suite: str) -> Outcomes:
     """The outcomes of one suite's tasks."""
     return {k: v for k, v in outcomes.items() if suite_of(k) == suite}
+
+
+LEVEL_IN_NAME = re.compile(r"-L(\d+)-\d+$")
+"""A task name that carries its level (synth-heldout's `<skill>-L<level>-<n>`)."""
+
+
+def by_level(before: Mapping[str, float], after: Mapping[str, float], suite: str) -> dict[int, Comparison]:
+    """`compare` per level for a suite whose task names carry one (LEVEL_IN_NAME); {} otherwise."""
+    levels: dict[int, list[str]] = {}
+    for k in set(by_suite(before, suite)) | set(by_suite(after, suite)):
+        m = LEVEL_IN_NAME.search(k)
+        if m:
+            levels.setdefault(int(m.group(1)), []).append(k)
+    return {lv: compare({k: before[k] for k in keys if k in before}, {k: after[k] for k in keys if k in after})
+            for lv, keys in sorted(levels.items())}
 
 
 def compare_suites(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, Comparison]:

@@ -170,6 +170,7 @@ def test_report_states_the_paired_gain_and_the_published_baselines(tmp_path: Pat
     assert "| GPT-4 (published, 10 turns) | 4/8 = 0.500" in md and "97/200 = 48.5%" in md
     assert "Paired held-out evidence" in html and "shell-core/t1" in html        # the flips, by task
     assert html.index("+4 tasks of 8") < html.index("Diagnosis → synthesis")    # on the first screen
+    assert "per level" not in md  # shell-core's names carry no level: no per-level table
 
 
 def test_compare_command_pairs_two_evaluations_per_suite(tmp_path: Path) -> None:
@@ -200,3 +201,55 @@ def test_compare_command_pairs_two_evaluations_per_suite(tmp_path: Path) -> None
     assert "gained: intercode-bash/x, shell-core/a, shell-core/b" in table.output
     bad = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "missing")])
     assert bad.exit_code != 0
+
+
+def test_permutation_p_is_the_sign_test_with_one_sample_and_weighs_moves_with_several() -> None:
+    import random
+
+    for gained, lost in [(0, 0), (4, 0), (9, 2), (12, 3)]:  # 1/0 outcomes: exactly McNemar's
+        diffs = [1.0] * gained + [-1.0] * lost + [0.0] * 5
+        assert paired.permutation_p(diffs) == pytest.approx(paired.sign_test_p(gained, lost))
+    # k = 4 samples: twelve tasks 1/4 -> 4/4 and twelve 2/4 -> 1/4 are a 12-12 tie for the sign test
+    # (p = 1) but a clear gain in pass rate, which the permutation test sees
+    diffs = [0.75] * 12 + [-0.25] * 12
+    assert paired.sign_test_p(12, 12) == 1.0 and paired.permutation_p(diffs) < 0.05
+    # Monte Carlo above the exact limit: seeded, close to the exact value of a large sign test
+    many = [1.0] * 30 + [-1.0] * 14
+    assert paired.permutation_p(many) == paired.permutation_p(many)
+    assert abs(paired.permutation_p(many) - paired.sign_test_p(30, 14)) < 0.01
+    rng = random.Random(1)
+    noise = [rng.choice([-0.25, 0.25, 0.0]) for _ in range(60)]
+    assert paired.permutation_p(noise) > 0.05
+
+
+def test_per_level_evidence_for_a_suite_whose_names_carry_the_level() -> None:
+    base = {f"synth-heldout/files-L{lv}-{i}": 0.0 for lv in (1, 3) for i in range(1, 5)} | {"shell-core/x": 0.0}
+    final = dict(base) | {"synth-heldout/files-L3-1": 1.0, "synth-heldout/files-L3-2": 1.0}
+    levels = paired.by_level(base, final, "synth-heldout")
+    assert sorted(levels) == [1, 3]
+    assert (levels[1].gained, levels[3].gained, levels[3].paired) == (0, 2, 4)
+    assert levels[3].after_rate == 0.5 and paired.by_level(base, final, "shell-core") == {}
+
+
+def test_report_shows_synth_heldout_per_level(tmp_path: Path) -> None:
+    from clawloop.report.collect import collect
+    from clawloop.report.render import context, render
+
+    runs = tmp_path / "runs"
+    names = [f"synth-heldout/csv-L{lv}-{i}" for lv in (1, 4) for i in (1, 2)]
+    base = {n: 0.0 for n in names}
+    final = base | {"synth-heldout/csv-L4-1": 1.0, "synth-heldout/csv-L4-2": 1.0}
+    for it, verdicts in enumerate([base, final]):
+        d = runs / f"iter-{it}"
+        suites = {"synth-heldout": _figures(sum(map(int, verdicts.values())), 4)["shell-core"]}
+        loop.write_metrics(d / "eval" / "summary.json", loop.EvalDetail(iteration=it, suites=suites,
+                                                                         episodes_per_s=1.0, wall_s=1.0))
+        (d / "checkpoint").mkdir(parents=True)
+        loop.settle(it, suites, verdicts, checkpoint=d / "checkpoint", previous=runs / "iter-0" if it else None,
+                    it_dir=d, gate_params=GateParams(), wall_s=1.0)
+    html, md = render(context(collect(runs), {}, viewer=None, ablations=[]))
+    assert "synth-heldout per level" in md and "synth-heldout per level" in html
+    per_suite = read_json(runs / "iter-1" / "metrics.json")["vs_base_suites"]["synth-heldout"]
+    assert (per_suite["base_rate"], per_suite["rate"], per_suite["diff"]) == (0.0, 0.5, 0.5)
+    assert per_suite["p"] == 0.5 and per_suite["p_permutation"] == 0.5  # 2 gained of 4: not yet evidence
+    assert "| 4 | 2 | 0.000 | 1.000 | 2 | 0 |" in md and "| 1 | 2 | 0.000 | 0.000 | 0 | 0 |" in md
