@@ -82,6 +82,41 @@ def test_reference_observations_are_real() -> None:
     assert call_text("bash", {"command": "ls"}) == '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
 
 
+def test_process_shaped_references_inspect_act_check_then_submit() -> None:
+    """The process shape looks first and checks what the steps wrote, each call after a thought line;
+    the verifier still decides; a solution too long for the turn limit replays plain."""
+    from clawloop.training.reference import INSPECT, check_command, plan_calls, written_paths
+
+    task = make_task("a.txt", "alpha", ["mkdir -p out", "echo alpha > a.txt && sort a.txt | tee out/s.txt"])
+    assert written_paths(task.solution.steps) == ["a.txt", "out/s.txt"]
+    assert check_command(task.solution.steps) == "head -n 20 -- a.txt && head -n 20 -- out/s.txt"
+    assert check_command(["rm -f x", "echo hi 2>/dev/null"]) == "ls -la"
+    assert plan_calls(["a", "b", "c", "d"], "process", 6) == [("", c) for c in "abcd"]  # 4 + 3 > 6 turns
+    kept, results = reference_trajectories([task], "bwrap", workers=1, shape="process",
+                                           harness_config=HarnessConfig(max_turns=6))
+    assert [r.outcome for r in results] == ["passed"]
+    m = kept[0].messages
+    calls = [x for x in m if x["role"] == "assistant"]
+    commands = [c["tool_calls"][0]["function"]["arguments"].get("command") for c in calls]
+    assert commands == [INSPECT[1], *task.solution.steps, check_command(task.solution.steps), None]
+    assert calls[0]["content"].strip() == INSPECT[0] and "check the result" in calls[-2]["content"]
+    tools = [x["content"] for x in m if x["role"] == "tool"]
+    assert tools[-1].startswith("alpha\n") and "==> a.txt" not in tools[-1]  # the real file, as head shows one
+    assert tdata.process_score(m) == 2 and kept[0].meta["shape"] == "process"
+    plain, _ = reference_trajectories([task], "bwrap", workers=1)
+    assert tdata.process_score(plain[0].messages) == 0
+
+
+def test_writes_and_looks() -> None:
+    looks = ["ls -la", "cat a.txt | sort | uniq -c", "grep -rn x . | head", "git status", "find . -name '*.md'",
+             "python3 -c 'print(1)'", "tar -tzf a.tgz", "wc -l < a.txt", "echo hi 2>/dev/null"]
+    writes = ["echo a > b", "sort a >> b", "sed -i s/a/b/ f", "rm x", "mv a b", "git commit -m x",
+              "find . -delete", "tar -xzf a.tgz", "python3 fix.py", "cat a | tee b", "FOO=1 touch x",
+              "mkdir d", "chmod +x s"]
+    assert [c for c in looks if tdata.is_write(c)] == []
+    assert [c for c in writes if not tdata.is_write(c)] == []
+
+
 # --- self-generated trajectories ---------------------------------------------------------------
 
 def write_episodes(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -140,6 +175,23 @@ def test_self_trajectories_dedup_cap_and_order(tmp_path: Path) -> None:
     convs = tdata.load_self_trajectories([tmp_path / "run"], max_per_task=2)
     assert [len(c.messages) for c in convs] == [5, 7]  # shortest first, duplicate dropped, cap 2
     assert all("rm -rf" not in json.dumps(c.messages) for c in convs)
+
+
+def test_self_trajectories_by_process(tmp_path: Path) -> None:
+    """order process keeps the passes that look first and check last; min_process drops one-liners."""
+    t = make_task("a.txt", "alpha")
+    one_liner = convo(t, "echo alpha > a.txt")
+    looked = convo(t, "ls", "echo alpha > a.txt")
+    careful = convo(t, "ls", "echo alpha > a.txt", "cat a.txt")
+    rows = [{"task_id": t.id, "passed": True, "messages": m} for m in (one_liner, looked, careful)]
+    write_episodes(tmp_path / "run" / "episodes-00000.parquet", rows)
+    shortest = tdata.load_self_trajectories([tmp_path / "run"], max_per_task=1)
+    assert [c.meta["process"] for c in shortest] == [0]
+    best = tdata.load_self_trajectories([tmp_path / "run"], max_per_task=2, order="process")
+    assert [c.meta["process"] for c in best] == [2, 1]
+    assert [c.meta["process"] for c in tdata.load_self_trajectories([tmp_path / "run"], min_process=2)] == [2]
+    with pytest.raises(ClawloopError, match="self_order"):
+        tdata.load_self_trajectories([tmp_path / "run"], order="longest")
 
 
 def test_self_trajectories_leave_out_passes_the_agent_did_not_end(tmp_path: Path) -> None:

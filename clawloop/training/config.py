@@ -45,6 +45,17 @@ class DataParams(_Params):
         "share is taken, without repeating any example.")
     max_per_task: int = Field(
         4, gt=0, description="Most self-generated trajectories kept per task (shortest first, after dedup).")
+    self_order: Literal["shortest", "process"] = Field(
+        "shortest", description="Which own passes the per-task cap keeps first: the shortest, or those with "
+        "the highest process score (a look before the first change, a look after the last: "
+        "clawloop.training.data.process_score), shortest among equals.")
+    self_min_process: int = Field(
+        0, ge=0, le=2, description="Own passes scoring lower are not trained on (2: only those that inspect "
+        "before acting and check before submitting).")
+    reference_shape: Literal["plain", "process"] = Field(
+        "plain", description="How reference solutions are replayed: plain (the steps, then submit) or process "
+        "(a look at the workspace first and a check of what the steps wrote before submitting, each with a "
+        "one-line thought: inspect -> act -> check -> submit; solutions too long for max_turns stay plain).")
     seed: int = Field(0, description="Seed of the sampling when mixing trajectories.")
 
 

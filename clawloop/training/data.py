@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import random
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -72,17 +73,90 @@ def _check_messages(messages: Any, where: str) -> list[dict[str, Any]]:
     return messages
 
 
+READ_ONLY = frozenset({
+    "ls", "cat", "head", "tail", "grep", "egrep", "fgrep", "rg", "find", "wc", "stat", "file", "diff", "cmp",
+    "test", "[", "du", "df", "pwd", "tree", "less", "more", "sort", "uniq", "cut", "awk", "jq", "md5sum",
+    "sha256sum", "sha1sum", "echo", "printf", "readlink", "realpath", "id", "whoami", "env", "printenv", "which",
+    "type", "od", "xxd", "hexdump", "column", "nl", "tr", "basename", "dirname", "date", "true", "comm", "join",
+    "paste", "tac", "rev", "fold", "expand", "seq", "getfacl", "lsattr", "namei", "ps", "pgrep", "tar", "unzip",
+    "zcat", "gzip", "python3", "python", "sed", "git",
+})
+"""First words of commands that only look (with the exceptions `is_write` checks: an output
+redirection, `sed -i`, `tar -x`/`-c`, a python program, a git subcommand that changes the tree)."""
+_SEGMENTS = re.compile(r"\|\||&&|[|;\n]")
+_REDIRECT = re.compile(r"(?<![0-9&<])>>?\s*(?!&|/dev/)\S")
+_GIT_LOOKS = frozenset({"status", "log", "diff", "show", "branch", "ls-files", "rev-parse", "config", "blame"})
+
+
+def is_write(command: str) -> bool:
+    """Whether a shell command may change the workspace (conservative: unknown commands write)."""
+    if _REDIRECT.search(command) or re.search(r"\btee\b", command):
+        return True
+    for segment in _SEGMENTS.split(command):
+        words = segment.split()
+        while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+            words = words[1:]
+        if not words:
+            continue
+        name = words[0].rsplit("/", 1)[-1]
+        if name not in READ_ONLY:
+            return True
+        rest = words[1:]
+        if name == "sed" and any(w.startswith("-i") or w.startswith("--in-place") for w in rest):
+            return True
+        if name in ("tar", "unzip", "gzip") and not any(w in ("-t", "-l", "-tf", "-tzf", "-tvf", "--list")
+                                                        for w in rest):
+            return True
+        if name in ("python3", "python") and not (rest and rest[0] in ("-c",) and "open(" not in segment):
+            return True
+        if name == "git" and not (rest and rest[0] in _GIT_LOOKS):
+            return True
+        if name == "find" and any(w in ("-delete", "-exec", "-execdir") for w in rest):
+            return True
+    return False
+
+
+def bash_commands(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The commands of the conversation's bash calls, in order."""
+    out = []
+    for m in messages:
+        for call in m.get("tool_calls") or () if m.get("role") == "assistant" else ():
+            fn = call.get("function") or {}
+            args = fn.get("arguments")
+            if fn.get("name") == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
+                out.append(args["command"])
+    return out
+
+
+def process_score(messages: Sequence[dict[str, Any]]) -> int:
+    """How much of inspect -> act -> check -> submit an episode shows: one point for a look before its
+    first change, one for a look after its last change (an episode that changes nothing scores its
+    look, if any, once). The policy's own one-command passes score 0."""
+    commands = bash_commands(messages)
+    writes = [i for i, c in enumerate(commands) if is_write(c)]
+    if not writes:
+        return int(bool(commands))
+    looked_first = any(not is_write(c) for c in commands[: writes[0]])
+    checked_last = any(not is_write(c) for c in commands[writes[-1] + 1:])
+    return int(looked_first) + int(checked_last)
+
+
 CUT_OFF = ("max_turns", "timeout", "format_errors")
 """Terminations of an episode the agent did not end itself. A passed one still teaches what cut it
 off: Qwen2.5-Coder-0.5B passed tasks and then re-ran its last command until the turn limit."""
 
 
-def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -> list[Conversation]:
+def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4, *, order: str = "shortest",
+                           min_process: int = 0) -> list[Conversation]:
     """Successful rollouts (passed=true) that the agent ended itself (termination not in CUT_OFF;
     tables without the column are taken whole) from rollout dirs or episodes files: deduplicated
-    by conversation hash, at most `max_per_task` per task, shortest conversations first; a playbook
-    in the system turn is cut off (clawloop.agent.playbook.strip_playbook), and so is each checked
-    submit with its note (clawloop.agent.harness.strip_submit_checks)."""
+    by conversation hash, at most `max_per_task` per task, shortest conversations first (`order`
+    "process": the highest `process_score` first, shortest among equals), none scoring below
+    `min_process`; a playbook in the system turn is cut off (clawloop.agent.playbook.strip_playbook),
+    and so is each checked submit with its note (clawloop.agent.harness.strip_submit_checks). Each
+    conversation's meta carries its `process` score."""
+    if order not in ("shortest", "process"):
+        raise ClawloopError(f"data.self_order: {order!r} is not shortest or process")
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -116,12 +190,14 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4) -
                     raise ClawloopError(f"{where}: messages: not valid JSON ({e})") from None
                 # A rollout of a policy with a playbook: the weights learn the plain prompt.
                 # ... and a checked submit's call and note go: it learns the fix, not the nudge.
-                conv = Conversation(rec["task_id"], strip_submit_checks(strip_playbook(_check_messages(messages, where))),
-                                    "self")
-                by_task[conv.task_id].setdefault(conv.key, conv)
+                kept = strip_submit_checks(strip_playbook(_check_messages(messages, where)))
+                conv = Conversation(rec["task_id"], kept, "self", {"process": process_score(kept)})
+                if conv.meta["process"] >= min_process:
+                    by_task[conv.task_id].setdefault(conv.key, conv)
     out: list[Conversation] = []
     for task_id in sorted(by_task):
-        convs = sorted(by_task[task_id].values(), key=lambda c: (len(c.messages), c.key))
+        convs = sorted(by_task[task_id].values(), key=lambda c: (
+            -c.meta["process"] if order == "process" else 0, len(c.messages), c.key))
         out += convs[:max_per_task]
     return out
 

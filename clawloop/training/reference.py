@@ -9,11 +9,13 @@ harness's own format with real observations, ready for SFT.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from clawloop.agent.episode import Episode, Outcome
 from clawloop.agent.harness import HarnessConfig
@@ -49,20 +51,62 @@ def _reply(text: str) -> Generation:
     return Generation(text=text, prompt_tokens=0, completion_tokens=0)
 
 
-def replay(episode: Episode) -> None:
-    """Drive a begun episode's turns with its task's solution steps, then submit."""
+Shape = Literal["plain", "process"]
+"""How a reference solution is replayed: `plain` (its steps, then submit) or `process` (inspect the
+workspace first and check what the steps wrote before submitting, each with a one-line thought:
+the inspect -> act -> check -> submit shape shell-core's tasks need, where plain replays and the
+policy's own one-line passes teach "one command, then submit")."""
+
+INSPECT = ("Let me look at the workspace before changing anything.", "ls -la")
+CHECK_THOUGHT = "Let me check the result before I submit."
+# `> out`, `>> out`, `tee [-a] out`, `-o out` / `--output=out`: paths a step writes. Quoted or
+# variable paths are left alone (no check of a path we cannot name).
+_WRITES = re.compile(r"(?:>>?|\btee(?:\s+-a)?|\s-o|--output=?)\s*([A-Za-z0-9_./-]+)")
+
+
+def written_paths(steps: Sequence[str]) -> list[str]:
+    """Files the solution's steps write by redirection, tee or an output flag, in order, once each."""
+    out: list[str] = []
+    for step in steps:
+        for path in _WRITES.findall(step):
+            if path not in out and not path.startswith("/dev/") and not path.startswith("&"):
+                out.append(path)
+    return out
+
+
+def check_command(steps: Sequence[str]) -> str:
+    """What a careful agent runs after the last step: the head of each file the steps wrote (at most
+    three), else the workspace's listing."""
+    paths = written_paths(steps)[:3]
+    if not paths:
+        return "ls -la"
+    return " && ".join(f"head -n 20 -- {shlex.quote(p)}" for p in paths)
+
+
+def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int) -> list[tuple[str, str]]:
+    """(thought, command) per bash call of the replay. The process shape needs two more turns than
+    the plain one (and the submit one): a solution too long for `max_turns` is replayed plain."""
+    plain = [("", step) for step in steps]
+    if shape == "plain" or len(steps) + 3 > max_turns:
+        return plain
+    return [INSPECT, *plain, (CHECK_THOUGHT, check_command(steps))]
+
+
+def replay(episode: Episode, shape: Shape = "plain") -> None:
+    """Drive a begun episode's turns with its task's solution steps (`shape`), then submit."""
     task, state = episode.task, episode.state
     if task.solution is None or state is None:
         raise ClawloopError(f"task {task.id}: has no reference solution or no harness to replay it in")
-    for step in task.solution.steps:
-        if episode.step(_reply(call_text("bash", {"command": step}))) is None:
+    for thought, command in plan_calls(task.solution.steps, shape, state.max_turns):
+        text = call_text("bash", {"command": command})
+        if episode.step(_reply(f"{thought}\n{text}" if thought else text)) is None:
             break
     if not state.done:
         episode.step(_reply(call_text("submit", {})))
 
 
 def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
-                      harness_config: HarnessConfig | None = None) -> ReferenceResult:
+                      harness_config: HarnessConfig | None = None, shape: Shape = "plain") -> ReferenceResult:
     """One episode (clawloop.agent.episode) replaying the task's solution. Never raises for task trouble."""
     t0 = time.monotonic()
 
@@ -73,7 +117,7 @@ def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Sandbo
         return result("skipped", "no reference solution")
     episode = Episode(task, backend, sandbox_config, harness_config or HarnessConfig())
     if episode.begin():
-        replay(episode)
+        replay(episode, shape)
         assert episode.state is not None
         if episode.state.termination not in ("submit", "error"):
             episode.close()
@@ -83,18 +127,19 @@ def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Sandbo
         return result(episode.outcome or "error", episode.reason or f"reward {episode.reward}")
     assert episode.state is not None
     conv = Conversation(task.id, episode.state.messages, "reference",
-                        {"skill": task.skill, "level": task.level, "steps": len(task.solution.steps)})
+                        {"skill": task.skill, "level": task.level, "steps": len(task.solution.steps), "shape": shape})
     return result("passed", None, conv)
 
 
 def reference_trajectories(tasks: Sequence[Task], backend: str = "bwrap", *,
                            sandbox_config: SandboxConfig | None = None,
                            harness_config: HarnessConfig | None = None, workers: int = 4,
-                           executor: ExecutorParams | str | None = None,
+                           executor: ExecutorParams | str | None = None, shape: Shape = "plain",
                            ) -> tuple[list[Conversation], list[ReferenceResult]]:
     """Replay every task's reference solution, `workers` at a time on the local executor (or as
     Ray tasks: clawloop.executor); returns (kept conversations, all results), in task order."""
-    one = partial(reference_episode, backend=backend, sandbox_config=sandbox_config, harness_config=harness_config)
+    one = partial(reference_episode, backend=backend, sandbox_config=sandbox_config, harness_config=harness_config,
+                  shape=shape)
     results = [replace(r.value, node=r.node) for r in run_all(one, list(tasks), jobs=workers, executor=executor)]
     kept = [r.conversation for r in results if r.conversation is not None]
     return kept, results

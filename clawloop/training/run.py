@@ -122,7 +122,8 @@ def train(job: TrainJob, params: TrainParams | None = None, setup: EpisodeSetup 
         raise ClawloopError(f"{out}: the output must differ from the base checkpoint")
     pool = read_pool(job.tasks) if isinstance(job.tasks, str | Path) else list(job.tasks)
     probe_table = read_probe(job.probe) if job.probe is not None else None
-    self_convs = (tdata.load_self_trajectories(job.trajectories, params.data.max_per_task)
+    self_convs = (tdata.load_self_trajectories(job.trajectories, params.data.max_per_task,
+                                               order=params.data.self_order, min_process=params.data.self_min_process)
                   if job.trajectories else [])
     if params.threads:
         import torch
@@ -196,8 +197,9 @@ class _Run:
             self.meta["reference"] = {"skipped": "data.self_fraction 1.0"}
         else:
             refs, results = reference_trajectories(
-                tasks, setup.backend, harness_config=setup.harness_config, workers=setup.jobs, executor=setup.executor)
-            self.meta["reference"] = dict(Counter(r.outcome for r in results))
+                tasks, setup.backend, harness_config=setup.harness_config, workers=setup.jobs, executor=setup.executor,
+                shape=data.reference_shape)
+            self.meta["reference"] = {**Counter(r.outcome for r in results), "shape": data.reference_shape}
         convs = tdata.mix(refs, self_convs, data.self_fraction, data.seed)
         if not convs and self.job.keep_base_without_tasks:
             self.meta["stages"]["sft"] = {"skipped": f"no trajectory to imitate ({len(self_convs)} own passes, "
@@ -207,6 +209,9 @@ class _Run:
         self.meta["data_sha256"] = tdata.data_sha256(convs)
         self.meta["examples"] = {"reference": sum(c.source == "reference" for c in convs),
                                  "self": sum(c.source == "self" for c in convs)}
+        # How much of inspect -> act -> check each trained conversation shows (0-2): brevity shows here.
+        self.meta["process_scores"] = {src: {str(k): n for k, n in sorted(Counter(
+            tdata.process_score(c.messages) for c in convs if c.source == src).items())} for src in ("reference", "self")}
         return dataset
 
     def grpo_tasks(self, learnable: list[Task]) -> list[Task]:
