@@ -54,7 +54,7 @@ class BwrapContainers:
     _cgroups: list[Cgroup]
     _trusted: Path | None
     _carried: list[str]
-    _etc_binds: list[str]
+    _etc_frozen: Path | None
     _etc: Path
 
     def _bwrap_argv(self, launch: Launch | None, *rest: str) -> list[str]:
@@ -65,9 +65,7 @@ class BwrapContainers:
         if self._trusted is None:
             a += ["--bind", str(self.root), "/"]
         else:  # read-only, with the agent's top-level dirs over it (sandbox/_trusted.py)
-            a += ["--ro-bind", str(self._trusted), "/"]
-            for name in self._etc_binds:
-                a += ["--ro-bind", str(self._etc / name), "/etc/" + name]
+            a += ["--ro-bind", str(self._trusted), "/", "--ro-bind", str(self._etc_frozen or self._etc), "/etc"]
             for name in self._carried:
                 if "/" + name not in self._view.mounts:
                     a += ["--bind", str(self.root / name), "/" + name]
@@ -109,7 +107,10 @@ class BwrapContainers:
         if not self._servers:
             if self._oneshot_argv != key:
                 self._oneshot_argv, self._oneshots = key, 0
-            if oneshot and self._oneshots < self.oneshot_commands:
+            # A trusted root's commands judge the agent (verifiers): always through the server,
+            # the pid 1 that tells a bash killed by a signal from one that exited 128+N, and
+            # counts what it left running (a one-shot container's bwrap init cannot).
+            if oneshot and self._oneshots < self.oneshot_commands and self._trusted is None:
                 self._oneshots += 1
                 return self._run_oneshot(script, cwd, env, timeout)
         for attempt in (1, 2):

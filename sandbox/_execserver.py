@@ -198,12 +198,12 @@ class ExecServer:
             self.stop()
             timed_out = took >= timeout
             return ExecResult(124 if timed_out else 137, output, timed_out, took, truncated)
-        _, status, timed_out, clean = reply.split()
+        _, status, timed_out, clean, sig, left = reply.split()
         if clean != b"1":  # something in the namespace would not die: end the container
             self.stop()
         if timed_out == b"1":
-            return ExecResult(124, output, True, took, truncated)
-        return ExecResult(int(status), output, False, took, truncated)
+            return ExecResult(124, output, True, took, truncated, leftovers=int(left))
+        return ExecResult(int(status), output, False, took, truncated, signal=int(sig), leftovers=int(left))
 
     def stop(self) -> None:
         """End the container now: its pid 1, the server, is killed (and bwrap), and the kernel

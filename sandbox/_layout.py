@@ -136,13 +136,21 @@ pytest_plugins = own_pytest_plugins()
 """
 
 
+SEAL_SCRIPT = f"{PYGUARD_MOUNT}/clawloop_seal.py"
+"""sandbox/_seal.py inside every isolated sandbox: `python3 -I -S SEAL_SCRIPT DIR CMD...` runs CMD
+unable to create FIFOs, sockets, device nodes or symlinks in DIR (Landlock, where the kernel has it)."""
+
+
 def pyguard_dir(parent: Path) -> Path:
-    """A fresh `parent/pyguard` holding the import guard as sitecustomize.py and the pytest plugin
-    list (readable by all, writable by none), the host side of PYGUARD_MOUNT."""
+    """A fresh `parent/pyguard` holding the import guard as sitecustomize.py, the pytest plugin
+    list and the seal (SEAL_SCRIPT), readable by all, writable by none: the host side of
+    PYGUARD_MOUNT."""
     d = parent / "pyguard"
     d.mkdir()
-    for name, data in (("sitecustomize.py", (Path(__file__).parent / "_pyguard.py").read_bytes()),
-                       (PYTEST_PLUGINS_MODULE + ".py", _PLUGINS_SOURCE.encode())):
+    here = Path(__file__).parent
+    for name, data in (("sitecustomize.py", (here / "_pyguard.py").read_bytes()),
+                       (PYTEST_PLUGINS_MODULE + ".py", _PLUGINS_SOURCE.encode()),
+                       (SEAL_SCRIPT.rsplit("/", 1)[1], (here / "_seal.py").read_bytes())):
         f = d / name
         f.write_bytes(data)
         f.chmod(0o444)
@@ -207,6 +215,9 @@ class Backend(ClosedOnExit):
     def trusted_root(self) -> Iterator[None]:
         """The system as commands see it already (docker: a read-only image; local: the host's)."""
         yield
+
+    def freeze_etc(self) -> None:
+        """Nothing to freeze where commands see the image's or the host's /etc as it is."""
 
 
 @functools.cache

@@ -11,8 +11,9 @@ command starts outlives it, and the next command starts as fresh as in a new con
 Protocol. Host to server, one frame per command: a 4-byte big-endian length, then NUL-separated
 fields `timeout seconds, cwd, script, KEY=VALUE...`, with one fd (the write end of the output
 pipe) attached as SCM_RIGHTS. Server to host: `ready\\n` once, then one line per command:
-`exit STATUS TIMED_OUT CLEAN\\n` (STATUS in shell convention, 128+N for signal N; CLEAN 0 means
-the namespace could not be emptied: the host must kill the whole sandbox). EOF on FD (the host
+`exit STATUS TIMED_OUT CLEAN SIGNAL LEFT\\n` (STATUS in shell convention, 128+N for signal N; CLEAN 0
+means the namespace could not be emptied: the host must kill the whole sandbox; SIGNAL the signal
+that ended bash, 0 when it exited; LEFT how many other processes were alive when it ended). EOF on FD (the host
 closed it or died): kill everything and exit, which ends the namespace.
 
 Runs as `python3 -I -S` from the system (Python >= 3.9) and imports only modules that load fast.
@@ -240,6 +241,7 @@ class Server:
         self.dev = DevState()
         self.main_pid = 0
         self.main_status: int | None = None
+        self.left = 0  # processes alive when the command's bash ended
 
     # -- protocol -----------------------------------------------------------------------------
 
@@ -274,8 +276,13 @@ class Server:
                     os.close(fd)
                 break  # not our host: stop
             timeout = float(fields[0])
+            self.main_status, self.left = None, 0
             status, timed_out = self.run(timeout if timeout >= 0 else 0.0, fields[1], fields[2],
                                          fields[3:], fds[0])
+            # How bash ended, told apart from `exit 137`: a verifier killed by a process it ran
+            # (an agent's program) is not a verifier that finished.
+            sig = os.WTERMSIG(self.main_status) if self.main_status is not None and \
+                os.WIFSIGNALED(self.main_status) else 0
             clean = self.kill_all()
             try:
                 self.dev.restore()
@@ -283,7 +290,7 @@ class Server:
             except Exception as e:  # the command's status stands; the host starts a fresh container
                 sys.stderr.write(f"cleanup after a command failed: {e!r}\n")
                 clean = False
-            self.ctl.sendall(b"exit %d %d %d\n" % (status, timed_out, clean))
+            self.ctl.sendall(b"exit %d %d %d %d %d\n" % (status, timed_out, clean, sig, self.left))
         self.kill_all()
 
     # -- one command --------------------------------------------------------------------------
@@ -318,13 +325,13 @@ class Server:
         finally:
             os.close(out)  # the host's EOF must depend on the command's processes only
             os.chdir("/")
-        self.main_status = None
         poller = select.poll()
         poller.register(self.wake_r, select.POLLIN)
         poller.register(self.ctl.fileno(), select.POLLIN)
         while True:
             self.reap()
             if self.main_status is not None:
+                self.left = len(_others_alive())  # before kill_all: what bash left behind
                 return _shell_status(self.main_status), False
             left = deadline - time.monotonic()
             if left <= 0:

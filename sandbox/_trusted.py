@@ -13,7 +13,12 @@ the agent's code with the hidden tests readable.
   bind mount (the caller binds the returned names), top-level symlinks of other names as they
   are; top-level regular files, FIFOs and sockets are not (Harbor tasks put their files in dirs,
   and a `/pytest.ini` or `/conftest.py` there would configure the verifier's pytest);
-- `/etc` is the agent's, less the entries of `EXEC_ETC`, which come from the pristine template.
+- `/etc` is the image's as built, never the agent's: a copy taken by `freeze_etc` once the
+  task's setup ran (before: the sandbox's template with its layers), bound read-only. The
+  configuration the verifier's own tools read (`file`'s /etc/magic, pip's /etc/xdg/pip, an
+  /etc/init.d script `service` runs, git's, openssl's, the loader's) is then the task's, by one
+  rule rather than a list of names; the cost is that a verifier cannot check an edit the agent
+  made to /etc.
 
 The result is bound read-only at `/`, so a script of the agent's that a verifier runs cannot
 change it either. Host-side, nothing here follows a symlink of the agent's tree (lstat and
@@ -29,7 +34,7 @@ import os
 import stat
 from pathlib import Path
 
-from sandbox._layout import RESERVED_TOPS, exec_etc
+from sandbox._layout import RESERVED_TOPS
 from sandbox.base import SandboxError
 
 SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64",
@@ -51,11 +56,11 @@ def system_links(root: Path) -> None:
             os.symlink(target, root / top)
 
 
-def build(agent_root: Path, template_etc: Path, dest: Path, mount_points: list[str]) -> tuple[list[str], list[str]]:
+def build(agent_root: Path, dest: Path, mount_points: list[str]) -> list[str]:
     """Fill the empty dir `dest` as a trusted root for the sandbox whose root is `agent_root`;
-    returns the top-level dir names of the agent's to bind over it, and the names of the
-    template's /etc dirs to bind read-only at /etc/NAME (`copy_etc`). `mount_points`: the sandbox
-    paths its mounts need (they must exist: the root is read-only once bound)."""
+    returns the top-level dir names of the agent's to bind over it. Its /etc is an empty mount
+    point (the caller binds the frozen /etc there). `mount_points`: the sandbox paths its mounts
+    need (they must exist: the root is read-only once bound)."""
     system_links(dest)
     carried = []
     with os.scandir(agent_root) as it:
@@ -70,16 +75,25 @@ def build(agent_root: Path, template_etc: Path, dest: Path, mount_points: list[s
             carried.append(e.name)
         elif e.is_symlink():
             os.symlink(os.readlink(e.path), dest / e.name)
-    for name in ("usr", "proc", "dev", "sys"):
+    for name in ("usr", "proc", "dev", "sys", "etc"):
         (dest / name).mkdir(exist_ok=True)
     for target in mount_points:
         parts = target.strip("/").split("/")
         if parts[0] not in carried:  # below a carried dir the agent's own tree has it
             _mkdirs(dest, parts)
-    etc_binds = copy_etc(agent_root / "etc", template_etc, dest / "etc")
-    for d in (dest, dest / "etc"):
-        d.chmod(0o755)
-    return carried, etc_binds
+    dest.chmod(0o755)
+    return carried
+
+
+def freeze_etc(etc: Path, dest: Path) -> None:
+    """Copy the sandbox's /etc `etc` into the new dir `dest`: files copied (never hard-linked:
+    a later write into the same inode would change the copy), symlinks recreated, FIFOs and
+    devices left out, nothing followed; every entry readable (the copy is bound read-only)."""
+    dest.mkdir()
+    if os.path.isdir(etc) and not os.path.islink(etc):
+        _carry_tree(etc, dest, skip_top=lambda name: False, copy=True)
+    for dirpath, _, _ in os.walk(dest):
+        os.chmod(dirpath, 0o755)
 
 
 def clear_top(root: Path, name: str) -> None:
@@ -101,28 +115,9 @@ def _mkdirs(base: Path, parts: list[str]) -> None:
             cur.mkdir()
 
 
-def copy_etc(agent_etc: Path, template: Path, dest: Path) -> list[str]:
-    """The agent's /etc without EXEC_ETC entries, plus the template's EXEC_ETC entries: its files
-    copied, its dirs (alternatives, ssl, perl...: most of the template's ~700 entries) left as
-    empty mount points, whose names are returned for read-only binds of the template's own."""
-    dest.mkdir()
-    if os.path.isdir(agent_etc) and not os.path.islink(agent_etc):
-        _carry_tree(agent_etc, dest, skip_top=exec_etc)
-    binds = []
-    with os.scandir(template) as it:
-        for e in it:
-            if exec_etc(e.name):
-                if e.is_dir(follow_symlinks=False):
-                    (dest / e.name).mkdir()
-                    binds.append(e.name)
-                else:
-                    _carry_entry(Path(e.path), dest / e.name)
-    return binds
-
-
-def _carry_tree(src: Path, dest: Path, skip_top) -> None:  # noqa: ANN001 (a name predicate)
-    """Copy a tree the agent wrote: dirs made, files hard-linked (or copied), symlinks recreated;
-    iterative, never following a link, FIFOs and devices left out."""
+def _carry_tree(src: Path, dest: Path, skip_top, copy: bool = False) -> None:  # noqa: ANN001 (a predicate)
+    """Copy a tree the agent wrote: dirs made, files hard-linked (or copied: always with `copy`),
+    symlinks recreated; iterative, never following a link, FIFOs and devices left out."""
     todo: list[tuple[Path, Path, int]] = [(src, dest, 0)]
     count = 0
     while todo:
@@ -146,15 +141,17 @@ def _carry_tree(src: Path, dest: Path, skip_top) -> None:  # noqa: ANN001 (a nam
                         target.mkdir()
                         todo.append((Path(e.path), target, depth + 1))
                 else:
-                    _carry_entry(Path(e.path), target)
+                    _carry_entry(Path(e.path), target, copy)
             except OSError:
                 continue  # an entry that cannot be read is left out, as an unreadable dir
 
 
-def _carry_entry(src: Path, dest: Path) -> None:
+def _carry_entry(src: Path, dest: Path, copy: bool = False) -> None:
     st = os.lstat(src)
     if stat.S_ISLNK(st.st_mode):
         os.symlink(os.readlink(src), dest)
+    elif stat.S_ISREG(st.st_mode) and copy:
+        _copy_file(src, dest, st.st_mode)
     elif stat.S_ISREG(st.st_mode):
         try:
             os.link(src, dest, follow_symlinks=False)  # same filesystem (the sandbox's disk): free

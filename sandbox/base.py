@@ -66,6 +66,13 @@ class ExecResult:
     duration_s: float
     truncated: bool = False
     """True when output was cut to `output_limit`."""
+    signal: int | None = None
+    """The signal that ended the command's top process (its bash, or what it exec'd): 0 when it
+    exited on its own; None where the backend cannot tell (exit status 128+N is also what
+    `exit 128+N` gives)."""
+    leftovers: int | None = None
+    """Processes still running when the top process ended (all killed before `exec` returned);
+    None where the backend cannot tell."""
 
 
 @runtime_checkable
@@ -106,8 +113,17 @@ class Sandbox(Protocol):
         its /bin /lib /lib64 /sbin links and the files of /etc that decide which code runs (the
         loader's preload list and cache, alternatives, interpreter configs) are the sandbox's
         originals, read-only; the data earlier commands left (every other top-level dir, the rest
-        of /etc) is carried over. For verifiers. A backend whose system is read-only for
+        of /etc) is carried over (/etc: as of the last `freeze_etc`). For verifiers. A backend whose system is read-only for
         commands anyway (docker's image) runs the block as it is."""
+        ...
+
+    def freeze_etc(self) -> None:
+        """Take /etc as it is now (the image as built: the sandbox's own, its layers' and what the
+        task's setup wrote) as the /etc of every later `trusted_root` block, read-only, whatever
+        later commands change there: the verifier's tools (file, pip, git, service, openssl,
+        ld.so...) read their configuration from the image, never from the agent. Before the first
+        call a trusted root shows the /etc the sandbox opened with. No-op where commands cannot
+        change /etc."""
         ...
 
     def close(self) -> None:

@@ -120,7 +120,7 @@ class BwrapSandbox(BwrapContainers, Backend):
         self.root.mkdir()
         self._trusted: Path | None = None  # the trusted root while a `trusted_root` block runs
         self._carried: list[str] = []  # the agent's top-level dirs bound over it
-        self._etc_binds: list[str] = []  # /etc dirs of the template bound read-only in it
+        self._etc_frozen: Path | None = None  # the /etc of trusted roots (`freeze_etc`); None: self._etc
         # Copy-on-write root: the root dir and /etc are the sandbox's own (in its tmpfs as root),
         # so `WORKDIR /app`, `mkdir /etc/sudoers.d` work as in an image and vanish at close.
         self._view = FileView(self.root, owner)
@@ -430,7 +430,7 @@ class BwrapSandbox(BwrapContainers, Backend):
             dest = Path(tempfile.mkdtemp(prefix="trusted-", dir=self.disk))
             try:
                 points = [m.target for m in self._view.mounts.values() if m.host is not None]
-                carried, self._etc_binds = trusted.build(self.root, self._etc, dest, points)
+                carried = trusted.build(self.root, dest, points)
             except (OSError, SandboxError) as e:
                 rmtree_force(dest)
                 raise SandboxError(f"cannot build the trusted root: {e}") from None
@@ -441,6 +441,22 @@ class BwrapSandbox(BwrapContainers, Backend):
             with self._lock:
                 self._trusted, self._carried = None, []
                 rmtree_force(dest)
+
+    def freeze_etc(self) -> None:
+        """A copy of the sandbox's /etc as it is now becomes every later trusted root's /etc
+        (sandbox/_trusted.py: never the agent's later edits)."""
+        with self._lock:
+            self._check_open()
+            dest = Path(tempfile.mkdtemp(prefix="etc-built-", dir=self.disk))
+            dest.rmdir()
+            try:
+                trusted.freeze_etc(self.root / "etc", dest)
+            except (OSError, SandboxError) as e:
+                rmtree_force(dest)
+                raise SandboxError(f"cannot freeze /etc: {e}") from None
+            old, self._etc_frozen = self._etc_frozen, dest
+            if old is not None:
+                rmtree_force(old)
 
     def close(self) -> None:
         """Stop the container (killing anything in it) and delete the state dir."""

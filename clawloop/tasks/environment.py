@@ -83,8 +83,17 @@ def write_files(sb: Sandbox, task: Task) -> None:
 
 
 def prepare(sb: Sandbox, task: Task) -> None:
-    """Write the task's files and run its setup (one exec, none when there is nothing to run)."""
+    """Write the task's files and run its setup (one exec, none when there is nothing to run);
+    then /etc as the setup left it is the one every verifier sees (`Sandbox.freeze_etc`)."""
     write_files(sb, task)
+    _setup(sb, task)
+    try:
+        sb.freeze_etc()
+    except SandboxError as e:
+        raise TaskSetupError(f"task {task.id}: {e}") from None
+
+
+def _setup(sb: Sandbox, task: Task) -> None:
     lines = []
     if task.workdir != sb.config.workspace:
         lines.append(f"mkdir -p {shlex.quote(task.workdir)} || exit {SETUP_FAILED}")

@@ -53,7 +53,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import re
 import shlex
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -64,7 +67,7 @@ import orjson
 
 from clawloop.tasks.file_tree import write_tree
 from clawloop.tasks.task import FileSpec, Task
-from sandbox._layout import PYGUARD_MOUNT, PYTEST_PLUGINS_MODULE
+from sandbox._layout import PYGUARD_MOUNT, PYTEST_PLUGINS_MODULE, SEAL_SCRIPT
 from sandbox._paths import read_beneath, rmtree_force
 from sandbox.base import ExecResult, Sandbox, SandboxError
 
@@ -87,26 +90,35 @@ GIT_GUARD: dict[str, str] = {
 makes `git diff` fail rather than run the agent's command)."""
 
 _DRIVERS = (r"^(filter|diff|merge)\..+\.(clean|smudge|process|textconv|command|driver)$"
+            r"|^(difftool|mergetool)\..+\.cmd$|^credential\..+\.helper$"
             r"|^remote\..+\.(uploadpack|receivepack)$|^submodule\..+\.update$")
-GIT_DRIVER_PRELUDE = f"""__cl_d=$PWD
-while [ ! -e "$__cl_d/.git" ] && [ -n "$__cl_d" ]; do __cl_d=${{__cl_d%/*}}; done
-if {{ [ -e "$__cl_d/.git" ] || [ -n "${{GIT_DIR:-}}" ]; }} && command -v git >/dev/null 2>&1; then
-  __cl_n=${{GIT_CONFIG_COUNT:-0}}
-  while IFS= read -r -d '' __cl_k; do
-    case $__cl_k in
-      *.textconv) __cl_v=cat ;; *.uploadpack) __cl_v=git-upload-pack ;;
-      *.receivepack) __cl_v=git-receive-pack ;; *.update) __cl_v=checkout ;; *) __cl_v= ;;
-    esac
-    export "GIT_CONFIG_KEY_$__cl_n=$__cl_k" "GIT_CONFIG_VALUE_$__cl_n=$__cl_v"; __cl_n=$((__cl_n + 1))
-  done < <(git config -z --name-only --get-regexp {shlex.quote(_DRIVERS)} 2>/dev/null)
-  export GIT_CONFIG_COUNT=$__cl_n; unset __cl_n __cl_k __cl_v
+_NOT_AGENT = "|".join(f"/{n}/" for n in ("usr", "proc", "sys", "dev", "etc", "bin", "sbin", "lib", "lib32",
+                                          "lib64", "libx32", "boot", "tests"))
+GIT_DRIVER_PRELUDE = f"""if command -v git >/dev/null 2>&1; then
+  __cl_n=${{GIT_CONFIG_COUNT:-0}} __cl_d=$PWD
+  while [ ! -e "$__cl_d/.git" ] && [ -n "$__cl_d" ]; do __cl_d=${{__cl_d%/*}}; done
+  while IFS= read -r -d '' __cl_r; do
+    while IFS= read -r -d '' __cl_k; do
+      case $__cl_k in
+        *.textconv) __cl_v=cat ;; *.uploadpack) __cl_v=git-upload-pack ;;
+        *.receivepack) __cl_v=git-receive-pack ;; *.update) __cl_v=checkout ;; *) __cl_v= ;;
+      esac
+      export "GIT_CONFIG_KEY_$__cl_n=$__cl_k" "GIT_CONFIG_VALUE_$__cl_n=$__cl_v"; __cl_n=$((__cl_n + 1))
+    done < <(git -C "$__cl_r" config -z --name-only --get-regexp {shlex.quote(_DRIVERS)} 2>/dev/null)
+  done < <({{ if [ -e "$__cl_d/.git" ] || [ -n "${{GIT_DIR:-}}" ]; then printf '%s\\0' "$PWD"; fi
+              for __cl_t in /*/; do case $__cl_t in {_NOT_AGENT}) ;; *) printf '%s\\0' "${{__cl_t%/}}" ;; esac; done |
+              xargs -0r sh -c 'find "$@" -xdev \\( -path /opt/clawloop-runtime -o -path {PYGUARD_MOUNT} \\) \\
+                -prune -o -name .git -printf "%h\\0" -prune 2>/dev/null' sh; }} | sort -zu)
+  export GIT_CONFIG_COUNT=$__cl_n; unset __cl_n __cl_k __cl_v __cl_r __cl_t __cl_d
 fi
-unset __cl_d
 """
-"""Per-driver keys (filter.<name>.clean, ...) cannot be listed in advance: the names are the repo's
-own. This runs before the verifier (same exec) and neutralizes those the workdir's repo defines
-(identity filters, `cat` as textconv, no external diff or merge driver: git fails instead); a
-bash walk up from the workdir skips starting git where there is no repo."""
+"""Per-driver keys (filter.<name>.clean, ...) cannot be listed in advance: the names are the repos'
+own, and a GIT_CONFIG_* entry (command-line scope, above every repo's config) holds for every repo
+git opens. So this runs before the verifier (same exec) and neutralizes the driver keys of every
+repository the verifier could touch: the one enclosing the workdir and every one below the
+agent's top-level dirs (found by their `.git`, dir or gitfile; not in the system dirs or /tests):
+identity filters, `cat` as textconv, no external diff, merge or tool driver (git fails instead),
+no credential helper. Repos the verifier makes itself are its own."""
 
 
 @dataclass(frozen=True)
@@ -144,10 +156,32 @@ def harbor_env(task: Task, section: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
 
 
+SEARCH_LIST = re.compile(r"(PATH|PATHS|LIB|DIRS)$|^LD_PRELOAD$")
+"""Variables holding a list of places where a program looks for code or configuration (PATH,
+LD_LIBRARY_PATH, PYTHONPATH, PERL5LIB, RUBYLIB, NODE_PATH, CLASSPATH, XDG_CONFIG_DIRS, ...)."""
+
+
+def clean_search_lists(env: dict[str, str]) -> dict[str, str]:
+    """`env` with every search list (SEARCH_LIST) reduced to its absolute entries: an empty or
+    relative entry names the cwd, the agent's workdir (`ENV LD_LIBRARY_PATH=/usr/local/lib:$LD_LIBRARY_PATH`
+    with the variable unset before ends in one, and ld.so then loads the agent's libexpat.so.1
+    into the verifier's python3). A list left empty is dropped."""
+    out = {}
+    for key, value in env.items():
+        if SEARCH_LIST.search(key):
+            sep = " " if key == "LD_PRELOAD" and ":" not in value else ":"
+            value = sep.join(p for p in value.split(sep) if p.startswith("/"))
+            if not value:
+                continue
+        out[key] = value
+    return out
+
+
 def verifier_env(task: Task) -> dict[str, str]:
-    """The verifier's environment: the task's, then its `[verifier] env`, then the clean world."""
+    """The verifier's environment: the task's, then its `[verifier] env` (search lists without
+    relative entries), then the clean world."""
     home, tmp = f"{WORLD}/home", f"{WORLD}/tmp"
-    env = {**task.env, **harbor_env(task, "verifier")}
+    env = clean_search_lists({**task.env, **harbor_env(task, "verifier")})
     env["PYTHONPATH"] = ":".join(p for p in (PYGUARD_MOUNT, env.get("PYTHONPATH")) if p)
     env.update({"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, "XDG_CONFIG_HOME": f"{home}/.config",
                 "XDG_CACHE_HOME": f"{home}/.cache", "XDG_DATA_HOME": f"{home}/.local/share",
@@ -182,9 +216,20 @@ through a link into /tests): gone before the verifier starts. Where /tmp is the 
 (bwrap) only /var/tmp has any."""
 
 
+LOGS = "/logs/verifier"
+"""The verifier's reward dir. Its entry script starts exec'd, so that it is the command's top
+process (the exec server sees it killed by a signal, not the 128+N of a shell around it), under
+the seal of /logs/verifier (sandbox/_seal.py: no FIFO, socket, device or symlink there) where the
+sandbox has it."""
+
+
 def verifier_command(task: Task) -> str:
-    """The verifier's command line: the temp, python and git preludes, then its entry script."""
-    return f"{TMP_PRELUDE}{PY_PRELUDE}{GIT_DRIVER_PRELUDE}bash /tests/{shlex.quote(task.verifier.entry)}"
+    """The verifier's command line: the temp, python and git preludes, then its entry script,
+    exec'd (sealed where the sandbox can)."""
+    entry = shlex.quote(f"/tests/{task.verifier.entry}")
+    return (f"{TMP_PRELUDE}{PY_PRELUDE}{GIT_DRIVER_PRELUDE}"
+            f"if [ -r {SEAL_SCRIPT} ] && [ -x /usr/bin/python3 ]; then\n"
+            f"  exec /usr/bin/python3 -I -S {SEAL_SCRIPT} {LOGS} /bin/bash {entry}\nfi\nexec /bin/bash {entry}\n")
 
 
 def write_dir(files: dict[str, FileSpec], prefix: str, sb: Sandbox) -> Path:
@@ -300,11 +345,60 @@ def read_reward(logs: Path) -> tuple[float | None, str | None]:
     return reward, None
 
 
+LOGS_MAX_ENTRIES = 10_000
+"""Most entries of /logs/verifier looked at (a verifier writes a handful)."""
+
+
+def odd_entry(logs: Path) -> str | None:
+    """The first entry of the reward dir that is neither a regular file nor a dir (a FIFO, socket,
+    device or symlink: what diverts a write by name), described; None when there is none."""
+    with os.scandir(logs) as it:
+        for i, e in enumerate(it):
+            if i >= LOGS_MAX_ENTRIES:
+                return f"more than {LOGS_MAX_ENTRIES} entries"
+            mode = e.stat(follow_symlinks=False).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                kind = {stat.S_IFLNK: "a symlink", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}.get(
+                    stat.S_IFMT(mode), "a device")
+                return f"{e.name!r} is {kind}"
+    return None
+
+
+def killed_by(r: ExecResult) -> int | None:
+    """The signal that ended the verifier's top process (its entry script), None when it exited
+    on its own. Where the backend cannot tell (`r.signal` None), a status of 128+N counts as
+    killed: a test.sh rarely exits so by itself, and an error is masked where a false pass trains."""
+    if r.signal is not None:
+        return r.signal or None
+    return r.exit_code - 128 if 128 < r.exit_code <= 128 + 64 else None
+
+
 def verdict(logs: Path, r: ExecResult, timeout: float, took: float) -> Verdict:
-    """The verdict of a verifier run whose /logs/verifier is the host dir `logs`."""
+    """The verdict of a verifier run whose /logs/verifier is the host dir `logs`.
+
+    The reward is what the verifier itself computed: a verifier that did not finish on its own
+    (timed out, or its entry script killed by a signal: a program of the agent's it ran can kill
+    it after writing reward.txt) is an error, and so is a reward dir holding anything but regular
+    files and dirs. Processes it left running were killed before the reward is read (the backend
+    does it as the command ends); the output says how many."""
+    output = r.output
+    if r.leftovers:
+        output += (f"\n[clawloop: {r.leftovers} process(es) the verifier left running were killed before its "
+                   "reward was read]\n")
     if r.timed_out:
-        return Verdict("error", None, f"verifier timed out after {timeout:g}s", r.output, took)
+        return Verdict("error", None, f"verifier timed out after {timeout:g}s", output, took)
+    sig = killed_by(r)
+    if sig is not None:
+        return Verdict("error", None, f"the verifier did not exit on its own: its entry script was killed by "
+                       f"signal {sig} (exit status {r.exit_code}); only a reward it finished counts", output, took)
+    try:
+        odd = odd_entry(logs)
+    except OSError as e:
+        odd = f"cannot be listed ({e.strerror})"
+    if odd is not None:
+        return Verdict("error", None, f"/logs/verifier: {odd}; the reward dir holds regular files and dirs only",
+                       output, took)
     reward, why = read_reward(logs)
     if reward is None:
-        return Verdict("error", None, f"{why} (verifier exit status {r.exit_code})", r.output, took)
-    return Verdict("passed" if reward >= PASS_THRESHOLD else "failed", reward, None, r.output, took)
+        return Verdict("error", None, f"{why} (verifier exit status {r.exit_code})", output, took)
+    return Verdict("passed" if reward >= PASS_THRESHOLD else "failed", reward, None, output, took)

@@ -206,23 +206,28 @@ def test_validation_rejects_a_solution_that_hacks_its_verifier(backend: str, nam
     assert kept == [] and report["rejected"], report
 
 
-def test_a_task_may_still_change_etc_data(backend: str) -> None:
-    """What the trusted root carries over: /etc data the agent wrote (hosts, an app's config), its
-    top-level dirs and links; the system links and the loader's files are the originals."""
+def test_the_verifier_sees_etc_as_built_and_the_agents_data(backend: str) -> None:
+    """What the trusted root shows: /etc as the task's setup left it (hosts, an app's config), never
+    the agent's later edits of it (#51: /etc/magic, pip.conf, init.d scripts are configuration
+    the verifier's own tools read); the agent's top-level dirs and links; the original system links."""
     require_bwrap(backend)
     check = ('grep -q "10.0.0.7 db" /etc/hosts && [ "$(cat /etc/myapp/app.conf)" = port=8080 ] && '
+             '! grep -q agent /etc/hosts && [ ! -e /etc/agent.conf ] && '
              '[ "$(cat /app/out.txt)" = done ] && [ "$(cat /data/x)" = done ] && [ ! -e /etc/ld.so.preload ] && '
              '[ "$(readlink /lib64)" = usr/lib64 ] && [ "$(readlink /etc/alternatives/awk)" = /usr/bin/mawk ] && '
              '! touch /etc/hosts 2>/dev/null && ! touch /new-file 2>/dev/null; ')
     test = f"#!/bin/bash\nmkdir -p /logs/verifier\nif {check}{SCORE}\n"
     task = Task(instruction="Configure the app.", verifier=Verifier(files={"test.sh": FileSpec.of(test, 0o755)}),
+                setup=["echo '10.0.0.7 db' >> /etc/hosts", "mkdir -p /etc/myapp && echo port=8080 > /etc/myapp/app.conf"],
                 solution=Solution(steps=["true"]))
-    commands = ["echo '10.0.0.7 db' >> /etc/hosts", "mkdir -p /etc/myapp && echo port=8080 > /etc/myapp/app.conf",
+    commands = ["echo '10.0.0.8 agent' >> /etc/hosts && echo x > /etc/agent.conf",
                 "mkdir -p /app && echo done > /app/out.txt && ln -s /app /data && cp /app/out.txt /app/x",
                 "echo /nonexistent.so > /etc/ld.so.preload; ln -sf /workspace/awk /etc/alternatives/awk"]
 
     def act(env: TaskEnvironment) -> list[ExecResult]:
-        return [env.exec(c, timeout=30) for c in commands]
+        results = [env.exec(c, timeout=30) for c in commands]
+        assert env.exec("grep -q agent /etc/hosts", timeout=30).exit_code == 0  # the agent's own view has it
+        return results
 
     rec = run_episode(task, act, backend)
     assert (rec.outcome, rec.reward) == ("passed", 1.0), rec
@@ -323,18 +328,22 @@ def test_trusted_root_leaves_nothing_and_restores_the_agent_root(backend: str) -
         assert not list(sb.disk.glob("trusted-*"))  # type: ignore[attr-defined]
 
 
-def test_agent_etc_too_large_is_an_error_not_a_pass(backend: str) -> None:
+def test_agent_etc_too_large_is_not_copied_and_a_setup_one_is_an_error(backend: str) -> None:
+    """The verifier's /etc is the one frozen after the setup: the agent's 20k files there are not
+    even looked at (a plain fail); a setup that makes /etc too large to freeze is a setup error."""
     require_bwrap(backend)
     from sandbox import _trusted
 
-    task = hack_task("tests-rewrite")
     make = f"mkdir -p /etc/many && cd /etc/many && seq {_trusted.ETC_MAX_ENTRIES + 10} | xargs touch"
 
     def act(env: TaskEnvironment) -> list[ExecResult]:
         return [env.exec(make, timeout=120)]
 
-    rec = run_episode(task, act, backend, config=_quota_config().model_copy(update={"disk_mb": 256}))
-    assert rec.outcome == "error" and "trusted root" in (rec.reason or ""), rec
+    config = _quota_config().model_copy(update={"disk_mb": 256})
+    rec = run_episode(hack_task("tests-rewrite"), act, backend, config=config)
+    assert (rec.outcome, rec.reward) == ("failed", 0.0), rec
+    rec = run_episode(hack_task("tests-rewrite").model_copy(update={"setup": [make]}), "noop", backend, config=config)
+    assert rec.outcome == "error" and "freeze /etc" in (rec.reason or ""), rec
 
 
 def test_a_root_with_too_many_top_level_dirs_is_an_error_not_a_pass(backend: str) -> None:
