@@ -22,7 +22,7 @@ from clawloop.diagnosis.schema import load_report
 from clawloop.errors import ClawloopError
 from clawloop.io import iter_jsonl, read_json
 from clawloop.loop import read_eval_detail, read_metrics
-from clawloop.tasks.pool import read_pool
+from clawloop.tasks.pool import parse_task, refused_fields
 from clawloop.training.checkpoint import check_base
 from clawloop.trajectory import OPTIONAL_EPISODE_COLUMNS, OPTIONAL_STEP_COLUMNS, OUTCOMES, TERMINATIONS
 from clawloop.validation.probe import read_probe
@@ -37,7 +37,12 @@ class Finding:
 
 
 def check_pool(path: Path) -> None:
-    read_pool(path)
+    """Every line parses as a Task (path keys included) and holds nothing clawloop would refuse
+    to act on (`pool.refused_fields`)."""
+    for lineno, obj in iter_jsonl(path):
+        task = parse_task(obj, f"{path}:{lineno}")
+        for why in refused_fields(task):
+            raise ClawloopError(f"{path}:{lineno}: {why}")
 
 
 def check_probe(path: Path) -> None:

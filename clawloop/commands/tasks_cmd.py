@@ -16,6 +16,7 @@ from clawloop.executor import executor_params
 from clawloop.io import write_json, write_jsonl
 from clawloop.policy.load import parse_spec, with_options
 from clawloop.progress import Progress, console
+from clawloop.tasks.claw_eval_live import without_grader_root
 from clawloop.tasks.formats import load_suite_any
 from clawloop.tasks.harbor_export import export_tasks
 from clawloop.tasks.layers import layer_specs
@@ -54,11 +55,18 @@ def import_(
     fmt: str = typer.Option("harbor", "--format", help="harbor | clawgym | claw-eval-live | intercode | auto."),
     harbor: bool = typer.Option(False, "--harbor", help="Write one Harbor task directory per task under --out "
                                 "instead of a JSONL pool."),
+    grader_root: Path | None = typer.Option(None, "--grader-root", help="claw-eval-live: the benchmark's checkout, "
+                                            "where sandbox_files not beside a task.yaml are looked up (else "
+                                            "$CLAWLOOP_GRADER_ROOT; never a directory above the task)."),
 ) -> None:
     """Import task directories (Harbor, or another --format) into a JSONL pool or Harbor directories."""
     if not src.is_dir():
         raise ClawloopError(f"{src}: not a directory")
-    suite = load_suite(src, name=source) if fmt == "harbor" else load_suite_any(src, fmt, name=source)
+    suite = load_suite(src, name=source) if fmt == "harbor" else \
+        load_suite_any(src, fmt, name=source, grader_root=grader_root)
+    for item in suite.items:  # a pool names no grader root: where it is graded, the user names one
+        if item.task is not None:
+            item.task = without_grader_root(item.task)
     bad = [i for i in suite.items if i.task is None]
     for i in bad:
         typer.echo(f"error: {i.error}", err=True)

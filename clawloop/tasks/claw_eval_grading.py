@@ -4,6 +4,12 @@ the task's own grader.py run against it and the sandbox snapshot, and the verdic
 Apart from the loader (clawloop.tasks.claw_eval_live) because this side imports and runs the
 benchmark's Python package in this process (`grader_root`), under a lock, which reading a task
 directory never needs.
+
+grader.py is Python from the task, run in this process: it runs only under a grader root the user
+named (`--grader-root`, a loader's argument, $CLAWLOOP_GRADER_ROOT), the user's consent to run
+that suite's graders. A root that only a task record names (a pool line pulled from a remote, a
+Harbor directory's metadata) is refused before anything is imported, and only a root the user
+named goes on sys.path.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError
-from clawloop.tasks.claw_eval_live import GRADER_ROOT_ENV, KEY, PASS_THRESHOLD
+from clawloop.tasks.claw_eval_live import GRADER_ROOT_ENV, KEY, PASS_THRESHOLD, trusted_grader_root
 from clawloop.tasks.task import Task
 from clawloop.tasks.verifier import Verdict, read_logs_file, run_verifier
 from sandbox.base import Sandbox, SandboxError
@@ -168,7 +174,11 @@ def _where(e: BaseException) -> str:
 def grade(task: Task, snapshot: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[float, dict[str, Any]]:
     """(completion, all dimension scores) from the task's own grader; GradingError when none comes."""
     rec = task.metadata.get(KEY) or {}
-    root = rec.get("grader_root") or os.environ.get(GRADER_ROOT_ENV)
+    named = rec.get("grader_root")
+    if named is not None and not (isinstance(named, str) and trusted_grader_root(named)):
+        raise GradingError(f"metadata.{KEY}.grader_root {str(named)[:200]!r}: named by the task, not by the user "
+                           "(--grader-root): a task never picks the code run on the host")
+    root = named or os.environ.get(GRADER_ROOT_ENV)
     if not root:
         raise GradingError("grader package not available: give --grader-root (a Claw-Eval-Live checkout)")
     if not Path(root).is_dir():

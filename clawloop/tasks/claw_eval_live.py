@@ -8,12 +8,16 @@ grader class (`grade(messages, dispatches, task, audit_data=None, judge=None, me
 env_snapshot=None)` → dimension scores) imports the benchmark's own package.
 
 Mapping: prompt.text → instruction; sandbox_files → files under /workspace (a path missing
-beside task.yaml is looked up from the checkout root, as the benchmark does); category → skill;
+beside task.yaml is looked up in the checkout the user names, `--grader-root`, as the benchmark
+looks it up from its checkout root; never in another directory above the task); category → skill;
 difficulty → level; environment → limits. The verifier is a snapshot step
 (`claw_eval_snapshot.py`): it places the grader files and records `cmd:<command>` →
 {exit_code, stdout, stderr} and `file:<path>` entries in /logs/verifier/snapshot.json. The host
 then imports grader.py (kept in the verifier files, so it is part of the task's identity) with
 the package of the checkout given as `grader_root` (`--grader-root`, or $CLAWLOOP_GRADER_ROOT),
+and only then: naming a grader root is the user's consent to run the suite's graders on the host,
+so a root a task record names itself (a pool line, a Harbor directory's metadata) is refused
+(`trust_grader_root`, clawloop.tasks.claw_eval_grading),
 calls `grade` with the episode's transcript (messages, and each bash call as a
 `sandbox_shell_exec` dispatch) and the snapshot, and maps the result:
 
@@ -41,7 +45,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError, describe_validation_error
-from clawloop.tasks.file_tree import find_dirs, read_tree
+from clawloop.tasks.file_tree import ReadBudget, find_dirs, read_file, read_tree
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 KEY = "claw_eval_live"
@@ -59,7 +63,7 @@ def _yaml(path: Path) -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(read_file(path).decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise ClawloopError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
 
@@ -89,30 +93,45 @@ def _str_list(raw: dict[str, Any], key: str, where: str) -> list[str]:
     return v
 
 
-def _project_root(task_dir: Path) -> Path:
-    probe = task_dir.resolve()
-    while probe.parent != probe:
-        if (probe / "tasks").is_dir():
-            return probe
-        probe = probe.parent
-    return task_dir.resolve().parent
+_TRUSTED_ROOTS: set[str] = set()
+"""Grader roots named by the user in this process (`--grader-root`, a loader's argument)."""
 
 
-def _collect(task_dir: Path, rels: list[str], key: str, where: str) -> dict[str, FileSpec]:
-    """rel → spec for each listed file (a directory brings its whole tree)."""
+def trust_grader_root(root: str | Path) -> str:
+    """Record `root` as named by the user (the command line, an API caller): the graders of the
+    tasks loaded with it may run on the host. Returns its resolved path."""
+    resolved = str(Path(root).resolve())
+    _TRUSTED_ROOTS.add(resolved)
+    return resolved
+
+
+def trusted_grader_root(root: str | None) -> bool:
+    """Whether `root` was named by the user: in this process, or as $CLAWLOOP_GRADER_ROOT."""
+    if not root:
+        return False
+    env = os.environ.get(GRADER_ROOT_ENV)
+    return str(Path(root).resolve()) in _TRUSTED_ROOTS | ({str(Path(env).resolve())} if env else set())
+
+
+def _collect(task_dir: Path, rels: list[str], key: str, where: str, files_root: Path | None,
+             budget: ReadBudget) -> dict[str, FileSpec]:
+    """rel → spec for each listed file (a directory brings its whole tree), found beside task.yaml
+    or else in `files_root` (a checkout the user named); never through a link out of either."""
     out: dict[str, FileSpec] = {}
     for i, rel in enumerate(rels):
-        if rel.startswith("/") or ".." in rel.split("/"):
+        if rel.startswith("/") or ".." in rel.split("/") or "\0" in rel or not rel.strip("/"):
             raise ClawloopError(f"{where}: {key}[{i}]: must be relative without '..' ({rel!r})")
-        src = task_dir / rel
-        if not src.exists():
-            src = _project_root(task_dir) / rel
-        if src.is_dir():
-            out.update({f"{rel.rstrip('/')}/{k}": v for k, v in read_tree(src).items()})
-        elif src.is_file():
-            out[rel] = FileSpec.of(src.read_bytes(), 0o755 if os.access(src, os.X_OK) else 0o644)
+        base = task_dir
+        if not os.path.lexists(task_dir / rel) and files_root is not None and os.path.lexists(files_root / rel):
+            base = files_root
+        src = base / rel
+        if src.is_dir():  # read_tree refuses a link (on the way or inside) out of `base`
+            out.update({f"{rel.rstrip('/')}/{k}": v for k, v in read_tree(src, budget=budget, within=base).items()})
+        elif os.path.lexists(src):  # read_file refuses a link out of `base`, and what is no regular file
+            out[rel] = FileSpec.of(read_file(src, budget, within=base), 0o755 if os.access(src, os.X_OK) else 0o644)
         else:
-            raise ClawloopError(f"{where}: {key}[{i}]: {rel} not found")
+            hint = "" if files_root else " (a path beside task.yaml; one of the benchmark checkout needs --grader-root)"
+            raise ClawloopError(f"{where}: {key}[{i}]: {rel} not found{hint}")
     return out
 
 
@@ -138,16 +157,20 @@ def load_claw_eval_task(path: str | Path, *, source: str | None = None, grader_r
     grader = path / "grader.py"
     if not grader.is_file():
         raise ClawloopError(f"{grader}: file not found")
+    budget = ReadBudget()
+    root = grader_root or os.environ.get(GRADER_ROOT_ENV)
+    files_root = Path(root) if root else None
     commands = _str_list(raw, "env_snapshot_commands", where)
     snap_files = _str_list(raw, "env_snapshot_files", where)
-    inputs = _collect(path, _str_list(raw, "sandbox_files", where), "sandbox_files", where)
-    grader_files = _collect(path, _str_list(raw, "sandbox_grader_files", where), "sandbox_grader_files", where)
+    inputs = _collect(path, _str_list(raw, "sandbox_files", where), "sandbox_files", where, files_root, budget)
+    grader_files = _collect(path, _str_list(raw, "sandbox_grader_files", where), "sandbox_grader_files", where,
+                            files_root, budget)
     snap_timeout = float(env.get("env_snapshot_timeout") or 10)
     spec = {"grader_files": _str_list(raw, "sandbox_grader_files", where), "files": snap_files,
             "commands": commands, "timeout": snap_timeout}
     tests = {f"grader_files/{k}": v for k, v in grader_files.items()}
     tests.update({
-        "grader.py": FileSpec.of(grader.read_bytes()),
+        "grader.py": FileSpec.of(read_file(grader, budget)),
         "clawloop_snapshot.py": FileSpec.of(_SNAPSHOT_SCRIPT.read_text(encoding="utf-8")),
         "clawloop_snapshot_spec.json": FileSpec.of(json.dumps(spec, ensure_ascii=False, indent=1)),
         "test.sh": FileSpec.of("#!/bin/bash\n# clawloop: Claw-Eval-Live environment snapshot; the host grades it\n"
@@ -157,15 +180,17 @@ def load_claw_eval_task(path: str | Path, *, source: str | None = None, grader_r
     endpoints = raw.get("tool_endpoints") or []
     needs = (f"Claw-Eval-Live mock HTTP services ({', '.join(services)})" if services else
              "Claw-Eval-Live tool endpoints (mock HTTP services)" if endpoints else None)
-    sol_files = read_tree(path / "solution")
+    sol_files = read_tree(path / "solution", budget=budget, within=path)
     lim = {"verifier_timeout_s": len(commands) * snap_timeout + 60.0}
     if isinstance(env.get("timeout_seconds"), int | float) and env["timeout_seconds"] > 0:
         lim["agent_timeout_s"] = float(env["timeout_seconds"])
     if isinstance(env.get("max_turns"), int) and env["max_turns"] > 0:
         lim["max_turns"] = env["max_turns"]
-    root = grader_root or os.environ.get(GRADER_ROOT_ENV)
+    # Only a root the caller names is recorded (and trusted); $CLAWLOOP_GRADER_ROOT is read when
+    # grading, so a pool written here carries no host path of this machine's.
     record = {"name": path.name, "format": "claw-eval-live", "task_yaml": raw, "task_dir": str(path.resolve()),
-              "grader_root": str(Path(root).resolve()) if root else None, "pass_threshold": pass_threshold,
+              "grader_root": trust_grader_root(grader_root) if grader_root else None,
+              "pass_threshold": pass_threshold,
               "skip_reason": f"needs {needs}" if needs else None}
     diff = str(raw.get("difficulty") or "").lower()
     try:
@@ -180,6 +205,15 @@ def load_claw_eval_task(path: str | Path, *, source: str | None = None, grader_r
         )
     except ValidationError as e:
         raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
+
+
+def without_grader_root(task: Task) -> Task:
+    """`task` as a pool line carries it: no grader root (a host path of this machine, and one that
+    grading refuses from a record: the user names it again where the pool is graded)."""
+    rec = task.metadata.get(KEY)
+    if not isinstance(rec, dict) or rec.get("grader_root") is None:
+        return task
+    return task.model_copy(update={"metadata": {**task.metadata, KEY: {**rec, "grader_root": None}}})
 
 
 def is_claw_eval(task: Task) -> bool:

@@ -32,11 +32,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError, describe_validation_error
-from clawloop.io import read_json
-from clawloop.tasks.file_tree import find_dirs, read_tree
+from clawloop.tasks.file_tree import ReadBudget, find_dirs, read_file, read_tree
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 KEY = "clawgym"
@@ -106,7 +106,11 @@ def load_clawgym_task(path: str | Path, *, source: str | None = None) -> Task:
     """Read one ClawGym task directory; bad input raises ClawloopError naming file and field."""
     path = Path(path)
     where = f"{path}/{ENTRY}"
-    entry = read_json(path / ENTRY)
+    budget = ReadBudget()
+    try:
+        entry = orjson.loads(read_file(path / ENTRY, budget))
+    except orjson.JSONDecodeError as e:
+        raise ClawloopError(f"{where}: not valid JSON ({e})") from None
     if not isinstance(entry, dict):
         raise ClawloopError(f"{where}: expected a JSON object")
     query = _string(entry, "user_query", where, required=True)
@@ -120,10 +124,10 @@ def load_clawgym_task(path: str | Path, *, source: str | None = None) -> Task:
     if not isinstance(meta, dict):
         raise ClawloopError(f"{where}: metadata: expected an object")
 
-    inputs = read_tree(path / "input_files")
+    inputs = read_tree(path / "input_files", budget=budget, within=path)
     if inputs and entry.get("input_mount_dir") is None:
         raise ClawloopError(f"{where}: input_mount_dir: missing but input_files/ is not empty")
-    reward = read_tree(path / "reward")
+    reward = read_tree(path / "reward", budget=budget, within=path)
     if "reward.sh" not in reward:
         raise ClawloopError(f"{path}/reward/reward.sh: file not found")
     payload = {"task_id": task_id, "user_query": query, "metadata": meta, "final_message": "", "transcript": []}
@@ -131,7 +135,7 @@ def load_clawgym_task(path: str | Path, *, source: str | None = None) -> Task:
     tests["test.sh"] = FileSpec.of(wrapper_script(), 0o755)
     tests["clawloop_payload.json"] = FileSpec.of(json.dumps(payload, ensure_ascii=False, indent=1))
 
-    sol_files = read_tree(path / "solution")
+    sol_files = read_tree(path / "solution", budget=budget, within=path)
     solution = Solution(steps=[SOLVE_STEP], files=sol_files) if "solve.sh" in sol_files else None
     category = meta.get("category")
     record = {"name": path.name, "format": "clawgym", "data_entry": entry}

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.tasks.dockerfile_lite import parse_dockerfile
-from clawloop.tasks.file_tree import JUNK, empty_dirs, find_dirs, read_tree
+from clawloop.tasks.file_tree import JUNK, ReadBudget, empty_dirs, find_dirs, read_file, read_tree
 from clawloop.tasks.layers import SANDBOX_KEY
 from clawloop.tasks.shell_lite import LayerWants, Runtime, check_script, detect_runtime
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
@@ -41,6 +41,10 @@ DEFAULT_IMAGE = "ubuntu:24.04"
 GENERATED_MARK = "# clawloop: generated from the task's files, env, workdir and setup"
 _DIFFICULTY = {"trivial": 1, "easy": 1, "medium": 3, "hard": 5, "expert": 5}
 DEFAULT_PROVENANCE = Provenance(routine="harbor")
+FORMAT_KEYS = ("claw_eval_live", "clawgym", "intercode")
+"""Metadata records that pick a task's verifier adapter (clawloop.tasks.adapters): only their
+own loaders set them, never the `metadata_json` of a Harbor directory (a Claw-Eval-Live record
+there would have the host run the directory's tests/grader.py)."""
 
 
 def _plain(v: Any) -> Any:
@@ -96,10 +100,11 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     if not path.is_dir():
         raise ClawloopError(f"{path}: not a directory")
     runtime = runtime or detect_runtime()
+    budget = ReadBudget()  # every file of the task, task.toml included, counts against one cap
     if not (path / "task.toml").is_file() and is_task_dir(path):
-        return _load_tb1_task(path, source=source, runtime=runtime)
+        return _load_tb1_task(path, source=source, runtime=runtime, budget=budget)
     where = f"{path}/task.toml"
-    raw = _read_toml(path / "task.toml", where)
+    raw = _read_toml(path / "task.toml", where, budget)
     meta = _table(raw, "metadata", where)
     cl = _table(meta, "clawloop", f"{where}: metadata")
     skill = _get(meta, "skill", str, f"{where}: metadata") or _get(meta, "category", str, f"{where}: metadata")
@@ -112,12 +117,12 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     at = _get(_table(raw, "agent", where), "timeout_sec", (int, float), f"{where}: agent")
     env_t = _table(raw, "environment", where)
 
-    instruction = _read_text(path / "instruction.md")
-    tests, entry = _verifier_files(path, cl, f"{where}: metadata.clawloop")
-    solution = _solution(path / "solution", cl)
+    instruction = _read_text(path / "instruction.md", budget)
+    tests, entry = _verifier_files(path, cl, f"{where}: metadata.clawloop", budget)
+    solution = _solution(path / "solution", cl, budget)
 
     env_dir = path / "environment"
-    context = read_tree(env_dir, skip_junk=False)
+    context = read_tree(env_dir, skip_junk=False, budget=budget, within=path)
     harbor: dict[str, Any] = {"name": path.name, "format": "harbor"}
     wants = LayerWants()
     fields, lite_needs = _environment(context, harbor, str(env_dir), runtime,
@@ -142,18 +147,17 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
         raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
 
 
-def _read_toml(path: Path, where: str) -> dict[str, Any]:
+def _read_toml(path: Path, where: str, budget: ReadBudget) -> dict[str, Any]:
     try:
-        return _plain(tomllib.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise ClawloopError(f"{where}: file not found") from None
+        return _plain(tomllib.loads(read_file(path, budget).decode("utf-8")))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ClawloopError(f"{where}: not valid TOML ({e})") from None
 
 
-def _verifier_files(path: Path, cl: dict[str, Any], where: str) -> tuple[dict[str, FileSpec], str]:
+def _verifier_files(path: Path, cl: dict[str, Any], where: str,
+                    budget: ReadBudget) -> tuple[dict[str, FileSpec], str]:
     """(files, entry) of the task's tests/: a generated wrapper of a `verifier_entry` undone."""
-    tests = read_tree(path / "tests")
+    tests = read_tree(path / "tests", budget=budget, within=path)
     if "test.sh" not in tests:
         raise ClawloopError(f"{path}/tests/test.sh: file not found (Harbor runs it to verify: the task's fault)")
     if not any(b"reward" in spec.data() for spec in tests.values()):
@@ -168,9 +172,9 @@ def _verifier_files(path: Path, cl: dict[str, Any], where: str) -> tuple[dict[st
     return tests, entry
 
 
-def _solution(path: Path, cl: dict[str, Any]) -> Solution | None:
+def _solution(path: Path, cl: dict[str, Any], budget: ReadBudget) -> Solution | None:
     """The task's solution/ (None without one): a generated solve.sh of `solution_steps` undone."""
-    files = read_tree(path)
+    files = read_tree(path, budget=budget, within=path.parent)
     if not files:
         return None
     steps = cl.get("solution_steps") or [SOLVE_STEP]
@@ -198,6 +202,11 @@ def _metadata(raw: dict[str, Any], cl: dict[str, Any], harbor: dict[str, Any], s
         extra = json.loads(cl["metadata_json"]) if isinstance(cl.get("metadata_json"), str) else {}
     except ValueError as e:
         raise ClawloopError(f"{where}: metadata.clawloop.metadata_json: not valid JSON ({e})") from None
+    if not isinstance(extra, dict):
+        raise ClawloopError(f"{where}: metadata.clawloop.metadata_json: expected a JSON object")
+    if smuggled := [k for k in FORMAT_KEYS if k in extra]:
+        raise ClawloopError(f"{where}: metadata.clawloop.metadata_json: {smuggled[0]}: a format record is set "
+                            "only by its own loader, never by a Harbor directory (import the task in its format)")
     metadata = extra if cl.get("origin") == "clawloop" else {**extra, HARBOR_KEY: _prune_empty(harbor)}
     # Recomputed from the Dockerfile and tests on every import (an export carries the old one in
     # metadata_json): after the harbor record, so an export-import round trip is byte-identical.
@@ -256,11 +265,9 @@ def _executable(spec: FileSpec) -> FileSpec:
     return spec if spec.mode & 0o111 else spec.model_copy(update={"mode": spec.mode | 0o111})
 
 
-def _read_text(p: Path) -> str:
+def _read_text(p: Path, budget: ReadBudget) -> str:
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ClawloopError(f"{p}: file not found") from None
+        text = read_file(p, budget).decode("utf-8")
     except UnicodeDecodeError:
         raise ClawloopError(f"{p}: not UTF-8 text") from None
     if not text.strip():
@@ -306,12 +313,14 @@ if [ "$status" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /
 """
 
 
-def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime) -> Task:
+def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime, budget: ReadBudget) -> Task:
     import yaml
 
     where = f"{path}/task.yaml"
     try:
-        raw = _plain(yaml.safe_load((path / "task.yaml").read_text(encoding="utf-8")) or {})
+        raw = _plain(yaml.safe_load(read_file(path / "task.yaml", budget).decode("utf-8")) or {})
+    except UnicodeDecodeError:
+        raise ClawloopError(f"{where}: not UTF-8 text") from None
     except yaml.YAMLError as e:
         raise ClawloopError(f"{where}: not valid YAML ({str(e).splitlines()[0]})") from None
     if not isinstance(raw, dict):
@@ -322,20 +331,23 @@ def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime) -> Task:
         instruction = base[0].get("description") if base else None
     if not isinstance(instruction, str) or not instruction.strip():
         raise ClawloopError(f"{where}: instruction: missing or empty")
-    tests = {f"{k}": v for k, v in read_tree(path / "tests").items()}
-    if not (path / "run-tests.sh").is_file():
+    # The directory is its own build context: read once (so each byte counts once against the
+    # cap); tests/, run-tests.sh and the solution are taken from it.
+    context = read_tree(path, budget=budget, within=path)
+    tests = {k.removeprefix("tests/"): v for k, v in context.items() if k.startswith("tests/")}
+    if "run-tests.sh" not in context:
         raise ClawloopError(f"{path}/run-tests.sh: file not found")
-    run_tests = FileSpec.of((path / "run-tests.sh").read_bytes(), 0o755)
+    run_tests = context["run-tests.sh"].model_copy(update={"mode": 0o755})
     tests.update({"run-tests.sh": run_tests, "test.sh": FileSpec.of(_TB1_WRAPPER, 0o755)})
     solution = None
-    if (path / "solution.sh").is_file():
-        solution = Solution(steps=[SOLVE_STEP], files={"solve.sh": FileSpec.of((path / "solution.sh").read_bytes(), 0o755)})
-    elif (path / "solution.yaml").is_file():
-        steps = yaml.safe_load((path / "solution.yaml").read_text(encoding="utf-8")) or []
+    if "solution.sh" in context:
+        solution = Solution(steps=[SOLVE_STEP], files={"solve.sh": context["solution.sh"].model_copy(
+            update={"mode": 0o755})})
+    elif "solution.yaml" in context:
+        steps = yaml.safe_load(context["solution.yaml"].data().decode("utf-8", errors="replace")) or []
         solution = Solution(steps=[str(s["command"]) if isinstance(s, dict) else str(s) for s in steps])
     harbor: dict[str, Any] = {"name": path.name, "format": "terminal-bench"}
-    fields, needs = _environment(read_tree(path), harbor, str(path), runtime, exclude=_TB1_FILES,
-                                 dirs=empty_dirs(path))
+    fields, needs = _environment(context, harbor, str(path), runtime, exclude=_TB1_FILES, dirs=empty_dirs(path))
     test_needs = check_script(run_tests.data().decode(errors="replace"), runtime)
     needs = needs or (f"run-tests.sh: {test_needs}" if test_needs else None)
     known = {"instruction", "descriptions", "category", "difficulty", "tags", "max_agent_timeout_sec",

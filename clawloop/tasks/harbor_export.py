@@ -16,10 +16,11 @@ from typing import Any
 
 from clawloop.errors import ClawloopError
 from clawloop.tasks.dockerfile_lite import parse_dockerfile
-from clawloop.tasks.file_tree import write_tree
+from clawloop.tasks.file_tree import make_dirs_under, write_tree, write_under
 from clawloop.tasks.harbor import (
     DEFAULT_IMAGE,
     DEFAULT_PROVENANCE,
+    FORMAT_KEYS,
     GENERATED_MARK,
     HARBOR_KEY,
     SOLVE_STEP,
@@ -120,7 +121,9 @@ def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | No
     raw.setdefault("agent", {})["timeout_sec"] = task.limits.agent_timeout_s
     raw["source"] = task.source
     cl: dict[str, Any] = {}
-    extra = {k: v for k, v in task.metadata.items() if k != HARBOR_KEY or not h}
+    # A format's record (Claw-Eval-Live, ClawGym, InterCode) stays out: the import refuses it from
+    # a Harbor directory, whose verifier is then the plain test.sh Harbor itself would run.
+    extra = {k: v for k, v in task.metadata.items() if (k != HARBOR_KEY or not h) and k not in FORMAT_KEYS}
     if not h:
         cl["origin"] = "clawloop"
     if extra:
@@ -141,7 +144,7 @@ def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | No
             cl["needs_image"] = task.needs_image
     else:
         for d in (h or {}).get("environment_dirs") or ():
-            (env_dir / d).mkdir(parents=True, exist_ok=True)
+            make_dirs_under(env_dir, d)
     write_tree(env_dir, context)
 
     tests = dict(task.verifier.files)
@@ -162,8 +165,8 @@ def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | No
         write_tree(out / "solution", sol)
     if cl:
         meta["clawloop"] = cl
-    (out / "instruction.md").write_text(task.instruction, encoding="utf-8")
-    (out / "task.toml").write_text(dump_toml(raw), encoding="utf-8")
+    write_under(out, "instruction.md", task.instruction.encode("utf-8"))
+    write_under(out, "task.toml", dump_toml(raw).encode("utf-8"))
     return out
 
 

@@ -24,6 +24,19 @@ def parse_task(obj: object, where: str) -> Task:
         raise ClawloopError(f"{where}: {e}") from None
 
 
+def refused_fields(task: Task) -> list[str]:
+    """What of a parsed task clawloop refuses to act on (`field: why`); `clawloop check` reports it.
+    A Claw-Eval-Live record naming its own grader root: grading refuses it (the user names the
+    root, clawloop.tasks.claw_eval_grading), so the task can never be graded from this line."""
+    from clawloop.tasks import claw_eval_live as cel
+
+    rec = task.metadata.get(cel.KEY)
+    if isinstance(rec, dict) and rec.get("grader_root") is not None:
+        return [f"metadata.{cel.KEY}.grader_root: named by the task; grading refuses it (the user names the "
+                "grader package with --grader-root)"]
+    return []
+
+
 def read_pool(path: str | Path) -> list[Task]:
     """Read every task of a JSONL pool; the first bad line raises with file:line and field."""
     return [parse_task(obj, f"{path}:{lineno}") for lineno, obj in iter_jsonl(path)]

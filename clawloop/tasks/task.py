@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import orjson
@@ -17,6 +18,31 @@ SCHEMA_VERSION = 1
 
 # Fields that are not content: they do not enter the id.
 _NON_CONTENT = {"id", "provenance", "metadata", "source", "tags"}
+
+
+def path_problem(p: str, *, absolute: bool = False) -> str | None:
+    """Why `p` cannot name a file of a task (None when it can). Task input names paths that
+    clawloop writes on the host (export, the verifier's staging) and in the sandbox: one that is
+    empty, holds a NUL, has a '..' component or the wrong prefix ('/' where a relative path is
+    wanted) could leave its directory, so the model refuses it once, at load."""
+    if not isinstance(p, str) or not p or p in ("/", "."):
+        return "empty path"
+    if "\0" in p:
+        return "holds a NUL byte"
+    if ".." in p.split("/"):
+        return "has a '..' component"
+    if absolute and not p.startswith("/"):
+        return "must be absolute"
+    if not absolute and p.startswith("/"):
+        return "must be relative"
+    return None
+
+
+def check_paths(paths: Iterable[str], *, absolute: bool = False) -> None:
+    """ValueError naming the first bad path (a validator's message: `'<path>': why`)."""
+    for p in paths:
+        if why := path_problem(p, absolute=absolute):
+            raise ValueError(f"{p!r}: {why}")
 
 
 class _Frozen(BaseModel):
@@ -61,9 +87,13 @@ class Verifier(_Frozen):
     @field_validator("files")
     @classmethod
     def _relative(cls, v: dict[str, FileSpec]) -> dict[str, FileSpec]:
-        for p in v:
-            if p.startswith("/") or ".." in p.split("/"):
-                raise ValueError(f"verifier file path must be relative without '..': {p!r}")
+        check_paths(v)
+        return v
+
+    @field_validator("entry")
+    @classmethod
+    def _entry(cls, v: str) -> str:
+        check_paths([v])
         return v
 
 
@@ -74,6 +104,12 @@ class Solution(_Frozen):
     """Shell commands, each one bash tool call, run in the task's workdir."""
     files: dict[str, FileSpec] = Field(default_factory=dict)
     """Helper files (paths relative to /solution), copied in only for the oracle."""
+
+    @field_validator("files")
+    @classmethod
+    def _relative(cls, v: dict[str, FileSpec]) -> dict[str, FileSpec]:
+        check_paths(v)
+        return v
 
 
 class Limits(_Frozen):
@@ -135,9 +171,29 @@ class Task(_Frozen):
     @field_validator("files")
     @classmethod
     def _absolute(cls, v: dict[str, FileSpec]) -> dict[str, FileSpec]:
-        for p in v:
-            if not p.startswith("/") or ".." in p.split("/"):
-                raise ValueError(f"file path must be absolute without '..': {p!r}")
+        check_paths(v, absolute=True)
+        return v
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_paths(cls, v: dict[str, Any]) -> dict[str, Any]:
+        # The Harbor record's environment files and dirs are written back by export (and read
+        # by apply_skills), relative to environment/; copy_sources map a task file to one of them.
+        h = v.get("harbor")
+        if not isinstance(h, dict):
+            return v
+        for key, absolute in (("environment_files", False), ("environment_dirs", False), ("copy_sources", True)):
+            items = h.get(key)
+            if items is None:
+                continue
+            if not isinstance(items, dict | list):
+                raise ValueError(f"harbor.{key}: expected an object or a list")
+            try:
+                check_paths(items, absolute=absolute)
+                if key == "copy_sources":
+                    check_paths(items.values())  # type: ignore[union-attr]
+            except ValueError as e:
+                raise ValueError(f"harbor.{key}.{e}") from None
         return v
 
     @computed_field  # type: ignore[prop-decorator]
