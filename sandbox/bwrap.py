@@ -121,6 +121,7 @@ class BwrapSandbox(BwrapContainers, Backend):
         self._trusted: Path | None = None  # the trusted root while a `trusted_root` block runs
         self._carried: list[str] = []  # the agent's top-level dirs bound over it
         self._etc_frozen: Path | None = None  # the /etc of trusted roots (`freeze_etc`); None: self._etc
+        self._ran = False  # has a command run (and so maybe changed /etc)?
         # Copy-on-write root: the root dir and /etc are the sandbox's own (in its tmpfs as root),
         # so `WORKDIR /app`, `mkdir /etc/sudoers.d` work as in an image and vanish at close.
         self._view = FileView(self.root, owner)
@@ -317,6 +318,7 @@ class BwrapSandbox(BwrapContainers, Backend):
                 return refused
             # A command too long for one exec argument goes to the exec server over its socket,
             # which hands it to bash through a memfd: nothing is written into the sandbox's tree.
+            self._ran = True
             script = shell_script(self.config, command)
             result = self._run(script, sandbox_path(cwd or self._workspace), full_env, timeout,
                                oneshot=len(script.encode()) <= LONG_COMMAND)
@@ -447,6 +449,8 @@ class BwrapSandbox(BwrapContainers, Backend):
         (sandbox/_trusted.py: never the agent's later edits)."""
         with self._lock:
             self._check_open()
+            if not self._ran and self._etc_frozen is None:
+                return  # no command yet: /etc is the template with its layers (self._etc) as it is
             dest = Path(tempfile.mkdtemp(prefix="etc-built-", dir=self.disk))
             dest.rmdir()
             try:

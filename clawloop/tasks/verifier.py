@@ -6,9 +6,12 @@ verifier runs in a clean world, built after every command of the agent ended (no
 survives its command):
 
 - a root the agent could not program (`Sandbox.trusted_root`; bwrap: sandbox/_trusted.py): the
-  loader, its preload list and cache, /etc/alternatives, interpreter configs in /etc and the
-  /bin /lib /lib64 /sbin links are the sandbox's originals, `/` and /etc read-only; the agent's
-  top-level dirs and the rest of /etc (data) are carried over;
+  /bin /lib /lib64 /sbin links are the sandbox's originals and /etc is the image's as built
+  (frozen after the task's setup, `Sandbox.freeze_etc`: the configuration its tools read, from
+  /etc/magic to /etc/xdg/pip and /etc/init.d, is the task's, never the agent's), `/` and /etc
+  read-only; the agent's top-level dirs are carried over;
+- search lists of the task's env (PATH, LD_LIBRARY_PATH, PYTHONPATH...: `SEARCH_LIST`) keep
+  their absolute entries only: an empty or relative one is the cwd, the agent's workdir;
 - fresh dirs mounted only while it runs, all scratch dirs of the sandbox (inside its disk quota)
   that the agent never saw: its tests at /tests, **read-only** (an agent script the verifier runs,
   or a link the agent planted where the verifier writes, cannot change the expected files), an
@@ -35,13 +38,20 @@ survives its command):
 - git reads no system config, a global config pinned to the fresh HOME (so `git config --global`
   still works), and the repo's own config cannot name a program: `GIT_CONFIG_COUNT` entries
   (command-line scope, above the repo's) neutralize the keys that run one (`GIT_GUARD`), and a
-  prelude does the same for the filter/diff/merge drivers the repo config of the workdir defines.
+  prelude does the same for the filter/diff/merge drivers of every repo the verifier could
+  touch (the workdir's and every one below the agent's dirs).
   A verifier that reads one of these keys with plain `git config KEY` sees our value (use
   `git config --local`);
 - the task's own env (task.env, then its `[verifier] env`) comes first, these settings last, so
   a task cannot undo them.
 
-Reward: only reward.txt and reward.json in that fresh /logs/verifier count, read on the host
+Reward: the reward is what the verifier itself computed; agent code and configuration that the
+verifier runs may do anything in its sandbox except decide it. So the entry script is exec'd (it
+is the command's top process) and one killed by a signal (an agent program it ran can kill it
+after writing reward.txt) or timed out is an error; processes it left are killed before the
+reward is read (the output says how many: a service it started is legitimate); /logs/verifier is
+sealed against FIFOs, sockets, devices and symlinks (Landlock where the kernel has it; the host
+refuses a reward dir holding one either way). Only reward.txt and reward.json in that fresh /logs/verifier count, read on the host
 without following a symlink and with a size cap (`sandbox._paths.read_beneath`). Precedence:
 whichever exists; when both exist they must agree, else the verdict is an error — a script of
 the agent that the verifier executes can write either file, and the verifier writes its own after

@@ -248,3 +248,18 @@ def test_11_a_nested_repos_filter_does_not_run_in_the_verifier(backend: str) -> 
     assert "HOOK-RAN" not in rec.verifier_output
     rejected_by_validation(task.model_copy(update={"solution": Solution(steps=[" && ".join(
         f"({c})" for c in NESTED_FILTER)])}), backend)
+
+
+# ------------------------------------------------------------ what legitimate verifiers keep
+def test_a_verifier_that_starts_a_service_still_passes(backend: str) -> None:
+    """A service the task's setup installed (/etc/init.d, as built) started by the verifier, left
+    running when test.sh exits: killed before the reward is read, noted, and the pass stands."""
+    service = ("mkdir -p /etc/init.d && printf '#!/bin/sh\\n(setsid sh -c \"echo up > /tmp/svc.state; "
+               "exec sleep 300\" </dev/null >/dev/null 2>&1 &)\\n' > /etc/init.d/app && chmod +x /etc/init.d/app")
+    check = ("/etc/init.d/app start; for i in $(seq 100); do [ -s /tmp/svc.state ] && break; sleep 0.02; done\n"
+             "if grep -q up /tmp/svc.state; ")
+    task = preimage_task(test=check).model_copy(update={"setup": [service]})
+    rec = run_episode(task, "noop", backend)
+    assert (rec.outcome, rec.reward) == ("passed", 1.0), rec
+    if backend == "bwrap":
+        assert "left running were killed" in rec.verifier_output, rec.verifier_output

@@ -19,7 +19,8 @@ TEST_SH = ('if [ "$(cat /workspace/a.txt 2>/dev/null)" = "alpha" ]; then echo 1;
            '> /logs/verifier/reward.txt')
 ATTACKS = {
     "verifier logs replaced by a link": "rm -rf /logs/verifier && ln -s /tmp /logs/verifier",
-    "/etc bloated past the trusted root's cap": "cd /etc && mkdir $(seq -f 'bloat%g' 20001)",
+    # (the agent's /etc is no longer read by a verifier: its trusted root shows /etc as built)
+    "/ bloated past the trusted root's cap": "cd / && mkdir $(seq -f 'bloat%g' 257)",
 }
 
 
