@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawloop import trajectory
 from clawloop.agent.playbook import policy_playbook, read_playbook
 from clawloop.diagnosis.schema import load_report
 from clawloop.errors import ClawloopError
@@ -24,7 +23,7 @@ from clawloop.io import iter_jsonl, read_json
 from clawloop.loop import read_eval_detail, read_metrics
 from clawloop.tasks.pool import parse_task, refused_fields
 from clawloop.training.checkpoint import check_base
-from clawloop.trajectory import OPTIONAL_EPISODE_COLUMNS, OPTIONAL_STEP_COLUMNS, OUTCOMES, TERMINATIONS
+from clawloop.trajectory import check_records, check_trajectories  # noqa: F401  (CHECKS names them)
 from clawloop.validation.probe import read_probe
 
 
@@ -47,39 +46,6 @@ def check_pool(path: Path) -> None:
 
 def check_probe(path: Path) -> None:
     read_probe(path)
-
-
-def check_trajectories(path: Path) -> None:
-    """Every Parquet part (of a directory, or the one part given) has the contract's columns
-    with the contract's types and values."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    episode_schema, step_schema = trajectory.EPISODE_SCHEMA, trajectory.STEP_SCHEMA  # built on first use
-    parts = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
-    if not parts:
-        raise ClawloopError(f"{path}: no Parquet parts")
-    for part in parts:
-        expected = episode_schema if part.name.startswith("episodes") else step_schema
-        optional = OPTIONAL_EPISODE_COLUMNS if expected is episode_schema else OPTIONAL_STEP_COLUMNS
-        try:
-            schema = pq.read_schema(part)
-        except (pa.ArrowException, OSError) as e:
-            raise ClawloopError(f"{part}: not a readable Parquet file ({e})") from None
-        for field in expected:
-            if field.name not in schema.names and field.name in optional:
-                continue
-            if field.name not in schema.names:
-                raise ClawloopError(f"{part}: {field.name}: missing column")
-            got = schema.field(field.name).type
-            if got != field.type and not (got == "null"):
-                raise ClawloopError(f"{part}: {field.name}: type {got}, expected {field.type}")
-        if expected is episode_schema:
-            table = pq.read_table(part, columns=["outcome", "termination"])
-            for col, allowed in (("outcome", OUTCOMES), ("termination", TERMINATIONS)):
-                bad = set(table.column(col).to_pylist()) - set(allowed) - {None}
-                if bad:
-                    raise ClawloopError(f"{part}: {col}: unknown value {sorted(bad)[0]!r}")
 
 
 def check_diagnosis(path: Path) -> None:
@@ -114,15 +80,6 @@ def check_jsonl(path: Path) -> None:
     for lineno, obj in iter_jsonl(path):
         if not isinstance(obj, dict):
             raise ClawloopError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-
-
-def check_records(path: Path) -> None:
-    """`clawloop eval --out` records: JSON objects with a known outcome."""
-    for lineno, obj in iter_jsonl(path):
-        if not isinstance(obj, dict):
-            raise ClawloopError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-        if obj.get("outcome") not in OUTCOMES:
-            raise ClawloopError(f"{path}:{lineno}: outcome: {obj.get('outcome')!r} not one of {', '.join(OUTCOMES)}")
 
 
 def check_rejections(path: Path) -> None:

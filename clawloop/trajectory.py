@@ -17,6 +17,7 @@ from typing import Any, Literal
 import orjson
 
 from clawloop.errors import ClawloopError
+from clawloop.io import iter_jsonl
 
 TRAJECTORY_SCHEMA_VERSION = 1
 
@@ -257,3 +258,46 @@ class EpisodeRecord:
         """Its rows of STEP_SCHEMA."""
         eid = self.to_row()["episode_id"]
         return [s.to_row(eid) for s in self.steps]
+
+
+# --------------------------------------------------------- checks of the contract (`clawloop check`)
+def check_trajectories(path: Path) -> None:
+    """Every Parquet part (of a directory, or the one part given) has the contract's columns
+    with the contract's types and values."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    episode_schema, step_schema = __getattr__("EPISODE_SCHEMA"), __getattr__("STEP_SCHEMA")  # built on first use
+    parts = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
+    if not parts:
+        raise ClawloopError(f"{path}: no Parquet parts")
+    for part in parts:
+        expected = episode_schema if part.name.startswith("episodes") else step_schema
+        optional = OPTIONAL_EPISODE_COLUMNS if expected is episode_schema else OPTIONAL_STEP_COLUMNS
+        try:
+            schema = pq.read_schema(part)
+        except (pa.ArrowException, OSError) as e:
+            raise ClawloopError(f"{part}: not a readable Parquet file ({e})") from None
+        for col in expected:
+            if col.name not in schema.names and col.name in optional:
+                continue
+            if col.name not in schema.names:
+                raise ClawloopError(f"{part}: {col.name}: missing column")
+            got = schema.field(col.name).type
+            if got != col.type and not (got == "null"):
+                raise ClawloopError(f"{part}: {col.name}: type {got}, expected {col.type}")
+        if expected is episode_schema:
+            table = pq.read_table(part, columns=["outcome", "termination"])
+            for col, allowed in (("outcome", OUTCOMES), ("termination", TERMINATIONS)):
+                bad = set(table.column(col).to_pylist()) - set(allowed) - {None}
+                if bad:
+                    raise ClawloopError(f"{part}: {col}: unknown value {sorted(bad)[0]!r}")
+
+
+def check_records(path: Path) -> None:
+    """`clawloop eval --out` records: JSON objects with a known outcome."""
+    for lineno, obj in iter_jsonl(path):
+        if not isinstance(obj, dict):
+            raise ClawloopError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+        if obj.get("outcome") not in OUTCOMES:
+            raise ClawloopError(f"{path}:{lineno}: outcome: {obj.get('outcome')!r} not one of {', '.join(OUTCOMES)}")

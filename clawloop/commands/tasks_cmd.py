@@ -23,7 +23,13 @@ from clawloop.tasks.layers import layer_specs
 from clawloop.tasks.pool import read_pool, read_pool_lenient, write_pool
 from clawloop.tasks.suite import load_suite
 from clawloop.tasks.task import Task
-from clawloop.validation.agent_free import AgentFreeParams, default_heldout, load_heldout, validate_pool
+from clawloop.validation.agent_free import (
+    AgentFreeParams,
+    default_heldout,
+    default_heldout_instances,
+    load_heldout,
+    validate_pool,
+)
 
 _BACKEND_HELP = "Sandbox backend: bwrap (isolated, default), docker, or local (NOT isolated)."
 
@@ -104,7 +110,7 @@ def validate(
     jobs: int = typer.Option(2, "--jobs", "-j", min=1, help="Sandboxes in parallel."),
     executor: str = typer.Option("local", "--executor", help=_EXECUTOR_HELP),
     heldout: list[Path] | None = typer.Option(
-        None, "--heldout", help="Held-out suite (repeatable; default: every Harbor task under benchmarks/)."),
+        None, "--heldout", help="Held-out suite (repeatable; default: every Harbor task under benchmarks/, synth-heldout by the same task only)."),
     no_heldout: bool = typer.Option(False, "--no-heldout", help="Skip the held-out overlap check."),
     near_duplicate_threshold: float = typer.Option(0.9, "--near-duplicate-threshold", min=0.0, max=1.0),
     heldout_threshold: float = typer.Option(0.3, "--heldout-threshold", min=0.0, max=1.0,
@@ -117,12 +123,15 @@ def validate(
     tasks, parse_errors = read_pool_lenient(pool)
     _refuse_bad_lines(pool, parse_errors, len(tasks), skip_bad_lines)
     held = [] if no_heldout else load_heldout(heldout if heldout else default_heldout())
+    # benchmarks/synth-heldout shares templates with every pool: kept off by the same task only
+    instances = [] if no_heldout or heldout else load_heldout(default_heldout_instances())
     params = AgentFreeParams(near_duplicate_threshold=near_duplicate_threshold,
                              heldout_threshold=heldout_threshold)
     with Progress("validate", total=len(tasks), unit="tasks") as bar:
         kept, rep = validate_pool(tasks, backend, jobs, held, params, parse_errors=parse_errors,
-                                  on_done=bar.advance, executor=executor_params(executor))
-    rep["heldout_tasks"] = len(held)
+                                  on_done=bar.advance, executor=executor_params(executor),
+                                  heldout_instances=instances)
+    rep["heldout_tasks"] = len(held) + len(instances)
     write_pool(out, kept)
     write_json(rejections, rep)
     rejected = ", ".join(f"{k} {v}" for k, v in rep["rejected"].items()) or "none"
