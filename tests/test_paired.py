@@ -148,6 +148,16 @@ def test_published_results_are_counted_on_the_evaluated_tasks() -> None:
         "GPT-4": {"passed": 0, "tasks": 1, "all_passed": 6, "all_tasks": 11}}
 
 
+def _evaluated(runs: Path, it: int, suites: dict[str, loop.SuiteMetrics], verdicts: dict[str, float]) -> None:
+    """What evaluate@it leaves: eval/summary.json, then the gate's settle (heldout.json, metrics.json)."""
+    d = runs / f"iter-{it}"
+    loop.write_metrics(d / "eval" / "summary.json", loop.EvalDetail(iteration=it, suites=suites,
+                                                                     episodes_per_s=1.0, wall_s=1.0))
+    (d / "checkpoint").mkdir(parents=True)
+    loop.settle(it, suites, verdicts, checkpoint=d / "checkpoint", previous=runs / "iter-0" if it else None,
+                it_dir=d, gate_params=GateParams(), wall_s=1.0)
+
+
 def test_report_states_the_paired_gain_and_the_published_baselines(tmp_path: Path) -> None:
     from clawloop.report.collect import collect
     from clawloop.report.render import context, render
@@ -155,15 +165,10 @@ def test_report_states_the_paired_gain_and_the_published_baselines(tmp_path: Pat
     runs = tmp_path / "runs"
     base, final = _verdicts({0}, 8), _verdicts({0, 1, 2, 3, 4}, 8)
     for it, (verdicts, passed) in enumerate([(base, 1), (final, 5)]):
-        d = runs / f"iter-{it}"
         suites = _figures(passed, 8)
         suites["intercode-bash"] = suites["shell-core"].model_copy(update={
             "baselines": {"GPT-4": {"passed": 4, "tasks": 8, "all_passed": 97, "all_tasks": 200}}})
-        loop.write_metrics(d / "eval" / "summary.json", loop.EvalDetail(iteration=it, suites=suites,
-                                                                         episodes_per_s=1.0, wall_s=1.0))
-        (d / "checkpoint").mkdir(parents=True)
-        loop.settle(it, suites, verdicts, checkpoint=d / "checkpoint", previous=runs / "iter-0" if it else None,
-                    it_dir=d, gate_params=GateParams(), wall_s=1.0)
+        _evaluated(runs, it, suites, verdicts)
     html, md = render(context(collect(runs), {}, viewer=None, ablations=[]))
     assert "against iteration 0: +4 tasks of 8 (4 gained, 0 lost), exact McNemar p = 0.125" in md
     assert "not distinguishable from chance" in md
@@ -240,13 +245,7 @@ def test_report_shows_synth_heldout_per_level(tmp_path: Path) -> None:
     base = {n: 0.0 for n in names}
     final = base | {"synth-heldout/csv-L4-1": 1.0, "synth-heldout/csv-L4-2": 1.0}
     for it, verdicts in enumerate([base, final]):
-        d = runs / f"iter-{it}"
-        suites = {"synth-heldout": _figures(sum(map(int, verdicts.values())), 4)["shell-core"]}
-        loop.write_metrics(d / "eval" / "summary.json", loop.EvalDetail(iteration=it, suites=suites,
-                                                                         episodes_per_s=1.0, wall_s=1.0))
-        (d / "checkpoint").mkdir(parents=True)
-        loop.settle(it, suites, verdicts, checkpoint=d / "checkpoint", previous=runs / "iter-0" if it else None,
-                    it_dir=d, gate_params=GateParams(), wall_s=1.0)
+        _evaluated(runs, it, {"synth-heldout": _figures(sum(map(int, verdicts.values())), 4)["shell-core"]}, verdicts)
     html, md = render(context(collect(runs), {}, viewer=None, ablations=[]))
     assert "synth-heldout per level" in md and "synth-heldout per level" in html
     per_suite = read_json(runs / "iter-1" / "metrics.json")["vs_base_suites"]["synth-heldout"]
