@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from clawloop.tasks.environment import TaskEnvironment
+from clawloop.tasks.environment import TaskEnvironment, open_sandbox
 from clawloop.tasks.episode import run_episode
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool
@@ -61,6 +61,12 @@ def actor(plant: list[str], live: str | list[str], marker: str) -> Callable[[Tas
         return results
 
     return act
+
+
+def require_command(backend: str, name: str) -> None:
+    with open_sandbox(backend) as sb:
+        if sb.exec(f"command -v {name}", timeout=30).exit_code != 0:
+            pytest.skip(f"no {name} in the {backend} sandbox")
 
 
 def rejected_by_validation(task: Task, backend: str) -> None:
@@ -207,8 +213,14 @@ ETC_ATTACKS = {
 
 
 @pytest.mark.parametrize("name", sorted(ETC_ATTACKS))
-def test_10_etc_configuration_of_the_verifiers_tools_is_the_images(backend: str, name: str) -> None:
+def test_10_etc_configuration_of_the_verifiers_tools_is_the_images(backend: str, name: str,
+                                                                   request: pytest.FixtureRequest) -> None:
     plant, check, live, marker = ETC_ATTACKS[name]
+    if name == "magic":
+        require_command(backend, "file")
+    if backend == "docker":
+        request.applymarker(pytest.mark.xfail(strict=True, reason="open on docker: the verifier runs in the "
+                                              "container the agent used, its /etc (docs/sandbox.md)"))
     if name == "xdg-pip":
         from .test_reward_hacks import require_module
 
@@ -221,6 +233,7 @@ def test_10_etc_configuration_of_the_verifiers_tools_is_the_images(backend: str,
 def test_10_etc_the_task_setup_wrote_is_what_the_verifier_sees(backend: str) -> None:
     """The same file from the task's setup (its image as built) counts: a task that configures
     /etc for its checks still works."""
+    require_command(backend, "file")
     plant, check, _, _ = ETC_ATTACKS["magic"]
     task = preimage_task(test=check).model_copy(update={"setup": [plant[0]]})
     rec = run_episode(task, actor([plant[1]], "file -b /workspace/report.pdf", "PDF document"), backend)
