@@ -348,19 +348,19 @@ def test_tasks_import_to_pool_and_harbor(tmp_path: Path, tasks: dict[str, ic.Tas
 
     from clawloop.cli import app
     from clawloop.tasks.pool import read_pool
-    from clawloop.tasks.suite import load_suite
 
     pool = tmp_path / "pool.jsonl"
     r = CliRunner().invoke(app, ["tasks", "import", "--format", "intercode", str(FIX), "--out", str(pool)])
     assert r.exit_code == 0, r.output
     assert [t.id for t in read_pool(pool)] == [t.id for t in tasks.values()]
+    # A Harbor copy would lose InterCode's grading (a Harbor dir's import never trusts a format
+    # record, #51): refused in one line, nothing written
     out = tmp_path / "harbor"
     r = CliRunner().invoke(app, ["tasks", "import", "--format", "intercode", str(FIX), "--out", str(out), "--harbor"])
-    assert r.exit_code == 0, r.output
-    back = {i.name: i.task for i in load_suite(out).items}
-    assert len(back) == len(tasks) and all(t is not None and ic.is_intercode(t) for t in back.values())
-    t = next(t for t in back.values() if t is not None and t.metadata[ic.KEY]["name"] == "fs1-04")
-    assert run_episode(t, "oracle", backend).outcome == "passed"  # the Harbor copy grades the same way
+    assert r.exit_code != 0 and "write a pool" in str(r.exception), r.output
+    assert not out.exists() or not any(out.iterdir())
+    t = next(t for t in read_pool(pool) if t.metadata[ic.KEY]["name"] == "fs1-04")
+    assert run_episode(t, "oracle", backend).outcome == "passed"  # the pool copy grades as InterCode
 
 
 # ---------------------------------------------------------------------------------- replay

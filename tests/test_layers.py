@@ -360,6 +360,7 @@ def test_users_made_in_the_task_world_work_for_agent_and_verifier() -> None:
         assert "appuser appuser\nwww-data www-data\nappuser appuser\nbob bob" in r.output
         back = sb.exec("su appuser -c 'su root -c id'; echo rc=$?; setpriv --reuid appuser id -u")
         assert "rc=1" in back.output and "uid=0" not in back.output
+        sb.freeze_etc()  # what prepare() does once the setup (the Dockerfile's replay) ran
         with sb.trusted_root():
             v = sb.exec("su appuser -c 'id -un; touch /srv/data/g'; stat -c %U /srv/data/g")
             assert v.exit_code == 0 and v.output.split() == ["appuser", "appuser"], v.output

@@ -106,8 +106,18 @@ def _generated_dockerfile(task: Task, image: str) -> tuple[str, dict[str, FileSp
     return "\n".join(lines) + "\n", context
 
 
+ADAPTER_GRADED = ("intercode", "claw_eval_live")
+"""Format records whose tasks only their adapter can grade (ClawGym's standard verifier exports)."""
+
+
 def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | None = None) -> Path:
-    """Write `task` as a Harbor task directory at `out_dir` (created; existing files replaced)."""
+    """Write `task` as a Harbor task directory at `out_dir` (created; existing files replaced).
+    A task graded by its format's adapter beyond its verifier script (InterCode-Bash's gold replay,
+    Claw-Eval-Live's grader) has no Harbor form: a ClawloopError names it before anything is written."""
+    if adapted := [k for k in ADAPTER_GRADED if k in task.metadata]:
+        raise ClawloopError(f"task {task.id}: only clawloop's {adapted[0]} adapter can grade it, and a Harbor "
+                            "directory cannot carry that (its import never trusts a format record): "
+                            "write a pool (.jsonl) instead")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     runtime = runtime or detect_runtime()
