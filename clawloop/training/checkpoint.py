@@ -22,7 +22,9 @@ from clawloop.io import read_json, write_json
 if TYPE_CHECKING:
     from transformers import TrainerCallback
 
-WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "adapter_model.safetensors")
+WEIGHT_PATTERNS = ("*.safetensors",)
+"""Weights are read from safetensors only: a pickled checkpoint (pytorch_model*.bin, from a remote
+or a download) is refused by name, as the policy loader refuses it (clawloop.policy.load)."""
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 
 
@@ -34,7 +36,10 @@ def check_base(base: str | Path) -> Path:
     if not (base / "config.json").is_file():
         raise ClawloopError(f"{base}: config.json: missing (not a transformers checkpoint)")
     if not any(next(base.glob(p), None) for p in WEIGHT_PATTERNS):
-        raise ClawloopError(f"{base}: weights: no *.safetensors or pytorch_model*.bin")
+        if next(base.glob("pytorch_model*.bin"), None):
+            raise ClawloopError(f"{base}: weights: pickled (pytorch_model*.bin); clawloop trains from *.safetensors "
+                                "only (convert the checkpoint with safetensors)")
+        raise ClawloopError(f"{base}: weights: no *.safetensors")
     if not any((base / f).is_file() for f in TOKENIZER_FILES):
         raise ClawloopError(f"{base}: tokenizer: missing (expected tokenizer.json or tokenizer_config.json)")
     return base

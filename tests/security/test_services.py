@@ -266,3 +266,19 @@ def test_a_pickled_checkpoint_is_refused_by_name(tmp_path: Path) -> None:
     for spec in (str(ckpt), f"vllm:{ckpt}", f"llamacpp:{ckpt}"):
         with pytest.raises(ClawloopError, match=r"only pickled weights \(model.pt\)"):
             load_policy(spec)
+
+
+def test_training_refuses_a_pickled_base(tmp_path: Path) -> None:
+    """The train stage's base check: a pickled-only checkpoint is named and refused (it accepted
+    pytorch_model*.bin, which transformers would unpickle)."""
+    from clawloop.training.checkpoint import check_base
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    (ckpt / "tokenizer.json").write_text("{}")
+    (ckpt / "pytorch_model.bin").write_bytes(pickle.dumps({"weight": 1}))
+    with pytest.raises(ClawloopError, match=r"pickled \(pytorch_model\*\.bin\).*safetensors only"):
+        check_base(ckpt)
+    (ckpt / "model.safetensors").write_bytes(b"")
+    assert check_base(ckpt) == ckpt
