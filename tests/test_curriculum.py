@@ -229,3 +229,16 @@ def test_the_plan_follows_the_report_it_never_decides_again() -> None:
     assert p.decisions["files"].action == "hold" and p.decisions["files"].target_level == 2
     assert p.decisions["files"].reason == r.recommendations[0].reason
     assert plan(report(cell("files", 2, 20, 20)), 100, CurriculumParams()).decisions["files"].target_level == 3
+
+
+def test_hold_targets_the_frontier_not_an_unpassed_top_level() -> None:
+    """Iteration 1 of the Qwen default (probe, k = 4): level 2 at 0/8 is not yet 'failing' (Wilson
+    high end 0.32), and holding there put most of the next pool where the base passed 1 of 96. The
+    hold goes to the highest level passed at least once, or the lowest assessed with no pass."""
+    p = plan(report(cell("files", 1, 5, 16), cell("files", 2, 0, 8),
+                    cell("json", 1, 0, 8), cell("json", 2, 0, 12),
+                    cell("pipes_redirection", 1, 0, 4), cell("pipes_redirection", 2, 1, 8)), 60, CurriculumParams())
+    got = {s: (p.decisions[s].action, p.decisions[s].target_level) for s in ("files", "json", "pipes_redirection")}
+    assert got == {"files": ("hold", 1), "json": ("hold", 1), "pipes_redirection": ("hold", 2)}
+    assert "none of level 2's 8 passed yet" in p.decisions["files"].reason
+    assert set(levels_of(p, "files")) == {1}

@@ -9,8 +9,8 @@ class DiagnosisParams(BaseModel):
     """Thresholds of the report. The recommendation rule (`clawloop.diagnosis.report.decide_level`),
     per skill over its cells with at least `min_episodes` graded episodes: a level whose Wilson high
     end is <= lower_ci_high steps the skill back below it; else the top level L raises it to L+1
-    when its low end is >= raise_ci_low, and holds it at L when not; a skill without such a cell
-    is `expand`. The next synthesis plan follows these recommendations: there is no second rule.
+    when its low end is >= raise_ci_low, and holds it at its frontier when not (the highest level
+    passed at least once, else the lowest assessed); a skill without such a cell is `expand`. The next synthesis plan follows these recommendations: there is no second rule.
     """
 
     model_config = ConfigDict(extra="forbid")

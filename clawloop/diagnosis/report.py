@@ -87,10 +87,11 @@ def decide_level(cells: list[CellStats], params: DiagnosisParams) -> tuple[Actio
 
     Cells with fewer than `min_episodes` graded episodes carry no decision. Otherwise a failing
     level (Wilson high end <= lower_ci_high; the lowest such) steps the skill back below it (to 1 at
-    the least: `lower` at level 1 says it fails even there); else
-    the top assessed level raises it one level when reliable (low end >= raise_ci_low) and holds it
-    there when not. The report's recommendations and the next synthesis plan are both this rule:
-    the plan reads the recommendations, it does not decide again."""
+    the least: `lower` at level 1 says it fails even there); else the top assessed level raises it
+    one level when reliable (low end >= raise_ci_low); else it holds at its frontier, the highest
+    level passed at least once (the lowest assessed when none was). The report's recommendations
+    and the next synthesis plan are both this rule: the plan reads the recommendations, it does
+    not decide again."""
     judged = sorted((c for c in cells if c.episodes >= params.min_episodes), key=lambda c: c.level)
     if not judged:
         n = sum(c.episodes for c in cells)
@@ -104,8 +105,14 @@ def decide_level(cells: list[CellStats], params: DiagnosisParams) -> tuple[Actio
         if top.level >= params.max_level:
             return "hold", top.level, top, f"{_figures(top)}; reliable at the top level {params.max_level}"
         return "raise", top.level + 1, top, f"{_figures(top)}; CI low >= {params.raise_ci_low:.2f}"
-    return "hold", top.level, top, (f"{_figures(top)}; neither reliable (CI low < {params.raise_ci_low:.2f}) "
-                                    f"nor failing (CI high > {params.lower_ci_high:.2f})")
+    # Neither reliable nor failing: hold at the frontier, the highest level passed at least once
+    # (the lowest assessed when none was). Holding at the top put 65 of iteration 2's 96 tasks at
+    # level 2, where the base had passed 1 of 96 probe episodes (0/8 is not yet "failing").
+    frontier = max((c for c in judged if c.passes > 0), key=lambda c: c.level, default=judged[0])
+    above = "" if frontier is top else f"; none of level {top.level}'s {top.episodes} passed yet"
+    return "hold", frontier.level, frontier, (f"{_figures(frontier)}; neither reliable (CI low < "
+                                              f"{params.raise_ci_low:.2f}) nor failing (CI high > "
+                                              f"{params.lower_ci_high:.2f}){above}")
 
 
 def _figures(c: CellStats) -> str:
