@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fnmatch
 import functools
 import os
 import shutil
@@ -55,8 +54,8 @@ PAM_CONFIGS = {**{f"pam.d/{svc}": _PAM_ROOT_ONLY for svc in ("su", "su-l", "runu
 """PAM services of the tools that switch users, as a Debian image has them, less the password
 stacks: root may `su`/`runuser` to any user and adduser's `chfn` works (the sandbox has no
 passwords); anything else is denied. Without a config these tools abort ("Critical error"). Only
-the host's own modules by name: pam.d is one of EXEC_ETC, so a verifier reads these, never the
-agent's."""
+the host's own modules by name; a verifier reads /etc as the task's setup left it (`freeze_etc`),
+never the agent's pam.d."""
 
 # Host /etc entries copied into the sandbox's /etc; everything else (shadow, ssh keys,
 # resolv.conf, credentials of host tools) stays invisible.
@@ -165,23 +164,6 @@ def check_runtime(runtime_dir: Path | None) -> Path | None:
     if not (rt / "bin").is_dir():
         raise SandboxError(f"runtime_dir {runtime_dir}: not a python venv (no bin/)")
     return rt
-
-
-EXEC_ETC = ("ld.so.preload", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.hwcap*", "alternatives",
-            "perl", "python*", "ssl", "openssl*", "profile", "profile.d", "bash.bashrc", "bash_completion*",
-            "environment", "inputrc", "nsswitch.conf", "gitconfig", "pip.conf", "npmrc", "gai.conf",
-            "host.conf", "gconv*", "R", "ruby*", "gemrc", "vim*", "java*", "node*", "security", "pam.d")
-"""Top-level names (fnmatch patterns) of /etc that decide which code a process runs: the loader
-reads ld.so.preload and ld.so.cache (a library of the agent's in every process), alternatives
-name the programs behind awk, vi, cc..., perl's @INC includes /etc/perl, python's sitecustomize
-and openssl's engines live here, shells source profile and bashrc, NSS and PAM load modules by
-name. A trusted root (`trusted_root`) shows the sandbox's originals of these and the agent's
-version of everything else in /etc (hosts, passwd, an app's config: data a task may change)."""
-
-
-def exec_etc(name: str) -> bool:
-    """Is the top-level /etc entry `name` one of EXEC_ETC?"""
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in EXEC_ETC)
 
 
 class Backend(ClosedOnExit):

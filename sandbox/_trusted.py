@@ -29,7 +29,6 @@ blocks, recurses nor raises beyond `SandboxError`.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from pathlib import Path
@@ -91,7 +90,7 @@ def freeze_etc(etc: Path, dest: Path) -> None:
     devices left out, nothing followed; every entry readable (the copy is bound read-only)."""
     dest.mkdir()
     if os.path.isdir(etc) and not os.path.islink(etc):
-        _carry_tree(etc, dest, skip_top=lambda name: False, copy=True)
+        _copy_tree(etc, dest)
     for dirpath, _, _ in os.walk(dest):
         os.chmod(dirpath, 0o755)
 
@@ -115,9 +114,10 @@ def _mkdirs(base: Path, parts: list[str]) -> None:
             cur.mkdir()
 
 
-def _carry_tree(src: Path, dest: Path, skip_top, copy: bool = False) -> None:  # noqa: ANN001 (a predicate)
-    """Copy a tree the agent wrote: dirs made, files hard-linked (or copied: always with `copy`),
-    symlinks recreated; iterative, never following a link, FIFOs and devices left out."""
+def _copy_tree(src: Path, dest: Path) -> None:
+    """Copy a tree the agent could have written: dirs made, regular files copied (never
+    hard-linked: a later write into the same inode would change the copy), symlinks recreated;
+    iterative, never following a link, FIFOs and devices left out."""
     todo: list[tuple[Path, Path, int]] = [(src, dest, 0)]
     count = 0
     while todo:
@@ -128,37 +128,23 @@ def _carry_tree(src: Path, dest: Path, skip_top, copy: bool = False) -> None:  #
         except OSError:
             continue  # made unreadable: the dir stays empty
         for e in entries:
-            if depth == 0 and skip_top(e.name):
-                continue
             count += 1
             if count > ETC_MAX_ENTRIES:
                 raise SandboxError(f"/etc has more than {ETC_MAX_ENTRIES} entries: too many to verify in a "
                                    "trusted root")
             target = d / e.name
             try:
-                if e.is_dir(follow_symlinks=False):
+                st = os.lstat(e.path)
+                if stat.S_ISDIR(st.st_mode):
                     if depth < ETC_MAX_DEPTH:
                         target.mkdir()
                         todo.append((Path(e.path), target, depth + 1))
-                else:
-                    _carry_entry(Path(e.path), target, copy)
+                elif stat.S_ISLNK(st.st_mode):
+                    os.symlink(os.readlink(e.path), target)
+                elif stat.S_ISREG(st.st_mode):
+                    _copy_file(Path(e.path), target, st.st_mode)
             except OSError:
                 continue  # an entry that cannot be read is left out, as an unreadable dir
-
-
-def _carry_entry(src: Path, dest: Path, copy: bool = False) -> None:
-    st = os.lstat(src)
-    if stat.S_ISLNK(st.st_mode):
-        os.symlink(os.readlink(src), dest)
-    elif stat.S_ISREG(st.st_mode) and copy:
-        _copy_file(src, dest, st.st_mode)
-    elif stat.S_ISREG(st.st_mode):
-        try:
-            os.link(src, dest, follow_symlinks=False)  # same filesystem (the sandbox's disk): free
-        except OSError as e:
-            if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
-                raise
-            _copy_file(src, dest, st.st_mode)
 
 
 def _copy_file(src: Path, dest: Path, mode: int) -> None:

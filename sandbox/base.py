@@ -109,12 +109,11 @@ class Sandbox(Protocol):
         ...
 
     def trusted_root(self) -> AbstractContextManager[None]:
-        """Commands inside this block run on a system no earlier command could program: the root,
-        its /bin /lib /lib64 /sbin links and the files of /etc that decide which code runs (the
-        loader's preload list and cache, alternatives, interpreter configs) are the sandbox's
-        originals, read-only; the data earlier commands left (every other top-level dir, the rest
-        of /etc) is carried over (/etc: as of the last `freeze_etc`). For verifiers. A backend whose system is read-only for
-        commands anyway (docker's image) runs the block as it is."""
+        """Commands inside this block run on a system no earlier command could program: the root
+        and its /bin /lib /lib64 /sbin links are the sandbox's originals and /etc is as of the last
+        `freeze_etc`, all read-only; the data earlier commands left (every other top-level dir) is
+        carried over. For verifiers. A backend whose system is read-only for commands anyway
+        (docker's image) runs the block as it is."""
         ...
 
     def freeze_etc(self) -> None:

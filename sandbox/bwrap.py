@@ -423,8 +423,8 @@ class BwrapSandbox(BwrapContainers, Backend):
     @contextlib.contextmanager
     def trusted_root(self) -> Iterator[None]:
         """Commands in the block run on a fresh root bound read-only (`sandbox/_trusted.py`):
-        the sandbox's original system links and /etc entries that decide which code runs, the
-        agent's top-level dirs and the rest of its /etc carried over."""
+        the sandbox's original system links, /etc as frozen (`freeze_etc`), the agent's top-level
+        dirs carried over."""
         with self._lock:
             self._check_open()
             if self._trusted is not None:
