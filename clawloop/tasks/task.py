@@ -182,16 +182,17 @@ class Task(_Frozen):
         h = v.get("harbor")
         if not isinstance(h, dict):
             return v
-        for key, absolute in (("environment_files", False), ("environment_dirs", False), ("copy_sources", True)):
+        for key, absolute, kind in (("environment_files", False, dict), ("environment_dirs", False, list),
+                                    ("copy_sources", True, dict)):
             items = h.get(key)
             if items is None:
                 continue
-            if not isinstance(items, dict | list):
-                raise ValueError(f"harbor.{key}: expected an object or a list")
+            if not isinstance(items, kind):  # readers take .items() of the objects: a list would crash them
+                raise ValueError(f"harbor.{key}: expected {'an object' if kind is dict else 'a list'}")
             try:
                 check_paths(items, absolute=absolute)
                 if key == "copy_sources":
-                    check_paths(items.values())  # type: ignore[union-attr]
+                    check_paths(items.values())
             except ValueError as e:
                 raise ValueError(f"harbor.{key}.{e}") from None
         return v

@@ -165,6 +165,16 @@ def test_path_keys_are_refused_at_load(tmp_path: Path, where: str, key: str) -> 
     assert not [p for p in tmp_path.rglob("escaped*")]
 
 
+@pytest.mark.parametrize("copy_sources", [["/workspace/x"], {"/workspace/x": "../up"}, "nope"])
+def test_malformed_copy_sources_are_a_clear_error(tmp_path: Path, copy_sources: object) -> None:
+    """A list where a mapping belongs was an AttributeError out of the validator (a traceback)."""
+    line = load_harbor_task(WORD_COUNT).to_json()
+    line.pop("id")
+    line["metadata"]["harbor"]["copy_sources"] = copy_sources
+    with pytest.raises(ClawloopError, match=r"pool.jsonl:1: .*copy_sources"):
+        read_pool(_pool(tmp_path, line))
+
+
 def test_writes_never_leave_their_root(tmp_path: Path) -> None:
     root = tmp_path / "out"
     for rel in ("../escaped", "a/../../escaped", "a/\0b"):
