@@ -81,6 +81,8 @@ def permutation_p(diffs: list[float], *, samples: int = PERMUTATION_SAMPLES, see
     nz = [d for d in diffs if d != 0]
     if not nz:
         return 1.0
+    if len({abs(d) for d in nz}) == 1:  # every task moved as far (one sample each): the sign test, exactly
+        return sign_test_p(sum(d > 0 for d in nz), sum(d < 0 for d in nz))
     observed = abs(sum(nz)) - 1e-12
     if len(nz) <= EXACT_PERMUTATION_MAX:
         hits = 0
