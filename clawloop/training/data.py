@@ -132,13 +132,11 @@ def process_score(messages: Sequence[dict[str, Any]]) -> int:
     """How much of inspect -> act -> check -> submit an episode shows: one point for a look before its
     first change, one for a look after its last change (an episode that changes nothing scores its
     look, if any, once). The policy's own one-command passes score 0."""
-    commands = bash_commands(messages)
-    writes = [i for i, c in enumerate(commands) if is_write(c)]
-    if not writes:
-        return int(bool(commands))
-    looked_first = any(not is_write(c) for c in commands[: writes[0]])
-    checked_last = any(not is_write(c) for c in commands[writes[-1] + 1:])
-    return int(looked_first) + int(checked_last)
+    wrote = [is_write(c) for c in bash_commands(messages)]
+    if True not in wrote:
+        return int(bool(wrote))
+    first, last = wrote.index(True), len(wrote) - 1 - wrote[::-1].index(True)
+    return int(False in wrote[:first]) + int(False in wrote[last + 1:])
 
 
 CUT_OFF = ("max_turns", "timeout", "format_errors")
