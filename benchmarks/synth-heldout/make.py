@@ -44,7 +44,7 @@ def make_tasks(per_cell: int, seed: int) -> list[Task]:
 
 
 def write_suite(tasks: list[Task], out: Path, *, per_cell: int, seed: int) -> None:
-    """Task directories plus MANIFEST.json and this folder's scripts' README stay; the rest is replaced."""
+    """Write each task as the Harbor directory `out/<skill>-L<level>-<n>`, then MANIFEST.json."""
     names: dict[str, str] = {}
     counts: dict[tuple[str, int], int] = {}
     for t in tasks:
