@@ -20,7 +20,7 @@ from clawloop.agent.playbook import policy_playbook, read_playbook
 from clawloop.diagnosis.schema import load_report
 from clawloop.errors import ClawloopError
 from clawloop.io import iter_jsonl, read_json
-from clawloop.loop import read_eval_detail, read_metrics
+from clawloop.loop import read_eval_detail, read_metrics, read_sampled
 from clawloop.tasks.pool import parse_task, refused_fields
 from clawloop.training.checkpoint import check_base
 from clawloop.trajectory import check_records, check_trajectories  # noqa: F401  (CHECKS names them)
@@ -149,6 +149,11 @@ def check_runs(runs: str | Path) -> list[Finding]:
     transfer = runs / "transfer" / "transfer.json"
     if transfer.exists():
         findings.append(_finding(transfer, "transfer result", check_json))
+    for which in ("base", "final"):
+        sampled = runs / "sampled" / which
+        if sampled.exists():
+            findings.append(_finding(sampled / "outcomes.json", "sampled evaluation", read_sampled))
+            findings += [_finding(d, "trajectories", check_trajectories) for d in sorted(sampled.iterdir()) if d.is_dir()]
     return findings
 
 

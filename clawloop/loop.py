@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -246,6 +246,23 @@ def write_metrics(path: str | Path, metrics: BaseModel) -> None:
 def read_eval_detail(path: str | Path) -> EvalDetail:
     """Read and check an iteration's eval/summary.json."""
     return _read_model(EvalDetail, path)
+
+
+class SampledEval(BaseModel):
+    """A sampled evaluation's outcomes.json (stages/evaluate_sampled.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(ge=1)
+    temperature: float = Field(ge=0)
+    suites: dict[str, SuiteMetrics]
+    outcomes: dict[str, Annotated[float, Field(ge=0, le=1)]]
+    """`suite/task` → share of its k samples that passed."""
+
+
+def read_sampled(path: str | Path) -> SampledEval:
+    """Read and check a sampled evaluation's outcomes.json."""
+    return _read_model(SampledEval, path)
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from clawloop.loop import EvalDetail, SuiteMetrics, suite_metrics
-from clawloop.paired import Outcomes, outcomes_of
+from clawloop.errors import ClawloopError
+from clawloop.loop import EvalDetail, SampledEval, SuiteMetrics, suite_metrics
+from clawloop.paired import Comparison, Outcomes, by_level, compare_suites, outcomes_of
 from clawloop.suite_manifest import published_baselines
 from clawloop.tasks.task import Task
 
@@ -60,3 +61,36 @@ def heldout_pass_at_1(ctx: LoopContext, policy: Policy, suites: list[tuple[str, 
         summaries = ctx.rollouts(tasks, policy, suite=suite, progress=True)
         rates.append(suite_metrics(summaries, heldout=True).pass_at_1)
     return sum(rates) / len(rates) if rates else 0.0
+
+
+SAMPLED_OUTCOMES = "outcomes.json"
+"""A sampled evaluation's settings, figures and per-task pass rates (clawloop.loop.SampledEval)."""
+
+
+def vs_base(base: SampledEval, final: SampledEval) -> dict[str, Any]:
+    """evaluate-sampled-final's metrics: per suite (and per level where task names carry one), the
+    base's and the final policy's mean per-task pass rate over k samples, the paired difference with
+    its bootstrap interval, and the paired permutation test on the per-task rates (the sign test
+    beside it counts only which tasks moved). Refuses two evaluations sampled differently."""
+    for key in ("k", "temperature"):
+        if getattr(base, key) != getattr(final, key):
+            raise ClawloopError(f"sampled evaluations differ in {key}: base {getattr(base, key)}, final "
+                                f"{getattr(final, key)} (rerun the base's: `dvc repro -f -s evaluate-sampled-base`)")
+    before, after = base.outcomes, final.outcomes
+    out: dict[str, Any] = {"k": final.k, "temperature": final.temperature}
+    for name, c in compare_suites(before, after).items():
+        if name == "all":
+            continue
+        row = _sampled_row(c)
+        levels = by_level(before, after, name)
+        if levels:
+            row["levels"] = {f"L{lv}": _sampled_row(lc) for lv, lc in levels.items()}
+        out[name] = row
+    return out
+
+
+def _sampled_row(c: Comparison) -> dict[str, Any]:
+    return {"tasks": c.paired, "base": round(c.before_rate, 4), "final": round(c.after_rate, 4),
+            "diff": round(c.diff, 4), "diff_low": round(c.diff_low, 4), "diff_high": round(c.diff_high, 4),
+            "p_permutation": round(c.p_permutation, 6), "p_sign": round(c.p_two_sided, 6),
+            "better": c.gained, "worse": c.lost}

@@ -239,6 +239,20 @@ class SuiteParams(_Section):
         return tasks if self.max_tasks is None else sorted(tasks, key=lambda t: t.id)[: self.max_tasks]
 
 
+class SampledEvalParams(_Section):
+    """The base and the final policy sampled k times per task (stages/evaluate_sampled.py): a
+    per-task pass rate in [0, 1] instead of one greedy verdict, so a paired test can see a change
+    of 5-10 points that one greedy sample on ~100 tasks cannot."""
+
+    k: int = Field(4, ge=1)
+    """Samples per task and policy."""
+    temperature: float = Field(0.7, ge=0)
+    """Sampling temperature (the probe's)."""
+    suites: list[str] = Field(default_factory=list)
+    """Names of `eval.suites` entries sampled this way (their `max_tasks` subsets; an absent
+    optional suite is skipped). Empty = off."""
+
+
 class EvalParams(_Section):
     """Evaluation of each iteration's checkpoint."""
 
@@ -248,6 +262,16 @@ class EvalParams(_Section):
     """Samples per task (pass@k reported for k = samples)."""
     pool_sample: int = Field(64, ge=0)
     """Validated pool tasks also rolled out (held-in; they feed the diagnosis)."""
+    sampled: SampledEvalParams = Field(default_factory=SampledEvalParams)
+    """Base vs final, k samples per task (evaluate-sampled-base / -final)."""
+
+    @model_validator(mode="after")
+    def _sampled_suites_exist(self) -> EvalParams:
+        names = [s.name for s in self.suites]
+        unknown = [n for n in self.sampled.suites if n not in names]
+        if unknown:
+            raise ValueError(f"sampled.suites: {', '.join(unknown)} not among eval.suites ({', '.join(names)})")
+        return self
 
 
 class GateParams(_Section):

@@ -11,6 +11,7 @@ alone (`dvc repro -s evaluate@2` after editing a task) cannot silently use a cha
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +81,14 @@ def check(manifest: str | Path | None, suite_path: str | Path, items: list[Any])
                             f"`dvc repro -f -s suites` first)")
 
 
-def eval_suites(params: Any, manifest: str | Path | None) -> list[tuple[str, list[Any], bool]]:
-    """(name, tasks to roll out, held-out?) for each of `eval.suites`, checked against `manifest`."""
+def eval_suites(params: Any, manifest: str | Path | None,
+                only: Collection[str] | None = None) -> list[tuple[str, list[Any], bool]]:
+    """(name, tasks to roll out, held-out?) for each of `eval.suites` (those named in `only`, if
+    given), checked against `manifest`."""
     out = []
     for s in params.eval.suites:
+        if only is not None and s.name not in only:
+            continue
         if not s.present():
             print(f"[evaluate] {s.name}: {s.path} does not exist: skipped (optional suite){_how(s)}")
             continue

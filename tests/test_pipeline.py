@@ -71,6 +71,33 @@ def test_smoke_loop_writes_valid_artifacts(smoke_repo: Path) -> None:
     md = (smoke_repo / "runs/report/report.md").read_text()
     assert "against iteration 0" in md or "still iteration 0's" in md
     assert "intercode-bash beside published results" in md and "GPT-4 (published, 10 turns)" in md
+    # base vs final at k samples per task (eval.sampled: 2 samples of shell-core's 24 smoke tasks)
+    sampled = json.loads((smoke_repo / "runs/sampled/vs-base.json").read_text())
+    assert sampled["k"] == 2 and sampled["shell-core"]["tasks"] == 24, sampled
+    base = json.loads((smoke_repo / "runs/sampled/base/outcomes.json").read_text())
+    assert base["suites"]["shell-core"]["episodes"] == 48
+    assert "vs-base.json" in shows and "p_permutation" in shows
+    assert "Base vs final policy at 2 samples per task" in md
+
+
+def test_sampled_final_refuses_a_malformed_base_and_keeps_its_figures(smoke_repo: Path) -> None:
+    scratch = smoke_repo / "runs/sampled/bad-base"
+    shutil.copytree(smoke_repo / "runs/sampled/base", scratch)
+    figures = smoke_repo / "runs/sampled/vs-base.json"
+    before = figures.read_bytes()
+    outcomes = scratch / "outcomes.json"
+    data = json.loads(outcomes.read_text())
+    data["temperature"] = "warm"
+    outcomes.write_text(json.dumps(data))
+    try:
+        p = _run([sys.executable, "-m", "stages.evaluate_sampled", "--iteration", "2", "--policy", "runs/iter-2/policy",
+                  "--suites", "runs/suites.json", "--base", str(scratch), "--out", "runs/sampled/final",
+                  "--metrics", str(figures)], smoke_repo, check=False)
+    finally:
+        shutil.rmtree(scratch)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "bad-base/outcomes.json: temperature" in p.stderr, p.stderr
+    assert figures.read_bytes() == before
 
 
 def test_second_repro_does_nothing(smoke_repo: Path) -> None:

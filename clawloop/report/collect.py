@@ -245,7 +245,23 @@ def collect(runs: str | Path) -> dict[str, Any]:
     transfer = runs / "transfer" / "transfer.json"
     if transfer.exists():
         data["transfer"] = _read(transfer, _json_object)
+    sampled = runs / "sampled" / "vs-base.json"
+    if sampled.exists():
+        data["sampled"] = _read(sampled, _json_object)
     return data
+
+
+def sampled(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Base vs final at k samples per task (runs/sampled/vs-base.json): settings and one row per
+    suite, then per level where the suite's task names carry one."""
+    got = data.get("sampled")
+    if not got:
+        return None
+    rows = []
+    for name, row in sorted((k, v) for k, v in got.items() if isinstance(v, dict)):
+        rows.append({"what": name, **row})
+        rows += [{"what": f"{name} {lv}", **r} for lv, r in sorted(row.get("levels", {}).items())]
+    return {"k": got.get("k"), "temperature": got.get("temperature"), "rows": rows}
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from clawloop.paired import format_p
 from clawloop.report.ablations import KNOBS
-from clawloop.report.collect import baselines, chain, evidence, summary
+from clawloop.report.collect import baselines, chain, evidence, sampled, summary
 
 _TEMPLATES = Path(__file__).parent / "templates"
 
@@ -38,7 +38,7 @@ def context(data: dict[str, Any], images: dict[str, bytes], *, viewer: str | Non
             ablations: list[dict[str, Any]]) -> dict[str, Any]:
     """What both templates draw from."""
     return {
-        "s": summary(data), "e": evidence(data), "published": baselines(data), "chain": chain(data),
+        "s": summary(data), "e": evidence(data), "sampled": sampled(data), "published": baselines(data), "chain": chain(data),
         "iterations": data["iterations"],
         "skills": sorted(data["skills"].items()), "modes": sorted(data["modes"].items()),
         "pools": sorted(data["pools"].items()), "suites": sorted(data["suites"].items()),
