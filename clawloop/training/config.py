@@ -102,6 +102,11 @@ class SFTParams(TrainerParams):
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
     logging_steps: int = Field(10, gt=0, description="Steps between metric logs.")
     save_steps: int = Field(200, gt=0, description="Steps between checkpoints (for resuming).")
+    frozen_trunk: Literal["auto", "off"] = Field(
+        "auto", description="With trainable_layers (no LoRA, no packing, on a CPU): compute the frozen "
+        "layers' output once per conversation and train the top layers from it, scoring the head only where "
+        "the loss is (same loss and gradients; clawloop/training/frozen_trunk.py, "
+        "benchmarks/perf/sft_step.py). off: TRL's path, every layer forward at every step.")
 
 
 class GRPOParams(TrainerParams):

@@ -6,11 +6,13 @@ stage dir, logs to DVCLive, and saves model + tokenizer + train_meta.json into `
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawloop.errors import ClawloopError
+from clawloop.training import frozen_trunk
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
 from clawloop.training.config import GRPOParams, LoraParams, SFTParams, resolve_bf16
 
@@ -118,12 +120,14 @@ def trainer_model(base: Path, params: SFTParams | GRPOParams, args: Any) -> Any:
 
 def build_trainer(base: Path, dataset: datasets.Dataset, params: SFTParams, output_dir: Path,
                   *, callbacks: list[Any] | None = None, bf16: bool | None = None) -> Any:
-    """An SFTTrainer ready to train (the dataset is tokenized and labelled here)."""
+    """An SFTTrainer ready to train (the dataset is tokenized and labelled here); with
+    `trainable_layers` its forward trains from the frozen trunk's cached output where that applies
+    (`trainer.frozen_trunk`, clawloop.training.frozen_trunk)."""
     from trl import SFTTrainer
 
     tokenizer = load_tokenizer(base)
     args = sft_config(params, output_dir, bf16=bf16)
-    return SFTTrainer(
+    trainer = SFTTrainer(
         model=trainer_model(base, params, args),
         args=args,
         train_dataset=dataset,
@@ -131,6 +135,8 @@ def build_trainer(base: Path, dataset: datasets.Dataset, params: SFTParams, outp
         peft_config=peft_config(params.lora),
         callbacks=callbacks or None,
     )
+    trainer.frozen_trunk = frozen_trunk.install(trainer, params)  # None: TRL's path
+    return trainer
 
 
 def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir: Path, dest: Path,
@@ -155,6 +161,8 @@ def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir:
         "wall_time_s": round(time.time() - start, 3),
         "resumed_from": resume,
         "params": params.model_dump(mode="json"),
+        # what the frozen-trunk path did (trunk_rows: conversations whose trunk ran); None: TRL's path
+        "frozen_trunk": dataclasses.asdict(trainer.frozen_trunk.stats) if trainer.frozen_trunk else None,
     }
     save_final(trainer, trainer.processing_class, dest, meta, base=base)
     return meta
