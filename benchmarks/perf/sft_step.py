@@ -1,0 +1,215 @@
+"""SFT step time with `trainable_layers`: TRL's path vs the frozen-trunk path (clawloop/training/frozen_trunk.py).
+
+    .venv/bin/python benchmarks/perf/sft_step.py [--json] [--model DIR|scratch-tiny|scratch-micro]
+        [--params params.yaml] [--conversations 16] [--steps 5] [--batch N] [--trainable-layers N]
+        [--max-length N] [--threads N]
+
+The model is params.yaml's policy of the first iteration (runs/iter-0/policy: Qwen2.5-Coder-0.5B)
+unless --model names a checkpoint dir or scratch-tiny / scratch-micro (a from-scratch model
+bootstrapped into a temporary dir, to check the script in seconds). SFT params are params.yaml's
+`train.sft` (batch 4, max_length 1024, top 6 layers, 10 steps), --batch / --trainable-layers /
+--max-length override them.
+
+Data: --conversations harness-format conversations as the loop's SFT set has them (system prompt
+with the tools, instruction, 1-4 bash calls with their outputs, submit); 16 is about what a probe's
+own passes give per iteration. Both paths train the same batches in the same order from the same
+weights, 1 + --steps optimizer steps each, in one process: the first step is warm-up and not
+timed; the loss is compared at every step. The fast path computes a conversation's trunk output
+the first time it sees it (inside a step): its seconds per step leave that time out, and the train
+stage's time counts it once per conversation:
+
+    stage (TRL)  = stage steps x baseline s/step
+    stage (fast) = conversations the stage sees x trunk s/conversation + stage steps x fast s/step
+
+with the stage steps those of params.yaml (max_steps, or its epochs over the conversations).
+--json prints one JSON object as the last line (baseline_s_per_step, fast_s_per_step, speedup,
+stage_speedup, max_loss_rel_diff and the details).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+WORDS = ["amber", "ledger", "harbor", "notes", "summit", "river", "report", "sales", "inventory", "orders",
+         "metrics", "cache", "index", "draft", "alpha", "beta", "gamma", "delta", "falcon", "maple"]
+OUTPUTS = ["", "total 8\n-rw-r--r-- 1 agent agent 120 Jan  1 00:00 notes.txt\n", "alpha\nbeta\ngamma\n",
+           "grep: data.csv: No such file or directory\n", "3 report.txt\n12 sales.csv\n15 total\n"]
+
+
+def conversations(n: int) -> list[Any]:
+    """`n` harness conversations of 1-4 commands (lengths differ: the batches are padded)."""
+    from clawloop.agent.harness import initial_messages
+    from clawloop.agent.tool_calls import assistant_message, tool_message
+    from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
+    from clawloop.training.data import Conversation
+
+    out = []
+    for i in range(n):
+        f, v = f"{WORDS[i % 20]}{i}.txt", WORDS[(i * 7 + 3) % 20]
+        steps = ["ls -la", f"grep -c {v} *.txt", f"echo {v} > {f}", f"cat {f}"][: 1 + i % 4]
+        task = Task(instruction=f"Write {v} into {f}, then show it.", skill="files",
+                    verifier=Verifier(files={"test.sh": FileSpec(content="echo 1 > /logs/verifier/reward.txt")}),
+                    solution=Solution(steps=steps))
+        msgs = initial_messages(task)
+        for j, cmd in enumerate(steps):
+            msgs += [assistant_message(cmd), tool_message(OUTPUTS[(i + j) % len(OUTPUTS)] + "[exit code 0]")]
+        out.append(Conversation(task.id, [*msgs, assistant_message(None)], "reference"))
+    return out
+
+
+class StepTimer:
+    """Trainer callback: wall time of every optimizer step and the trunk time inside it."""
+
+    def __new__(cls, trainer: Any = None) -> Any:
+        from transformers import TrainerCallback
+
+        class _Timer(TrainerCallback):
+            def __init__(self) -> None:
+                self.times: list[float] = []
+                self.trunk: list[float] = []
+                self.trainer: Any = None
+                self._t = self._trunk = 0.0
+
+            def _trunk_s(self) -> float:
+                ft = getattr(self.trainer, "frozen_trunk", None)
+                return ft.stats.trunk_s if ft is not None else 0.0
+
+            def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                self._t, self._trunk = time.perf_counter(), self._trunk_s()
+
+            def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                self.times.append(time.perf_counter() - self._t)
+                self.trunk.append(self._trunk_s() - self._trunk)
+
+        return _Timer()
+
+
+def run(model: Path, work: Path, sft: Any, data: Any, mode: str, steps: int) -> dict[str, Any]:
+    """1 + `steps` optimizer steps with frozen_trunk `mode`: step times, losses, trunk figures."""
+    from clawloop.training import frozen_trunk
+    from clawloop.training.sft import build_trainer
+
+    params = sft.model_copy(update={"max_steps": steps + 1, "logging_steps": 1, "save_steps": 10_000,
+                                    "frozen_trunk": mode})
+    timer = StepTimer()
+    trainer = build_trainer(model, data, params, work / mode, callbacks=[timer])
+    timer.trainer = trainer
+    ft = trainer.frozen_trunk
+    if mode != "off" and ft is None:
+        reason = frozen_trunk.why_not(params, trainer.model, packing=params.packing)
+        raise SystemExit(f"the frozen-trunk path does not apply: {reason}")
+    trainer.train()
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    net = [t - k for t, k in zip(timer.times, timer.trunk, strict=True)][1:]
+    out = {"mode": mode, "steps": len(net), "s_per_step": sum(net) / len(net), "losses": losses,
+           "step_s": [round(t, 3) for t in timer.times], "trunk_in_step_s": [round(t, 3) for t in timer.trunk],
+           "tokens_per_example": sum(len(r) for r in trainer.train_dataset["input_ids"]) / len(trainer.train_dataset),
+           "examples": len(trainer.train_dataset)}
+    if ft is not None:
+        out.update(trunk_rows=ft.stats.trunk_rows, trunk_s=ft.stats.trunk_s, fast_calls=ft.stats.fast_calls,
+                   fallback_calls=ft.stats.fallback_calls, first_trainable_layer=ft.first,
+                   layers=len(ft.layers))
+    del trainer, ft
+    gc.collect()
+    return out
+
+
+def stage_steps(sft: Any, examples: int) -> int:
+    """Optimizer steps of the default's train stage on `examples` conversations."""
+    if sft.max_steps > 0:
+        return sft.max_steps
+    per_epoch = math.ceil(examples / (sft.per_device_train_batch_size * sft.gradient_accumulation_steps))
+    return math.ceil(sft.num_train_epochs * per_epoch)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=str(ROOT / "runs/iter-0/policy"),
+                    help="checkpoint dir, or scratch-tiny / scratch-micro (bootstrapped here)")
+    ap.add_argument("--params", type=Path, default=ROOT / "params.yaml", help="its train.sft section is used")
+    ap.add_argument("--conversations", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=5, help="timed steps (after one warm-up step)")
+    ap.add_argument("--batch", type=int, help="per_device_train_batch_size (default: the params')")
+    ap.add_argument("--trainable-layers", type=int, help="(default: the params')")
+    ap.add_argument("--max-length", type=int, help="(default: the params')")
+    ap.add_argument("--threads", type=int, help="torch CPU threads (default: torch's, one per core)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    from clawloop.params import load_params
+    from clawloop.training.config import resolve_bf16
+    from clawloop.training.data import to_dataset
+
+    sft = load_params(args.params).train.options().sft
+    over = {k: v for k, v in (("per_device_train_batch_size", args.batch), ("trainable_layers", args.trainable_layers),
+                              ("max_length", args.max_length)) if v is not None}
+    sft = sft.model_copy(update=over)
+    if sft.trainable_layers is None:
+        raise SystemExit("trainable_layers: not set (in the params or --trainable-layers)")
+    data = to_dataset(conversations(args.conversations))
+
+    with tempfile.TemporaryDirectory(prefix="clawloop-bench-sft-step-") as tmp:
+        work = Path(tmp)
+        model = Path(args.model)
+        if args.model in ("scratch-tiny", "scratch-micro"):
+            from clawloop.bootstrap.scratch import bootstrap
+
+            model = work / args.model
+            bootstrap(model, size=args.model.removeprefix("scratch-"), seed=0, corpus_pairs=2000)
+        elif not (model / "config.json").is_file():
+            raise SystemExit(f"{model}: no checkpoint (run the loop's first iteration, or pass --model)")
+        base = run(model, work, sft, data, "off", args.steps)
+        fast = run(model, work, sft, data, "auto", args.steps)
+
+    rel = [abs(f - b) / abs(b) for b, f in zip(base["losses"], fast["losses"], strict=True)]
+    n_stage = stage_steps(sft, base["examples"])
+    seen = min(base["examples"], n_stage * sft.per_device_train_batch_size * sft.gradient_accumulation_steps)
+    trunk_per_conv = fast["trunk_s"] / max(fast["trunk_rows"], 1)
+    base_stage = n_stage * base["s_per_step"]
+    fast_stage = seen * trunk_per_conv + n_stage * fast["s_per_step"]
+    result = {
+        "benchmark": "sft_step", "model": str(args.model), "threads": torch.get_num_threads(),
+        "bf16": resolve_bf16(sft.bf16), "batch": sft.per_device_train_batch_size, "max_length": sft.max_length,
+        "trainable_layers": sft.trainable_layers, "layers": fast["layers"], "conversations": base["examples"],
+        "tokens_per_example": round(base["tokens_per_example"], 1), "timed_steps": args.steps,
+        "baseline_s_per_step": round(base["s_per_step"], 4), "fast_s_per_step": round(fast["s_per_step"], 4),
+        "speedup": round(base["s_per_step"] / fast["s_per_step"], 3),
+        "trunk_s_per_conversation": round(trunk_per_conv, 4), "stage_steps": n_stage,
+        "stage_conversations": seen, "baseline_stage_s": round(base_stage, 2), "fast_stage_s": round(fast_stage, 2),
+        "stage_speedup": round(base_stage / fast_stage, 3), "max_loss_rel_diff": max(rel),
+        "baseline_losses": base["losses"], "fast_losses": fast["losses"],
+        "fast_calls": fast["fast_calls"], "fallback_calls": fast["fallback_calls"],
+        "baseline_step_s": base["step_s"], "fast_step_s": fast["step_s"], "fast_trunk_in_step_s": fast["trunk_in_step_s"],
+    }
+    print(f"model={args.model} threads={result['threads']} bf16={result['bf16']} batch={result['batch']} "
+          f"max_length={result['max_length']} layers={result['layers']} trainable={result['trainable_layers']} "
+          f"conversations={result['conversations']} ({result['tokens_per_example']} tokens each)")
+    print(f"{'path':10s} {'s/step':>9s} {'stage s':>9s}  losses")
+    for name, r, stage in (("TRL", base, base_stage), ("frozen", fast, fast_stage)):
+        print(f"{name:10s} {r['s_per_step']:9.4f} {stage:9.2f}  {' '.join(f'{x:.4f}' for x in r['losses'])}")
+    print(f"speedup {result['speedup']:.2f}x a step, {result['stage_speedup']:.2f}x the stage ({n_stage} steps, "
+          f"trunk {trunk_per_conv:.3f} s x {seen} conversations); max loss rel diff {result['max_loss_rel_diff']:.2e}")
+    if args.json:
+        print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
