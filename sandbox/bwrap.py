@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 import weakref
 from collections.abc import Iterator, Sequence
@@ -132,9 +133,7 @@ class BwrapSandbox(BwrapContainers, Backend):
                 self._chown(self.root / top, follow=False)
         for name in ("usr", "proc", "dev"):
             self._mkdir(self.root / name)
-        shutil.copytree(self._etc, self.root / "etc", symlinks=True)
-        if owner:
-            _give(self.root / "etc", owner)
+        _copy_etc(self._etc, self.root / "etc", owner)
         self._view.add(Mount("/usr", Path("/usr"), False, system=True))
         self._view.add(Mount("/proc", None, False, system=True))
         self._view.add(Mount("/dev", None, False, system=True))
@@ -482,6 +481,41 @@ def _check_strings(command: str, env: dict[str, str]) -> ExecResult | None:
     if bad:
         return ExecResult(1, f"bwrap: setenv failed: bad variable name {bad[0]!r}\n", False, 0.0)
     return None
+
+
+def _copy_etc(template: Path, dest: Path, owner: tuple[int, int] | None) -> None:
+    """The sandbox's own /etc: a copy of `template` (ours, never the agent's), as
+    `shutil.copytree(symlinks=True)` and `_give` made it (mode and times kept, dirs and files
+    chowned to `owner`, links as they are) in one pass: a third of copytree's time, whose
+    per-entry copystat dominated (~700 entries, nearly all links; benchmarks/perf/README.md)."""
+    dirs: list[tuple[str, os.stat_result]] = []
+    todo = [(str(template), str(dest))]
+    os.mkdir(dest)
+    dirs.append((str(dest), os.stat(template)))
+    while todo:
+        src, dst = todo.pop()
+        with os.scandir(src) as it:
+            for e in it:
+                target = os.path.join(dst, e.name)
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    os.symlink(os.readlink(e.path), target)
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    os.mkdir(target)
+                    dirs.append((target, st))
+                    todo.append((e.path, target))
+                    continue
+                shutil.copyfile(e.path, target, follow_symlinks=False)
+                os.chmod(target, stat.S_IMODE(st.st_mode))
+                os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+                if owner:
+                    os.chown(target, *owner)
+    for path, st in reversed(dirs):  # after their contents, as copytree does
+        os.chmod(path, stat.S_IMODE(st.st_mode))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        if owner:
+            os.chown(path, *owner)
 
 
 def _give(root: Path, owner: tuple[int, int] | None) -> None:

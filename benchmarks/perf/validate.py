@@ -1,84 +1,153 @@
-"""Agent-free validation throughput: 2 jobs vs 1 job on the same tasks, in one run.
+"""Agent-free validation throughput, and the same against a baseline revision in the same run.
 
-    python benchmarks/perf/validate.py [--backend bwrap] [--repeat 1] [--tmp /dev/shm] [--json]
+    python benchmarks/perf/validate.py [--pool default|shell-core|FILE.jsonl] [--jobs 2]
+        [--baseline REV] [--rounds 2] [--backend bwrap] [--tmp /dev/shm] [--json]
 
-Tasks: benchmarks/shell-core when present, else tests/fixtures/harbor. The held-out check is off
-(the suite would overlap itself); everything else (no-op, oracle, determinism, dedup) runs. With
---json the last line printed is one JSON object.
+Pool: `default` synthesizes the loop's first pool (params.yaml's synthesis: seed 0, 96 tasks),
+`shell-core` the Harbor suite (its references must pass, its no-op fail), or a pool JSONL. The
+held-out check is off (a suite would overlap itself); everything else (no-op, oracle,
+determinism, dedup) runs. Each measurement runs in a child process on the code of one tree: this
+checkout, and with --baseline the files of REV (`git archive` into a temp dir), alternated round
+by round on the same pool so that a busy machine slows both alike; the verdicts of the two must be
+identical (kept ids, and the rejection reason of every other task). With --json the last line
+printed is one JSON object carrying `tasks_per_s` (this checkout's median).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+
+
+def child(root: Path, pool: Path, backend: str, jobs: int) -> None:
+    """One measurement on the code under `root`: one JSON line."""
+    sys.path.insert(0, str(root))
+    import clawloop
+    import sandbox
+
+    for pkg in (clawloop, sandbox):  # not the editable install's: this tree's
+        assert Path(pkg.__file__).resolve().is_relative_to(root.resolve()), pkg.__file__
+    from clawloop.tasks.pool import read_pool_lenient
+    from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+
+    tasks, errors = read_pool_lenient(pool)
+    assert not errors, errors
+    params = AgentFreeParams(heldout_threshold=1.0, examples=1_000_000)  # every id in the report
+    validate_pool(tasks[:2], backend, 1, (), params)  # warm-up: caches, first sandbox
+    cpu0 = os.times()
+    t0 = time.monotonic()
+    kept, rep = validate_pool(tasks, backend, jobs, (), params)
+    took = time.monotonic() - t0
+    cpu1 = os.times()
+    cpu = sum(b - a for a, b in zip(cpu0[:4], cpu1[:4], strict=True))  # self + children, user + sys
+    ids = {t.id for t in kept}
+    verdicts = {t.id: "kept" for t in kept}
+    for reason in rep["rejected"]:
+        for ex in rep["examples"][reason]:
+            verdicts[ex["id"]] = reason
+    print(json.dumps({"seconds": round(took, 3), "tasks": len(tasks), "tasks_per_s": round(len(tasks) / took, 2),
+                      "cpu_ms_per_task": round(1000 * cpu / len(tasks), 1), "kept": sorted(ids),
+                      "rejected": rep["rejected"], "verdicts": verdicts}))
+
+
+def write_pool(which: str, dest: Path) -> str:
+    """The pool to measure as JSONL at `dest`; returns its name."""
+    sys.path.insert(0, str(ROOT))
+    from clawloop.tasks.pool import write_pool as write
+
+    if which == "default":
+        from clawloop.params import load_params
+        from clawloop.synthesis.pool import build_pool
+
+        params = load_params(ROOT / "params.yaml")
+        pool = build_pool(params.synthesis, 0, None, None, lambda routine: (_ for _ in ()).throw(
+            RuntimeError(f"{routine} needs a policy")))
+        write(dest, pool.tasks)
+        return f"default (synthesized: seed {params.synthesis.seed}, {len(pool.tasks)} tasks)"
+    if which == "shell-core":
+        from clawloop.evaluation import load_suite
+
+        suite = load_suite(ROOT / "benchmarks" / "shell-core")
+        write(dest, [t for t in suite.tasks if not t.needs_image])
+        return "benchmarks/shell-core"
+    dest.write_bytes(Path(which).read_bytes())
+    return which
+
+
+def export_tree(rev: str, dest: Path) -> None:
+    """The library files of `rev` (clawloop/, sandbox/) under `dest`."""
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "clawloop", "sandbox"],
+                          check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pool", default="default", help="default | shell-core | a pool JSONL")
     ap.add_argument("--backend", default="bwrap")
-    ap.add_argument("--suite", type=Path, default=None, help="Harbor suite (default: shell-core, else fixtures).")
-    ap.add_argument("--repeat", type=int, default=1, help="Copies of the suite to validate (more tasks per run).")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--baseline", default=None, help="Also measure this git revision, alternating with this checkout.")
+    ap.add_argument("--rounds", type=int, default=1, help="Measurements per tree.")
     ap.add_argument("--tmp", default=None, help="Set CLAWLOOP_SANDBOX_TMP (where sandbox files live) for this run.")
-    ap.add_argument("--trivial", type=int, default=40,
-                    help="Also validate this many one-command tasks (the harness's own ceiling); 0: skip.")
     ap.add_argument("--json", action="store_true", help="Print one JSON object last.")
+    ap.add_argument("--child", nargs=2, metavar=("ROOT", "POOL"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.tmp:
         os.environ["CLAWLOOP_SANDBOX_TMP"] = args.tmp
-
-    from clawloop.evaluation import load_suite
-    from clawloop.validation.agent_free import AgentFreeParams, validate_pool
-    from sandbox._paths import tmp_root
-
-    suite_dir = args.suite or next(p for p in (ROOT / "benchmarks" / "shell-core", ROOT / "tests" / "fixtures" / "harbor")
-                                   if p.is_dir())
-    suite = load_suite(suite_dir)
-    tasks = [t for t in suite.tasks if not t.needs_image] * args.repeat
-    # Copies would be rejected as duplicates before any sandbox runs: tag each one.
-    n = len(tasks) // args.repeat
-    tasks = [t.model_copy(update={"instruction": t.instruction + f"\n\n(copy {k // n})"}) if k >= n else t
-             for k, t in enumerate(tasks)]
-    params = AgentFreeParams(heldout_threshold=1.0, near_duplicate_threshold=1.0)
-    validate_pool(tasks[:2], args.backend, 1, (), params)  # warm-up: caches, first sandbox
-    runs = {}
-    for jobs in (1, 2):
-        t0 = time.monotonic()
-        kept, rep = validate_pool(tasks, args.backend, jobs, (), params)
-        took = time.monotonic() - t0
-        runs[jobs] = {"tasks": len(tasks), "kept": len(kept), "seconds": round(took, 2),
-                      "tasks_per_s": round(len(tasks) / took, 2), "rejected": rep["rejected"]}
-        print(f"{jobs} job{'s' if jobs > 1 else ''}: {len(tasks)} tasks in {took:.2f}s = "
-              f"{len(tasks) / took:.2f} tasks/s (kept {len(kept)}, rejected {rep['rejected'] or 'none'})")
-    trivial = None
-    if args.trivial:
-        from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-
-        test = FileSpec.of('#!/bin/bash\nmkdir -p /logs/verifier\n[ -f out ] && echo 1 > /logs/verifier/reward.txt '
-                           '|| echo 0 > /logs/verifier/reward.txt\n', 0o755)
-        tiny = [Task(instruction=f"Create the file out ({k}).", verifier=Verifier(files={"test.sh": test}),
-                     solution=Solution(steps=["touch out"])) for k in range(args.trivial)]
-        t0 = time.monotonic()
-        kept, _ = validate_pool(tiny, args.backend, 2, (), params)
-        took = time.monotonic() - t0
-        trivial = {"tasks": len(tiny), "kept": len(kept), "tasks_per_s": round(len(tiny) / took, 2)}
-        print(f"trivial one-command tasks, 2 jobs: {trivial['tasks_per_s']} tasks/s (harness ceiling)")
-    result = {
-        "suite": str(suite_dir.relative_to(ROOT) if suite_dir.is_relative_to(ROOT) else suite_dir),
-        "backend": args.backend, "cpus": os.cpu_count(),
-        "sandbox_tmp": os.environ.get("CLAWLOOP_SANDBOX_TMP") or "(default)", "harness_tmp": str(tmp_root()),
-        "jobs_1": runs[1], "jobs_2": runs[2],
-        "speedup": round(runs[2]["tasks_per_s"] / runs[1]["tasks_per_s"], 2),
-        "tasks_per_s": runs[2]["tasks_per_s"], "trivial_2_jobs": trivial,
-        "loadavg_1m": round(os.getloadavg()[0], 2),
-    }
-    print(f"speedup 2 vs 1 job: {result['speedup']}x")
+    if args.child:
+        child(Path(args.child[0]), Path(args.child[1]), args.backend, args.jobs)
+        return
+    env = dict(os.environ)
+    if not env.get("CLAWLOOP_RUNTIME") and (ROOT / ".runtime").is_dir():
+        env["CLAWLOOP_RUNTIME"] = str(ROOT / ".runtime")  # the baseline tree has no .runtime of its own
+    with tempfile.TemporaryDirectory(prefix="clawloop-perf-validate-") as tmp:
+        pool = Path(tmp) / "pool.jsonl"
+        pool_name = write_pool(args.pool, pool)
+        trees = {"current": ROOT}
+        if args.baseline:
+            trees["baseline"] = Path(tmp) / "baseline"
+            export_tree(args.baseline, trees["baseline"])
+        runs: dict[str, list[dict]] = {name: [] for name in trees}
+        for r in range(args.rounds):
+            order = list(trees) if r % 2 == 0 else list(reversed(trees))
+            for name in order:
+                out = subprocess.run([sys.executable, __file__, "--child", str(trees[name]), str(pool),
+                                      "--backend", args.backend, "--jobs", str(args.jobs)],
+                                     env=env, check=True, capture_output=True, text=True).stdout
+                run = json.loads(out.strip().splitlines()[-1])
+                runs[name].append(run)
+                print(f"round {r + 1} {name}: {run['tasks']} tasks in {run['seconds']:.2f}s = {run['tasks_per_s']} "
+                      f"tasks/s, {run['cpu_ms_per_task']} CPU ms/task (kept {len(run['kept'])}, "
+                      f"rejected {run['rejected'] or 'none'})", flush=True)
+    result: dict = {"pool": pool_name, "backend": args.backend, "jobs": args.jobs, "cpus": os.cpu_count(),
+                    "rounds": args.rounds, "sandbox_tmp": os.environ.get("CLAWLOOP_SANDBOX_TMP") or "(default)"}
+    for name, rs in runs.items():
+        result[name] = {"tasks_per_s": statistics.median(r["tasks_per_s"] for r in rs),
+                        "cpu_ms_per_task": statistics.median(r["cpu_ms_per_task"] for r in rs),
+                        "runs_tasks_per_s": [r["tasks_per_s"] for r in rs], "kept": len(rs[0]["kept"]),
+                        "rejected": rs[0]["rejected"]}
+    verdicts = [r["verdicts"] for rs in runs.values() for r in rs]
+    result["verdicts_identical"] = all(v == verdicts[0] for v in verdicts)
+    if args.baseline:
+        result["baseline_rev"] = args.baseline
+        result["speedup"] = round(result["current"]["tasks_per_s"] / result["baseline"]["tasks_per_s"], 2)
+        result["cpu_ratio"] = round(result["current"]["cpu_ms_per_task"] / result["baseline"]["cpu_ms_per_task"], 2)
+        print(f"current vs {args.baseline}: {result['speedup']}x tasks/s, {result['cpu_ratio']}x CPU per task; "
+              f"verdicts identical: {result['verdicts_identical']}")
+    result["tasks_per_s"] = result["current"]["tasks_per_s"]
+    result["loadavg_1m"] = round(os.getloadavg()[0], 2)
     if args.json:
         print(json.dumps(result, sort_keys=True))
 

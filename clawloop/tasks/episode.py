@@ -123,9 +123,12 @@ def run_episode(task: Task, agent: str | SimpleAgent = "oracle", backend: str = 
 HARNESS = "/logs/clawloop"
 """Where check_oracle's script leaves notes for the host (which setup command failed, the phase)."""
 _HARNESS_MAX = 4096
-LIST_TOUCHED = 'for d in /logs/verifier /tests; do [ -z "$(ls -A "$d" 2>/dev/null)" ] || echo "$d"; done'
+LIST_TOUCHED = ('shopt -s nullglob dotglob; for d in /logs/verifier /tests; do if [ -d "$d" ]; then '
+                'e=("$d"/*); [ ${#e[@]} -eq 0 ] || echo "$d"; elif [ -e "$d" ] || [ -L "$d" ]; then echo "$d"; fi; done')
 """Shell that lists the verifier's dirs holding anything: a task's setup or solution must leave
-nothing there (the agent-visible ones; the verifier gets fresh ones)."""
+nothing there (the agent-visible ones; the verifier gets fresh ones). What `ls -A DIR` would
+print something for (a dir with entries, or a file in its place), in builtins: no process
+(it ends a script: the glob options stay set)."""
 
 
 @dataclass(frozen=True)

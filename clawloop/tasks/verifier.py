@@ -104,10 +104,23 @@ _DRIVERS = (r"^(filter|diff|merge)\..+\.(clean|smudge|process|textconv|command|d
             r"|^remote\..+\.(uploadpack|receivepack)$|^submodule\..+\.update$")
 _NOT_AGENT = "|".join(f"/{n}/" for n in ("usr", "proc", "sys", "dev", "etc", "bin", "sbin", "lib", "lib32",
                                           "lib64", "libx32", "boot", "tests"))
+_FIND_GIT = (f"find {{args}} -xdev \\( -path /opt/clawloop-runtime -o -path {PYGUARD_MOUNT} \\) "
+             "-prune -o -name .git -printf '%h\\0' -prune 2>/dev/null")
+_FIND_ARGS = 256
+"""Top-level dirs up to which one `find` takes them all as arguments (a trusted root carries at most
+256, sandbox/_trusted.py); more (a docker root the agent filled) go through xargs, so that no
+argument list is ever too long for exec."""
 GIT_DRIVER_PRELUDE = f"""if command -v git >/dev/null 2>&1; then
-  __cl_n=${{GIT_CONFIG_COUNT:-0}} __cl_d=$PWD
+  __cl_n=${{GIT_CONFIG_COUNT:-0}} __cl_d=$PWD __cl_ts=() __cl_rs=()
   while [ ! -e "$__cl_d/.git" ] && [ -n "$__cl_d" ]; do __cl_d=${{__cl_d%/*}}; done
-  while IFS= read -r -d '' __cl_r; do
+  if [ -e "$__cl_d/.git" ] || [ -n "${{GIT_DIR:-}}" ]; then __cl_rs+=("$PWD"); fi
+  for __cl_t in /*/; do case $__cl_t in {_NOT_AGENT}) ;; *) __cl_ts+=("${{__cl_t%/}}") ;; esac; done
+  if [ ${{#__cl_ts[@]}} -gt 0 ]; then
+    while IFS= read -r -d '' __cl_r; do __cl_rs+=("$__cl_r"); done < <(
+      if [ ${{#__cl_ts[@]}} -le {_FIND_ARGS} ]; then exec {_FIND_GIT.format(args='"${__cl_ts[@]}"')}
+      else printf '%s\\0' "${{__cl_ts[@]}}" | xargs -0r sh -c {shlex.quote(_FIND_GIT.format(args='"$@"'))} sh; fi)
+  fi
+  for __cl_r in "${{__cl_rs[@]}}"; do
     while IFS= read -r -d '' __cl_k; do
       case $__cl_k in
         *.textconv) __cl_v=cat ;; *.uploadpack) __cl_v=git-upload-pack ;;
@@ -115,11 +128,8 @@ GIT_DRIVER_PRELUDE = f"""if command -v git >/dev/null 2>&1; then
       esac
       export "GIT_CONFIG_KEY_$__cl_n=$__cl_k" "GIT_CONFIG_VALUE_$__cl_n=$__cl_v"; __cl_n=$((__cl_n + 1))
     done < <(git -C "$__cl_r" config -z --name-only --get-regexp {shlex.quote(_DRIVERS)} 2>/dev/null)
-  done < <({{ if [ -e "$__cl_d/.git" ] || [ -n "${{GIT_DIR:-}}" ]; then printf '%s\\0' "$PWD"; fi
-              for __cl_t in /*/; do case $__cl_t in {_NOT_AGENT}) ;; *) printf '%s\\0' "${{__cl_t%/}}" ;; esac; done |
-              xargs -0r sh -c 'find "$@" -xdev \\( -path /opt/clawloop-runtime -o -path {PYGUARD_MOUNT} \\) \\
-                -prune -o -name .git -printf "%h\\0" -prune 2>/dev/null' sh; }} | sort -zu)
-  export GIT_CONFIG_COUNT=$__cl_n; unset __cl_n __cl_k __cl_v __cl_r __cl_t __cl_d
+  done
+  export GIT_CONFIG_COUNT=$__cl_n; unset __cl_n __cl_k __cl_v __cl_r __cl_t __cl_d __cl_ts __cl_rs
 fi
 """
 """Per-driver keys (filter.<name>.clean, ...) cannot be listed in advance: the names are the repos'
@@ -128,7 +138,10 @@ git opens. So this runs before the verifier (same exec) and neutralizes the driv
 repository the verifier could touch: the one enclosing the workdir and every one below the
 agent's top-level dirs (found by their `.git`, dir or gitfile; not in the system dirs or /tests):
 identity filters, `cat` as textconv, no external diff, merge or tool driver (git fails instead),
-no credential helper. Repos the verifier makes itself are its own."""
+no credential helper. Repos the verifier makes itself are its own. Where no repo is found it
+costs one `find` (and the fork that reads it): the dirs are collected in bash, not by a pipeline
+through xargs, sh and sort (~20 ms a verifier on the 2-core box; a repo found twice is neutralized
+twice, with the same values)."""
 
 
 @dataclass(frozen=True)
@@ -207,13 +220,16 @@ PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "p
                   "setup.cfg", "setup.py", "conftest.py")
 """Files pytest reads in the tests' dir *and every dir above it* to pick its rootdir and options
 (`addopts = --co` makes every run a pass), and a conftest.py it then runs in that rootdir."""
-PY_PRELUDE = (f"if [ -r {PYGUARD_MOUNT}/sitecustomize.py ]; then "
-              f"rm -f {' '.join(f'/{n} /logs/{n}' for n in PYTEST_CONFIGS)} 2>/dev/null; "
+PY_PRELUDE = (f"if [ -r {PYGUARD_MOUNT}/sitecustomize.py ]; then __cl_c=(); "
+              f"for __cl_f in {' '.join(f'/{n} /logs/{n}' for n in PYTEST_CONFIGS)}; do "
+              '[ -e "$__cl_f" ] || [ -L "$__cl_f" ] && __cl_c+=("$__cl_f"); done; '
+              '[ ${#__cl_c[@]} -eq 0 ] || rm -f "${__cl_c[@]}" 2>/dev/null; unset __cl_c __cl_f; '
               f"export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTEST_PLUGINS={PYTEST_PLUGINS_MODULE}; "
               "else export PYTHONSAFEPATH=1; fi\n")
 """Python and pytest in an isolated sandbox: the agent can write /logs, a dir above the verifier's
 TMPDIR, so pytest config files there are removed (the trusted root's / has no files of the agent's;
-Harbor's tests live in /tests; a task's own /tests/pytest.ini still counts). pytest loads no plugin
+Harbor's tests live in /tests; a task's own /tests/pytest.ini still counts; `rm` runs only when one
+is there: a process less per verifier). pytest loads no plugin
 by entry point (a `*.dist-info` in the cwd, which `python3 -m pytest` puts on sys.path, would name
 the agent's module): the guard's plugin module loads those of the interpreter's own site-packages
 (pytest-json-ctrf's `--ctrf`...). Without an import guard (the local backend, whose / is the
