@@ -179,20 +179,23 @@ class HeldoutRecord(BaseModel):
     """The checkpoint against the policy it would have replaced (the gate's comparison)."""
     vs_base: dict[str, Any] | None = None
     """The checkpoint against iteration 0."""
+    levels: dict[str, int] = Field(default_factory=dict)
+    """Held-out task key → its difficulty level, where the task carries one (the report's per-level
+    tables; synth-heldout's task names are content ids, so the level is not in the name)."""
 
 
 def heldout_record(iteration: int, checkpoint: Outcomes, previous: HeldoutRecord | None, *,
-                   promoted: bool, vs_policy: Comparison | None) -> HeldoutRecord:
+                   promoted: bool, vs_policy: Comparison | None, levels: dict[str, int] | None = None) -> HeldoutRecord:
     """This iteration's heldout.json from its checkpoint's verdicts and the gate's decision."""
     if previous is None:
         return HeldoutRecord(iteration=iteration, checkpoint=checkpoint, policy=checkpoint,
-                             policy_from=iteration, base=checkpoint)
+                             policy_from=iteration, base=checkpoint, levels=levels or {})
     return HeldoutRecord(
         iteration=iteration, checkpoint=checkpoint, base=previous.base,
         policy=checkpoint if promoted else previous.policy,
         policy_from=iteration if promoted else previous.policy_from,
         vs_policy=vs_policy.to_dict() if vs_policy else None,
-        vs_base=paired.compare(previous.base, checkpoint).to_dict())
+        vs_base=paired.compare(previous.base, checkpoint).to_dict(), levels=previous.levels | (levels or {}))
 
 
 def read_heldout(path: str | Path) -> HeldoutRecord:
@@ -201,16 +204,17 @@ def read_heldout(path: str | Path) -> HeldoutRecord:
 
 
 def settle(iteration: int, figures: dict[str, SuiteMetrics], verdicts: Outcomes, *, checkpoint: Path,
-           previous: Path | None, it_dir: Path, gate_params: GateParams, wall_s: float) -> IterationMetrics:
+           previous: Path | None, it_dir: Path, gate_params: GateParams, wall_s: float,
+           levels: dict[str, int] | None = None) -> IterationMetrics:
     """After an evaluation: gate the checkpoint against the policy of iteration dir `previous`,
     hand the winner over to `it_dir/policy`, write heldout.json and metrics.json. `gate_params`:
-    params.yaml's gate section (alpha, enabled)."""
+    params.yaml's gate section (alpha, enabled); `levels`: the held-out tasks' levels (heldout.json)."""
     rate = heldout_rate(figures)
     prev = read_metrics(previous / "metrics.json") if previous else None
     before = read_heldout(previous / "heldout.json") if previous else None
     promoted, vs_policy = gate(verdicts, before.policy if before else None, gate_params.alpha,
                                 gate_params.enabled)
-    record = heldout_record(iteration, verdicts, before, promoted=promoted, vs_policy=vs_policy)
+    record = heldout_record(iteration, verdicts, before, promoted=promoted, vs_policy=vs_policy, levels=levels)
     if previous is not None:
         hand_over(checkpoint if promoted else previous / "policy", it_dir / "policy")
     best = rate if promoted or prev is None else prev.best_heldout_pass_rate
@@ -258,6 +262,8 @@ class SampledEval(BaseModel):
     suites: dict[str, SuiteMetrics]
     outcomes: dict[str, Annotated[float, Field(ge=0, le=1)]]
     """`suite/task` → share of its k samples that passed."""
+    levels: dict[str, int] = Field(default_factory=dict)
+    """`suite/task` → the task's difficulty level, where it carries one."""
 
 
 def read_sampled(path: str | Path) -> SampledEval:

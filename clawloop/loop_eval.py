@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawloop.errors import ClawloopError
 from clawloop.loop import EvalDetail, SampledEval, SuiteMetrics, suite_metrics
-from clawloop.paired import Comparison, Outcomes, by_level, compare_suites, outcomes_of
+from clawloop.paired import Comparison, Outcomes, by_level, compare_suites, levels_of, outcomes_of
 from clawloop.suite_manifest import published_baselines
 from clawloop.tasks.task import Task
 
@@ -29,6 +29,8 @@ class SuiteResults:
 
     figures: dict[str, SuiteMetrics] = field(default_factory=dict)
     verdicts: Outcomes = field(default_factory=dict)
+    levels: dict[str, int] = field(default_factory=dict)
+    """Held-out task key → level (clawloop.paired.levels_of)."""
     episodes: int = 0
 
     def detail(self, iteration: int, wall_s: float) -> EvalDetail:
@@ -49,6 +51,7 @@ def evaluate_suites(params: Params, ctx: LoopContext, suites: Suites, *, policy:
             "baselines": published_baselines(params, name, [e.name for e in summaries])})
         if heldout:
             results.verdicts |= outcomes_of(summaries, name)
+            results.levels |= levels_of(summaries, name)
         results.episodes += len(summaries)
         print(f"[evaluate] {name}: pass@1 {figures.pass_at_1:.3f} over {figures.tasks} tasks")
     return results
@@ -82,7 +85,7 @@ def vs_base(base: SampledEval, final: SampledEval) -> dict[str, Any]:
         if name == "all":
             continue
         row = _sampled_row(c)
-        levels = by_level(before, after, name)
+        levels = by_level(before, after, name, base.levels | final.levels)
         if levels:
             row["levels"] = {f"L{lv}": _sampled_row(lc) for lv, lc in levels.items()}
         out[name] = row

@@ -40,6 +40,14 @@ def outcomes_of(episodes: list[Any], suite: str) -> Outcomes:
     return {k: sum(v) / len(v) for k, v in sorted(graded.items())}
 
 
+def levels_of(episodes: list[Any], suite: str) -> dict[str, int]:
+    """Task key (as `outcomes_of` keys it) → the task's difficulty level, for tasks that carry one
+    above 0 (synthesized tasks and synth-heldout: 1-5; a benchmark's tasks carry the default)."""
+    return {f"{suite}/{_name(e)}": int(e.level) for e in episodes
+            if e.outcome in ("passed", "failed") and getattr(e, "skill", None) not in (None, "general")
+            and getattr(e, "level", None)}
+
+
 def _name(e: Any) -> str:
     return getattr(e, "name", None) or e.task_id
 
@@ -192,18 +200,22 @@ def by_suite(outcomes: Mapping[str, float], suite: str) -> Outcomes:
 
 
 LEVEL_IN_NAME = re.compile(r"-L(\d+)-\d+$")
-"""A task name that carries its level (synth-heldout's `<skill>-L<level>-<n>`)."""
+"""A task name that carries its level (`<skill>-L<level>-<n>`): the fallback where no levels were recorded."""
 
 
-def by_level(before: Mapping[str, float], after: Mapping[str, float], suite: str) -> dict[int, Comparison]:
-    """`compare` per level for a suite whose task names carry one (LEVEL_IN_NAME); {} otherwise."""
-    levels: dict[int, list[str]] = {}
+def by_level(before: Mapping[str, float], after: Mapping[str, float], suite: str,
+             levels: Mapping[str, int] | None = None) -> dict[int, Comparison]:
+    """`compare` per level for a suite's tasks whose level is known: from `levels` (task key → level,
+    as the evaluation recorded it; synth-heldout's tasks are named by their content id), else from a
+    name that carries it (LEVEL_IN_NAME); {} when none is."""
+    groups: dict[int, list[str]] = {}
     for k in set(by_suite(before, suite)) | set(by_suite(after, suite)):
         m = LEVEL_IN_NAME.search(k)
-        if m:
-            levels.setdefault(int(m.group(1)), []).append(k)
+        level = (levels or {}).get(k) or (int(m.group(1)) if m else None)
+        if level is not None:
+            groups.setdefault(level, []).append(k)
     return {lv: compare({k: before[k] for k in keys if k in before}, {k: after[k] for k in keys if k in after})
-            for lv, keys in sorted(levels.items())}
+            for lv, keys in sorted(groups.items())}
 
 
 def compare_suites(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, Comparison]:

@@ -46,7 +46,7 @@ def main(params: Params) -> None:
         wall = time.perf_counter() - t0
         write_metrics(tmp / "summary.json", results.detail(args.iteration, wall))
     settle(args.iteration, results.figures, results.verdicts, checkpoint=args.policy, previous=args.previous,
-           it_dir=args.out.parent, gate_params=params.gate, wall_s=round(wall, 1))
+           it_dir=args.out.parent, gate_params=params.gate, wall_s=round(wall, 1), levels=results.levels)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path
 from clawloop.io import write_json
 from clawloop.loop import SampledEval, loop_context, read_sampled, suite_metrics, write_metrics
 from clawloop.loop_eval import SAMPLED_OUTCOMES, vs_base
-from clawloop.paired import outcomes_of
+from clawloop.paired import levels_of, outcomes_of
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.suite_manifest import eval_suites
@@ -40,17 +40,18 @@ def main(params: Params) -> None:
     ctx = loop_context(params)
     suites = eval_suites(params, args.suites, only=cfg.suites)
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration}") if suites else None
-    outcomes, figures = {}, {}
+    outcomes, levels, figures = {}, {}, {}
     with output_dir(args.out) as tmp:
         for name, tasks, _ in suites:
             summaries = ctx.rollouts(tasks, policy, k=cfg.k, sampling=ctx.sampling_at(cfg.temperature),
                                      harness=ctx.harness_for(args.policy), out_dir=tmp / name,
                                      iteration=args.iteration, suite=name, progress=True)
             outcomes |= outcomes_of(summaries, name)
+            levels |= levels_of(summaries, name)
             figures[name] = m = suite_metrics(summaries, heldout=True)
             print(f"[evaluate-sampled] {name}: {m.passed}/{m.episodes} samples passed "
                   f"({len(tasks)} tasks × {cfg.k} at T {cfg.temperature})")
-        result = SampledEval(k=cfg.k, temperature=cfg.temperature, suites=figures, outcomes=outcomes)
+        result = SampledEval(k=cfg.k, temperature=cfg.temperature, suites=figures, outcomes=outcomes, levels=levels)
         write_metrics(tmp / SAMPLED_OUTCOMES, result)
     if base is not None:
         comparison = vs_base(base, result)

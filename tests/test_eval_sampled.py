@@ -34,6 +34,15 @@ def test_vs_base_reads_how_far_each_task_moved_per_suite_and_level() -> None:
     assert row["levels"]["L3"]["diff"] == pytest.approx(0.75) and row["levels"]["L1"]["p_permutation"] == 1.0
 
 
+def test_vs_base_levels_come_from_the_recorded_levels() -> None:
+    keys = [f"synth-heldout/{i:016x}" for i in range(6)]
+    levels = {k: 1 + i // 3 for i, k in enumerate(keys)}
+    base = _eval({k: 0.0 for k in keys}).model_copy(update={"levels": levels})
+    final = _eval({k: (0.5 if levels[k] == 2 else 0.0) for k in keys}).model_copy(update={"levels": levels})
+    row = vs_base(base, final)["synth-heldout"]
+    assert row["levels"]["L1"]["diff"] == 0.0 and row["levels"]["L2"]["diff"] == 0.5
+
+
 def test_vs_base_permutation_weighs_size_where_the_sign_test_cannot() -> None:
     names = [f"shell-core/t{i}" for i in range(10)]
     base = {n: 0.0 for n in names} | {names[9]: 0.25}

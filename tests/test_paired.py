@@ -236,6 +236,21 @@ def test_per_level_evidence_for_a_suite_whose_names_carry_the_level() -> None:
     assert levels[3].after_rate == 0.5 and paired.by_level(base, final, "shell-core") == {}
 
 
+def test_per_level_evidence_from_recorded_levels_where_names_are_content_ids() -> None:
+    # synth-heldout's tasks are named by their content id: the level comes from the episodes
+    from types import SimpleNamespace as Ep
+
+    eps = [Ep(task_id=f"{i:016x}", name=f"{i:016x}", skill="files", level=1 + i % 2, outcome="failed")
+           for i in range(8)] + [Ep(task_id="ic", name="fs1-3", skill="general", level=1, outcome="passed")]
+    levels = paired.levels_of(eps, "synth-heldout")
+    assert len(levels) == 8 and set(levels.values()) == {1, 2}  # an unleveled benchmark task is left out
+    base = paired.outcomes_of(eps, "synth-heldout")
+    final = base | {f"synth-heldout/{1:016x}": 1.0, f"synth-heldout/{3:016x}": 1.0}
+    assert paired.by_level(base, final, "synth-heldout") == {}  # the names carry no level
+    got = paired.by_level(base, final, "synth-heldout", levels)
+    assert sorted(got) == [1, 2] and (got[1].gained, got[2].gained, got[2].paired) == (0, 2, 4)
+
+
 def test_report_shows_synth_heldout_per_level(tmp_path: Path) -> None:
     from clawloop.report.collect import collect
     from clawloop.report.render import context, render

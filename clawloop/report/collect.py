@@ -354,7 +354,8 @@ def evidence(data: dict[str, Any]) -> dict[str, Any] | None:
         words = (f"Held-out, the final policy (iteration {recs[last]['policy_from']}) against iteration "
                  f"{first}: {c.words()}; {chance}. Pass@1 difference {c.diff:+.3f}, 95% paired-bootstrap "
                  f"interval [{c.diff_low:+.3f}, {c.diff_high:+.3f}]")
-    levels = {name: got for name in suites if (got := paired.by_level(recs[last]["base"], final, name))}
+    known = recs[last].get("levels") or {}
+    levels = {name: got for name in suites if (got := paired.by_level(recs[last]["base"], final, name, known))}
     return {"first": first, "last": last, "policy_from": recs[last]["policy_from"], "suites": suites,
             "headline": headline, "words": words, "steps": steps, "levels": levels}
 
