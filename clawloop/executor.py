@@ -23,8 +23,7 @@ checkout and venv at the same path (Ray runs this package there), and the sandbo
 Policy-driven rollouts (probe, evaluation of a model, GRPO) keep their sandboxes beside the
 policy, on the driver: an episode's sandbox lives across its turns, so going remote would take
 a stateful actor per sandbox host and a round trip per command on the critical path between two
-batched generations, and on a CPU box generation, not the sandbox, is the rollout's cost (README,
-"Running on a Ray cluster").
+batched generations, and on a CPU box generation, not the sandbox, is the rollout's cost (docs/ray.md).
 """
 
 from __future__ import annotations

@@ -78,12 +78,12 @@ class HarnessConfig(BaseModel):
     repeat_note: bool = True
     """Say so in the observation when a command repeats the previous one verbatim. Greedy small
     models loop: Qwen2.5-Coder-0.5B re-sent its last command in 26 of 32 held-out episodes that
-    ran one (README, "Qwen on a CPU")."""
+    ran one (docs/experiments/2026-12-03-qwen-harness-levers.md)."""
     repeat_resample: float | None = Field(None, gt=0)
     """When a reply repeats the episode's last command verbatim, draw that reply once more at this
     temperature (seeded like the rollout) before anything runs; None runs the repeat. Greedy small
     models loop: the Qwen base re-sent a command until the turn limit in 43 of 72 held-out
-    shell-core episodes, and the repeat note alone stopped none (README, "Qwen on a CPU")."""
+    shell-core episodes, and the repeat note alone stopped none (docs/experiments/2026-12-03-qwen-harness-levers.md)."""
     submit_check: bool = False
     """Answer the episode's first `submit` with a note instead of ending it when no command has run
     yet or the last command failed (non-zero exit or timeout); a second submit ends it. After SFT

@@ -42,7 +42,7 @@ def require_bwrap(backend: str) -> None:
 
 ROOT_HACKS = ("alternatives", "ld.so.preload", "lib64")
 """Hacks through the sandbox's own root: closed on bwrap (trusted root), OPEN on docker, whose
-verifier runs in the container the agent used (README: the verifier's threat model)."""
+verifier runs in the container the agent used (docs/sandbox.md, section 2: the agent)."""
 
 
 def require_gcc(backend: str) -> None:
@@ -169,7 +169,7 @@ def require(backend: str, name: str, request: pytest.FixtureRequest) -> None:
         require_module(backend, "pytest")
     if backend == "docker" and name in ROOT_HACKS:
         request.applymarker(pytest.mark.xfail(strict=True, reason="open on docker: a writable root shared "
-                                              "with the agent (README: the verifier's threat model)"))
+                                              "with the agent (docs/sandbox.md, section 2: the agent)"))
 
 
 def hacker(name: str) -> Callable[[TaskEnvironment], list[ExecResult]]:
