@@ -71,7 +71,7 @@ SAMPLED_OUTCOMES = "outcomes.json"
 
 
 def vs_base(base: SampledEval, final: SampledEval) -> dict[str, Any]:
-    """evaluate-sampled-final's metrics: per suite (and per level where task names carry one), the
+    """evaluate-sampled-final's metrics: per suite (and per level where the tasks' levels are known), the
     base's and the final policy's mean per-task pass rate over k samples, the paired difference with
     its bootstrap interval, and the paired permutation test on the per-task rates (the sign test
     beside it counts only which tasks moved). Refuses two evaluations sampled differently."""

@@ -41,8 +41,9 @@ def outcomes_of(episodes: list[Any], suite: str) -> Outcomes:
 
 
 def levels_of(episodes: list[Any], suite: str) -> dict[str, int]:
-    """Task key (as `outcomes_of` keys it) → the task's difficulty level, for tasks that carry one
-    above 0 (synthesized tasks and synth-heldout: 1-5; a benchmark's tasks carry the default)."""
+    """Task key (as `outcomes_of` keys it) → the task's difficulty level, for graded tasks with a skill
+    family (synthesized tasks, synth-heldout, shell-core: 1-5); a task imported without one (skill
+    "general") carries the loader's default level, which says nothing, and is left out."""
     return {f"{suite}/{_name(e)}": int(e.level) for e in episodes
             if e.outcome in ("passed", "failed") and getattr(e, "skill", None) not in (None, "general")
             and getattr(e, "level", None)}

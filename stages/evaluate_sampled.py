@@ -40,11 +40,12 @@ def main(params: Params) -> None:
     ctx = loop_context(params)
     suites = eval_suites(params, args.suites, only=cfg.suites)
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration}") if suites else None
+    harness = ctx.harness_for(args.policy)  # its playbook, if any
     outcomes, levels, figures = {}, {}, {}
     with output_dir(args.out) as tmp:
         for name, tasks, _ in suites:
             summaries = ctx.rollouts(tasks, policy, k=cfg.k, sampling=ctx.sampling_at(cfg.temperature),
-                                     harness=ctx.harness_for(args.policy), out_dir=tmp / name,
+                                     harness=harness, out_dir=tmp / name,
                                      iteration=args.iteration, suite=name, progress=True)
             outcomes |= outcomes_of(summaries, name)
             levels |= levels_of(summaries, name)

@@ -253,7 +253,7 @@ def collect(runs: str | Path) -> dict[str, Any]:
 
 def sampled(data: dict[str, Any]) -> dict[str, Any] | None:
     """Base vs final at k samples per task (runs/sampled/vs-base.json): settings and one row per
-    suite, then per level where the suite's task names carry one."""
+    suite, then per level where the tasks' levels are known (clawloop.paired.by_level)."""
     got = data.get("sampled")
     if not got:
         return None
