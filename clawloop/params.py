@@ -261,7 +261,13 @@ class EvalParams(_Section):
     samples: int = Field(1, ge=1)
     """Samples per task (pass@k reported for k = samples)."""
     pool_sample: int = Field(64, ge=0)
-    """Validated pool tasks also rolled out (held-in; they feed the diagnosis)."""
+    """Validated pool tasks also rolled out (held-in; the diagnosis's evidence only when `fresh` is 0:
+    the trained policy has seen them, 87 of 96 passed at iteration 1)."""
+    fresh: int = Field(8, ge=0)
+    """New instances per skill, drawn at the highest level of the iteration's pool
+    (clawloop.synthesis.fresh), rolled out by the trained policy as the held-in suite `fresh`: the
+    episodes the curriculum decides raise / hold / lower on. 0 = off (the pool sample and the probe
+    decide, as before)."""
     sampled: SampledEvalParams = Field(default_factory=SampledEvalParams)
     """Base vs final, k samples per task (evaluate-sampled-base / -final)."""
 

@@ -24,10 +24,14 @@ TRAJECTORY_SCHEMA_VERSION = 1
 OUTCOMES = ("passed", "failed", "error", "skipped")
 """Episode outcome: errors (harness/verifier broke) are never counted as failures."""
 
-HELD_IN_SUITES = ("pool", "probe")
+FRESH_SUITE = "fresh"
+"""The evaluate stage's new instances of the pool's cells (clawloop.synthesis.fresh), rolled out by
+the trained policy: when present, the diagnosis decides on them alone."""
+
+HELD_IN_SUITES = ("pool", "probe", FRESH_SUITE)
 """Suite names of the loop's held-in rollouts: the evaluate stage's sample of the validated pool and
-the validate stage's probe. Only their episodes steer synthesis and training (the diagnosis's
-evidence); every other suite is held out."""
+its fresh instances, and the validate stage's probe. Only their episodes steer synthesis and
+training (the diagnosis's evidence); every other suite is held out."""
 
 TERMINATIONS = ("submit", "no_tool_call", "max_turns", "timeout", "format_errors", "error")
 """Why the agent phase ended."""

@@ -5,8 +5,10 @@
         --previous runs/iter-0/diagnosis/diagnosis.json --out runs/iter-1/diagnosis
 
 Writes diagnosis.json (read by the next synthesis), report.md and a pass-rate heatmap. The cells
-and recommendations rest on the held-in episodes only (the pool sample and the probe); held-out
-suites appear in the per-suite figures and never steer synthesis or training.
+and recommendations rest on held-in episodes only: the trained policy's fresh instances
+(`<eval>/fresh`, eval.fresh) when the evaluate stage made them, else the pool sample and the probe
+(the policy before this iteration's training). Held-out suites appear in the per-suite figures
+and never steer synthesis or training.
 """
 
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 from clawloop.diagnosis.diagnose import diagnose, write_report
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
-from clawloop.trajectory import HELD_IN_SUITES
+from clawloop.trajectory import FRESH_SUITE, HELD_IN_SUITES
 
 
 def main(params: Params) -> None:
@@ -29,13 +31,15 @@ def main(params: Params) -> None:
     rollouts = [p for p in args.eval if not p.is_dir() or any(p.rglob("episodes*.parquet"))]
     for p in sorted(set(args.eval) - set(rollouts)):
         print(f"[diagnose] {p}: no episodes, skipped")
+    fresh = any(p.is_dir() and any((p / FRESH_SUITE).rglob("episodes*.parquet")) for p in rollouts)
+    evidence = (FRESH_SUITE,) if fresh else HELD_IN_SUITES
     report = diagnose(rollouts, previous=args.previous, pool=args.pool, iteration=args.iteration,
-                      params=params.diagnosis.options, evidence_suites=HELD_IN_SUITES)
+                      params=params.diagnosis.options, evidence_suites=evidence)
     with output_dir(args.out) as tmp:
         write_report(report, tmp)
     print(f"[diagnose] iteration {args.iteration}: {report.episodes} episodes, "
           f"pass rate {report.pass_rate:.3f}, {sum(c.episodes for c in report.cells)} held-in graded episodes "
-          f"behind {len(report.recommendations)} recommendations")
+          f"({', '.join(evidence)}) behind {len(report.recommendations)} recommendations")
 
 
 if __name__ == "__main__":

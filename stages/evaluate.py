@@ -1,10 +1,13 @@
 """Stage `evaluate@N`: roll out the new checkpoint on the held-out suites, gate its promotion.
 
     python -m stages.evaluate --iteration 1 --policy runs/iter-1/checkpoint \
-        --previous runs/iter-0 --pool runs/iter-1/validated/valid.jsonl --out runs/iter-1/eval
+        --previous runs/iter-0 --pool runs/iter-1/validated/valid.jsonl \
+        --fresh runs/iter-1/pool/fresh.jsonl --out runs/iter-1/eval
 
-Rolls out every suite of `eval.suites` (held-out) and a sample of the validated pool (held-in,
-for the diagnosis), writing trajectories under --out. The held-out gate then decides whether
+Rolls out every suite of `eval.suites` (held-out), a sample of the validated pool, and the
+synthesize stage's fresh instances (--fresh: new draws of each skill at its pool's top level,
+held-in suite `fresh`, the evidence the next synthesis is steered by), writing trajectories
+under --out. The held-out gate then decides whether
 the checkpoint becomes the policy the next iteration starts from (`<out>/../policy`), or the
 best policy so far stays. The gate compares the checkpoint with that policy task by task
 (clawloop.paired: an exact sign test on the held-out tasks whose verdict changed, `gate.alpha`).
@@ -23,6 +26,7 @@ from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.suite_manifest import eval_suites
 from clawloop.tasks.pool import id_sample, read_pool
+from clawloop.trajectory import FRESH_SUITE
 
 
 def main(params: Params) -> None:
@@ -30,13 +34,19 @@ def main(params: Params) -> None:
     ap.add_argument("--policy", type=Path, required=True, help="checkpoint to evaluate")
     ap.add_argument("--previous", type=Path, help="previous iteration dir (its metrics.json and policy/)")
     ap.add_argument("--pool", type=Path, help="validated pool: a sample is rolled out for the diagnosis")
+    ap.add_argument("--fresh", type=Path, help="the synthesize stage's fresh.jsonl: new instances of the pool's "
+                    "top levels, the diagnosis's evidence")
     ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
     suites = eval_suites(params, args.suites)
-    if args.pool and params.eval.pool_sample:
-        suites.append(("pool", id_sample(read_pool(args.pool), params.eval.pool_sample), False))
+    pool = read_pool(args.pool) if args.pool else []
+    if pool and params.eval.pool_sample:
+        suites.append(("pool", id_sample(pool, params.eval.pool_sample), False))
+    if args.fresh and params.eval.fresh:
+        heldout = {t.id for _, tasks, held in suites if held for t in tasks}
+        suites.append((FRESH_SUITE, [t for t in read_pool(args.fresh) if t.id not in heldout], False))
     ctx = loop_context(params)
     harness = ctx.harness_for(args.policy)  # its playbook, if any
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration}")

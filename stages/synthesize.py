@@ -4,7 +4,9 @@
         --policy runs/iter-0/policy --out runs/iter-1/pool
 
 The budget split, the grounded routines (run with the current policy on rollout.backend) and the
-procedural refill are clawloop.synthesis.pool's. Writes pool.jsonl and manifest.json.
+procedural refill are clawloop.synthesis.pool's. Writes pool.jsonl, manifest.json and fresh.jsonl:
+`eval.fresh` new instances per skill at its pool's top level, which the evaluate stage rolls the
+trained policy out on (clawloop.synthesis.fresh; drawn here, where the generators are).
 """
 
 from pathlib import Path
@@ -16,6 +18,7 @@ from clawloop.loop import loop_context
 from clawloop.params import Params
 from clawloop.policy.types import Policy
 from clawloop.stage import output_dir, run_stage, stage_parser
+from clawloop.synthesis.fresh import FRESH_TASKS, fresh_tasks
 from clawloop.synthesis.pool import build_pool
 from clawloop.tasks.pool import write_pool
 
@@ -35,10 +38,13 @@ def main(params: Params) -> None:
     last = load_report(args.report) if args.report else None
     pool = build_pool(params.synthesis, args.iteration, last, str(args.report) if args.report else None,
                       current_policy)
+    fresh = fresh_tasks(pool.tasks, params.eval.fresh, seed=params.synthesis.seed, iteration=args.iteration,
+                        conversational=params.synthesis.conversational)
     with output_dir(args.out) as tmp:
         write_pool(tmp / "pool.jsonl", pool.tasks)
+        write_pool(tmp / FRESH_TASKS, fresh)
         write_json(tmp / "manifest.json", pool.manifest())
-    print(f"[synthesize] {pool.summary()}")
+    print(f"[synthesize] {pool.summary()}; {len(fresh)} fresh instances for the evaluation")
 
 
 if __name__ == "__main__":

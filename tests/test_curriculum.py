@@ -234,10 +234,13 @@ def test_the_plan_follows_the_report_it_never_decides_again() -> None:
 def test_hold_targets_the_frontier_not_an_unpassed_top_level() -> None:
     """Iteration 1 of the Qwen default (probe, k = 4): level 2 at 0/8 is not yet 'failing' (Wilson
     high end 0.32), and holding there put most of the next pool where the base passed 1 of 96. The
-    hold goes to the highest level passed at least once, or the lowest assessed with no pass."""
+    hold goes to the highest level passed at least once, or the lowest assessed with no pass. (At
+    the fresh-evidence default lower_ci_high 0.35, 0/8 lowers: test_fresh_evidence_moves_the_curriculum.)"""
+    probe_era = DiagnosisParams(raise_ci_low=0.7, lower_ci_high=0.2)
     p = plan(report(cell("files", 1, 5, 16), cell("files", 2, 0, 8),
                     cell("json", 1, 0, 8), cell("json", 2, 0, 12),
-                    cell("pipes_redirection", 1, 0, 4), cell("pipes_redirection", 2, 1, 8)), 60, CurriculumParams())
+                    cell("pipes_redirection", 1, 0, 4), cell("pipes_redirection", 2, 1, 8), params=probe_era),
+             60, CurriculumParams())
     got = {s: (p.decisions[s].action, p.decisions[s].target_level) for s in ("files", "json", "pipes_redirection")}
     assert got == {"files": ("hold", 1), "json": ("hold", 1), "pipes_redirection": ("hold", 2)}
     assert "none of level 2's 8 passed yet" in p.decisions["files"].reason

@@ -78,6 +78,11 @@ def test_smoke_loop_writes_valid_artifacts(smoke_repo: Path) -> None:
     assert base["suites"]["shell-core"]["episodes"] == 48
     assert "vs-base.json" in shows and "p_permutation" in shows
     assert "Base vs final policy at 2 samples per task" in md
+    # the curriculum's evidence: the trained policy on fresh instances of its pool's top levels
+    fresh = summary["suites"]["fresh"]
+    assert fresh["tasks"] == len((smoke_repo / "runs/iter-2/pool/fresh.jsonl").read_text().splitlines()) > 0
+    report = json.loads((smoke_repo / "runs/iter-2/diagnosis/diagnosis.json").read_text())
+    assert report["evidence_suites"] == ["fresh"], report["evidence_suites"]
 
 
 def test_sampled_final_refuses_a_malformed_base_and_keeps_its_figures(smoke_repo: Path) -> None:

@@ -15,10 +15,13 @@ class DiagnosisParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    raise_ci_low: float = Field(0.7, ge=0, le=1)
-    """Raise a skill's level when the Wilson 95% low end of its top level's pass rate reaches this."""
-    lower_ci_high: float = Field(0.2, ge=0, le=1)
-    """Lower a skill's level when the Wilson 95% high end of its top level's pass rate is at most this."""
+    raise_ci_low: float = Field(0.4, ge=0, le=1)
+    """Raise a skill's level when the Wilson 95% low end of its top level's pass rate reaches this:
+    6 of the 8 fresh instances a skill (eval.fresh; 0.41), 5/8 is 0.31. At 0.7 (16 of 16 needed)
+    nothing was ever raised."""
+    lower_ci_high: float = Field(0.35, ge=0, le=1)
+    """Lower a skill's level when the Wilson 95% high end of a level's pass rate is at most this:
+    0 of 8 fresh instances (0.32); 1/8 is 0.47."""
     min_episodes: int = Field(4, ge=1)
     """A (skill, level) cell with fewer graded episodes carries no decision (too little evidence)."""
     max_level: int = Field(5, ge=1, le=10)

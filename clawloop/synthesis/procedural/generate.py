@@ -31,6 +31,10 @@ HELDOUT_NAMESPACE = "synth-heldout"
 (stages synthesize in the empty namespace), so the split shares templates with training, never
 seeds. Validation also drops a synthesized task equal to one of its tasks (instruction and files)."""
 
+FRESH_NAMESPACE = "fresh-check"
+"""The seed namespace of the evaluate stage's fresh held-in instances (clawloop.synthesis.fresh):
+new draws of the pool's cells that neither a pool nor synth-heldout makes."""
+
 
 def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, attempt: int,
               namespace: str = "") -> int:
