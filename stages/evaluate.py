@@ -7,9 +7,8 @@
 Rolls out every suite of `eval.suites` (held-out), a sample of the validated pool, and the
 synthesize stage's fresh instances (--fresh: new draws of each skill at its pool's top level,
 held-in suite `fresh`, the evidence the next synthesis is steered by), writing trajectories
-under --out. The held-out gate then decides whether
-the checkpoint becomes the policy the next iteration starts from (`<out>/../policy`), or the
-best policy so far stays. The gate compares the checkpoint with that policy task by task
+under --out. The held-out gate then decides whether the checkpoint becomes the policy the next
+iteration starts from (`<out>/../policy`), or the best policy so far stays. The gate compares the checkpoint with that policy task by task
 (clawloop.paired: an exact sign test on the held-out tasks whose verdict changed, `gate.alpha`).
 The headline figures go to `<out>/../metrics.json` (what `dvc metrics show` reads), the per-task
 held-out verdicts and paired comparisons to `<out>/../heldout.json` (the next gate reads it),
@@ -41,9 +40,8 @@ def main(params: Params) -> None:
 
     t0 = time.perf_counter()
     suites = eval_suites(params, args.suites)
-    pool = read_pool(args.pool) if args.pool else []
-    if pool and params.eval.pool_sample:
-        suites.append(("pool", id_sample(pool, params.eval.pool_sample), False))
+    if args.pool and params.eval.pool_sample:
+        suites.append(("pool", id_sample(read_pool(args.pool), params.eval.pool_sample), False))
     if args.fresh and params.eval.fresh:
         heldout = {t.id for _, tasks, held in suites if held for t in tasks}
         suites.append((FRESH_SUITE, [t for t in read_pool(args.fresh) if t.id not in heldout], False))

@@ -235,7 +235,7 @@ def test_hold_targets_the_frontier_not_an_unpassed_top_level() -> None:
     """Iteration 1 of the Qwen default (probe, k = 4): level 2 at 0/8 is not yet 'failing' (Wilson
     high end 0.32), and holding there put most of the next pool where the base passed 1 of 96. The
     hold goes to the highest level passed at least once, or the lowest assessed with no pass. (At
-    the fresh-evidence default lower_ci_high 0.35, 0/8 lowers: test_fresh_evidence_moves_the_curriculum.)"""
+    the fresh-evidence default lower_ci_high 0.35, 0/8 lowers: tests/test_fresh.py, test_no_fresh_pass_in_eight_lowers_one_in_eight_holds.)"""
     probe_era = DiagnosisParams(raise_ci_low=0.7, lower_ci_high=0.2)
     p = plan(report(cell("files", 1, 5, 16), cell("files", 2, 0, 8),
                     cell("json", 1, 0, 8), cell("json", 2, 0, 12),

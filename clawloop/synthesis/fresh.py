@@ -4,10 +4,11 @@ After 120 SFT steps (about four epochs of its pool) the trained policy passes it
 because it has seen them: 87 of 96 at iteration 1, where new instances of the same cells passed 72%
 at level 1 and 33% at level 2 (docs/experiments/2026-12-04-training-data-levers.md). Neither that
 nor the validate stage's probe (the policy *before* training) says what the policy can do now at
-the levels it trained on. `fresh_tasks` draws new instances of each skill at the highest level its pool
-trained (the level a raise or a lower is decided at) from the same generators in a seed namespace of their own (FRESH_NAMESPACE: no pool and not
-synth-heldout); the synthesize stage writes them beside the pool (FRESH_TASKS), the evaluate stage rolls the trained policy out on them (suite `fresh`) and the
-diagnosis decides raise / hold / lower on those episodes only.
+the levels it trained on. `fresh_tasks` draws new instances of each skill at the highest level its
+pool trained (the level a raise or a lower is decided at) from the same generators, in a seed
+namespace of their own (FRESH_NAMESPACE: neither a pool's nor synth-heldout's). The synthesize
+stage writes them beside the pool (FRESH_TASKS), the evaluate stage rolls the trained policy out
+on them (suite `fresh`) and the diagnosis decides raise / hold / lower on those episodes only.
 """
 
 from __future__ import annotations
