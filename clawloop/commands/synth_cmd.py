@@ -31,6 +31,8 @@ def synth(
                                       help="Steer by the report (off: uniform plan, the ablation)."),
     conversational: float = typer.Option(0.5, "--conversational", min=0.0, max=1.0,
                                          help="Share rephrased as people write requests (backticked paths)."),
+    answer: float = typer.Option(0.5, "--answer", min=0.0, max=1.0,
+                                 help="Share asked to print the answer (graded on the last output) where a task allows."),
     # --- grounded routines hook (clawloop/synthesis/grounded/run.py) ---
     model: str | None = typer.Option(None, "--model", help="Loop model for hindsight|proposer: DIR, "
                                      "vllm:DIR or openai:MODEL@URL."),
@@ -60,7 +62,7 @@ def synth(
     rep = load_report(report) if report is not None else None
     params = CurriculumParams(conditioning=conditioning)
     the_plan = plan(rep, n, params, skills=skills.split(",") if skills is not None else None)
-    tasks = synthesize(the_plan, seed, iteration, progress=True, conversational=conversational)
+    tasks = synthesize(the_plan, seed, iteration, progress=True, conversational=conversational, answer=answer)
     write_pool(out, tasks)
     info = manifest(the_plan, tasks, seed=seed, iteration=iteration,
                     report=str(report) if report else None, params=params.model_dump())

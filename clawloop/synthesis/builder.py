@@ -4,6 +4,13 @@ A generator draws names and contents with the task's rng, places starting files,
 instruction from templates, records the reference steps (one shell command each) and the
 checks of the hidden verifier. `build()` turns that into a frozen Task. The generic knobs
 (loud broken start, more steps) are applied here so every family gets them the same way.
+
+**Answer form.** Given an `answer_rng`, a task whose result is one output file written by its last
+step, phrased by an intent that has `answer:<intent>` templates, is built to ask for the answer on
+the terminal instead: the answer phrasing, the last step without its `> out`, the output check
+turned into a check of the agent's last observation (clawloop.tasks.answer) and the file
+required absent (an agent that also writes it made a file nobody asked for). Every other task, and
+every draw of the main rng, stays as without it: pools and synth-heldout do not move.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ import orjson
 
 from clawloop.synthesis import words
 from clawloop.synthesis.knobs import Knobs
-from clawloop.synthesis.templates import phrase
+from clawloop.synthesis.templates import phrase, templates
+from clawloop.tasks import answer
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 W = "/workspace"
@@ -38,6 +46,15 @@ fi
 """
 
 _SAFE = re.compile(r"^[A-Za-z0-9._/+-]+$")
+ANSWER_PREFIX = "answer:"
+"""Template key prefix of an intent's answer-form phrasings."""
+ANSWER_PATH = f"/tests/{answer.FILE}"
+"""Where the verifier finds the agent's last observation (clawloop.tasks.answer)."""
+ANSWER_NORMS = ("text", "strip", "lines")
+"""Output checks an answer can stand for (a printed answer is text)."""
+ANSWER_NOTES = ("", "", " The output of your last command is taken as the answer.",
+                " Do not create any file: your final command's output is read as the answer.",
+                " Just print it; no file is needed.")
 
 
 @cache
@@ -68,8 +85,14 @@ def lines_text(lines: list[str]) -> str:
 class TaskBuilder:
     """Accumulates one task; see the module docstring."""
 
-    def __init__(self, family: str, version: int, level: int, rng: random.Random, knobs: Knobs):
+    def __init__(self, family: str, version: int, level: int, rng: random.Random, knobs: Knobs,
+                 answer_rng: random.Random | None = None):
         self.family, self.version, self.level, self.rng, self.knobs = family, version, level, rng, knobs
+        self.answer_rng = answer_rng
+        """Set: build the answer form where the task allows it (module doc), phrased with this rng."""
+        self.said: list[tuple[str, dict[str, object]]] = []
+        self.answered = False
+        """Whether build() made the answer form."""
         self.files: dict[str, FileSpec] = {}
         self.setup: list[str] = []
         self.steps: list[str] = []
@@ -193,9 +216,11 @@ class TaskBuilder:
     def say(self, intent: str, /, **slots: object) -> None:
         """Append one phrasing of the family's `intent` to the instruction."""
         self.sentences.append(phrase(self.family, intent, self.rng, **slots))
+        self.said.append((intent, slots))
 
     def say_common(self, intent: str, /, **slots: object) -> None:
         self.sentences.append(phrase("_common", intent, self.rng, **slots))
+        self.said.append(("_common", slots))
 
     def step(self, cmd: str) -> None:
         """One reference command (one tool call)."""
@@ -223,9 +248,46 @@ class TaskBuilder:
         self.step(f"echo {q(line)} >> {q(journal)}")
         self.expect_file(journal, lines_text([*old, line]), "text")
 
+    # ---- answer form ---------------------------------------------------------------------
+    def _answer_intent(self) -> str | None:
+        """The intent to phrase as a question when this task can take the answer form, else None."""
+        if self.answer_rng is None or self._primary is None or self._out_dir is not None or self.knobs.more_steps:
+            return None
+        rel, _want, norm = self._primary
+        path, out = f"{W}/{rel}", f"> {q(rel)}"
+        if norm not in ANSWER_NORMS or len(self.said) != 1 or self.said[0][1].get("out") != show(rel):
+            return None
+        intent = self.said[0][0]
+        if ANSWER_PREFIX + intent not in templates(self.family):
+            return None
+        if sum(c.get("path") == path for c in self.checks) != 1:  # the output is checked once: the primary
+            return None
+        mentions = [s for s in self.steps if rel in s]
+        if mentions != self.steps[-1:] or not self.steps[-1].endswith(out) or self.steps[-1].endswith(">" + out):
+            return None
+        return intent
+
+    def _to_answer_form(self, intent: str) -> None:
+        assert self._primary is not None and self.answer_rng is not None
+        rel, want, norm = self._primary
+        rng, slots = self.answer_rng, self.said[0][1]
+        self.sentences = [phrase(self.family, ANSWER_PREFIX + intent, rng, **slots)
+                          + ANSWER_NOTES[rng.randrange(len(ANSWER_NOTES))]]
+        self.steps[-1] = self.steps[-1][:-len(f"> {q(rel)}")].rstrip()
+        path = f"{W}/{rel}"
+        self.checks = [c for c in self.checks if c.get("path") != path]
+        # checker.py reads the host's answer file through a `run` check: the checker itself (copied
+        # into every task, synth-heldout's included) stays byte-identical
+        self.checks += [{"t": "run", "cmd": f"cat {ANSWER_PATH}", "cwd": W, "norm": norm, "want": want, "code": 0},
+                        {"t": "absent", "path": path}]
+        self.tags.append("answer")
+        self.answered = True
+
     def build(self) -> Task:
         """The finished task (solution known by construction)."""
-        if self.knobs.more_steps:
+        if intent := self._answer_intent():
+            self._to_answer_form(intent)
+        elif self.knobs.more_steps:
             self._follow_up()
         steps = list(self.steps)
         if self._out_dir is not None:
@@ -251,11 +313,13 @@ class TaskBuilder:
             source="procedural",
             limits=Limits(max_turns=max(8, 2 * len(steps) + 4)),
             provenance=Provenance(routine="procedural", generator=f"{self.family}@{self.version}"),
+            metadata={answer.KEY: dict(answer.RECORD)} if self.answered else {},
         )
 
 
-Generate = Callable[[int, random.Random, Knobs], Task]
-"""A skill family's `generate(level, rng, knobs) -> Task`."""
+Generate = Callable[..., Task]
+"""A skill family's `generate(level, rng, knobs, answer_rng=None) -> Task` (answer_rng: the
+answer form where the task allows it, TaskBuilder)."""
 
 
 def level_generator(name: str, version: int, levels: Sequence[Callable[[TaskBuilder], None]]) -> Generate:
@@ -263,8 +327,8 @@ def level_generator(name: str, version: int, levels: Sequence[Callable[[TaskBuil
     level 1. A level outside them is a KeyError (callers check levels: skills.check_level)."""
     by_level = dict(enumerate(levels, start=1))
 
-    def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
-        b = TaskBuilder(name, version, level, rng, knobs)
+    def generate(level: int, rng: random.Random, knobs: Knobs, answer_rng: random.Random | None = None) -> Task:
+        b = TaskBuilder(name, version, level, rng, knobs, answer_rng)
         by_level[level](b)
         return b.build()
 

@@ -150,6 +150,11 @@ class SynthesisParams(BaseModel):
     conversational: float = Field(0.5, ge=0, le=1)
     """Share of procedural tasks rephrased as people write requests: absolute paths in backticks, a
     polite frame (clawloop/synthesis/procedural/register.py). 0 = the generators' terse phrasing only."""
+    answer: float = Field(0.5, ge=0, le=1)
+    """Share of procedural draws asked in the answer form where the task allows it (its result one
+    file its last step writes: ~44% of the generators' tasks, so ~22% of a pool at 0.5): "print the
+    answer" instead of "write it to out.txt", graded on the agent's last command's output as
+    InterCode-Bash grades (clawloop/tasks/answer.py). 0 = files only (the former pools)."""
     curriculum: CurriculumParams = Field(default_factory=CurriculumParams)
     """Thresholds of the procedural plan (clawloop.synthesis.steering)."""
     hindsight: HindsightParams = Field(default_factory=HindsightParams)

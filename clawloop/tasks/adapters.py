@@ -9,12 +9,15 @@ verifier's output means and what else a run may need:
 - `clawgym`: the standard verifier, plus the wrapper's own reason when reward.sh broke;
 - `claw-eval-live`: the verifier is a snapshot step, the task's grader.py scores it on the host
   with the episode's transcript; tasks that need the benchmark's mock services are skipped;
+- `answer` (synthesized tasks that ask the agent to print the answer): the standard verifier,
+  with the agent's last observation from the host's record written into its files
+  (`clawloop.tasks.answer`);
 - `intercode`: InterCode-Bash's reward: the gold command replayed in a second, pristine sandbox,
   both file systems walked, the agent's last observation from the host's record of the episode,
   all written into the verifier's files; the verifier computes the reward from them.
 
-The loader of each format writes its record into `task.metadata` (`clawgym`, `claw_eval_live`,
-`intercode`),
+The loader of each format writes its record into `task.metadata` (`answer`, `clawgym`,
+`claw_eval_live`, `intercode`),
 which travels with the task through pools, Parquet and GRPO rows; `adapter_for` picks the adapter
 from it. Callers never branch on the format: `TaskEnvironment.verify` asks the adapter.
 """
@@ -25,9 +28,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from clawloop.tasks import answer, clawgym, intercode
 from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
-from clawloop.tasks import clawgym, intercode
 from clawloop.tasks.task import Task
 from clawloop.tasks.verifier import Verdict, run_verifier, verdict
 from sandbox.base import ExecResult, Sandbox
@@ -102,9 +105,24 @@ class InterCodeAdapter(FormatAdapter):
         return intercode.verify_intercode(sb, task, messages, steps)
 
 
+class AnswerAdapter(FormatAdapter):
+    """A task that asks for the answer on the terminal: the standard verifier, handed the agent's
+    last observation (the host's record) as /tests/answer.txt."""
+
+    name = "answer"
+
+    def claims(self, task: Task) -> bool:
+        return answer.is_answer_task(task)
+
+    def verify(self, sb: Sandbox, task: Task, messages: Transcript | None, steps: Steps) -> Verdict:
+        graded = answer.with_answer(task, answer.last_output(messages, steps))
+        with run_verifier(sb, graded) as run:
+            return verdict(run.logs, run.result, task.limits.verifier_timeout_s, run.duration_s)
+
+
 STANDARD = FormatAdapter()
 ADAPTERS: dict[str, FormatAdapter] = {a.name: a for a in (ClawEvalLiveAdapter(), ClawGymAdapter(),
-                                                          InterCodeAdapter(), STANDARD)}
+                                                          InterCodeAdapter(), AnswerAdapter(), STANDARD)}
 """Every adapter by name; `adapter_for` tries them in this order (standard claims any task)."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from clawloop.agent.episode import Episode
 from clawloop.errors import ClawloopError
+from clawloop.tasks.answer import is_answer_task
 from clawloop.tasks.environment import (
     SETUP_FAILED,
     SETUP_TIMEOUT_S,
@@ -173,7 +174,12 @@ def check_oracle(env: TaskEnvironment, *, noop_first: bool = False) -> OracleChe
     setup += [f"(\n{cmd}\n) || {{ s=$?; echo \"setup command {i} failed with status $s\" > {h}/failed; "
               f"exit {SETUP_FAILED}; }}" for i, cmd in enumerate(env.setup_task.setup, 1)]
     sol_env = _exports(harbor_env(task, "solution"))
-    oracle = [f"echo oracle > {h}/phase", *(f"( cd {wd} && {sol_env}\n{step}\n)" for step in task.solution.steps),
+    # An answer task is graded on its last command's output (clawloop.tasks.answer): that step runs
+    # apart, through env.exec, so the host records its output as it records an agent's.
+    steps = task.solution.steps
+    answer_step = steps[-1] if is_answer_task(task) and steps else None
+    oracle = [f"echo oracle > {h}/phase",
+              *(f"( cd {wd} && {sol_env}\n{step}\n)" for step in (steps[:-1] if answer_step else steps)),
               f"{LIST_TOUCHED} >> {h}/touched; exit 0"]
     lim, task_env = task.limits, dict(task.env)
     setup_s = max(SETUP_TIMEOUT_S, lim.command_timeout_s)
@@ -206,4 +212,7 @@ def check_oracle(env: TaskEnvironment, *, noop_first: bool = False) -> OracleChe
         if r.timed_out:
             return OracleCheck(Verdict("error", None, f"the oracle timed out (budget {lim.agent_timeout_s:g}s)",
                                        r.output, r.duration_s), noop, touched)
+        if answer_step is not None:
+            env.exec(f"{sol_env}\n{answer_step}" if sol_env else answer_step,
+                     timeout=max(1.0, lim.agent_timeout_s - r.duration_s))
         return OracleCheck(env.verify(), noop, touched)

@@ -41,7 +41,7 @@ DEFAULT_IMAGE = "ubuntu:24.04"
 GENERATED_MARK = "# clawloop: generated from the task's files, env, workdir and setup"
 _DIFFICULTY = {"trivial": 1, "easy": 1, "medium": 3, "hard": 5, "expert": 5}
 DEFAULT_PROVENANCE = Provenance(routine="harbor")
-FORMAT_KEYS = ("claw_eval_live", "clawgym", "intercode")
+FORMAT_KEYS = ("answer", "claw_eval_live", "clawgym", "intercode")
 """Metadata records that pick a task's verifier adapter (clawloop.tasks.adapters): only their
 own loaders set them, never the `metadata_json` of a Harbor directory (a Claw-Eval-Live record
 there would have the host run the directory's tests/grader.py)."""

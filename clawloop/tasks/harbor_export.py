@@ -106,7 +106,7 @@ def _generated_dockerfile(task: Task, image: str) -> tuple[str, dict[str, FileSp
     return "\n".join(lines) + "\n", context
 
 
-ADAPTER_GRADED = ("intercode", "claw_eval_live")
+ADAPTER_GRADED = ("answer", "intercode", "claw_eval_live")
 """Format records whose tasks only their adapter can grade (ClawGym's standard verifier exports)."""
 
 

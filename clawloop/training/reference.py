@@ -22,6 +22,7 @@ from clawloop.agent.harness import HarnessConfig
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, run_all
 from clawloop.policy.types import Generation
+from clawloop.tasks.answer import is_answer_task
 from clawloop.tasks.task import Task
 from clawloop.training.data import Conversation
 from sandbox.base import SandboxConfig
@@ -59,6 +60,7 @@ policy's own one-line passes teach "one command, then submit")."""
 
 INSPECT = ("Let me look at the workspace before changing anything.", "ls -la")
 CHECK_THOUGHT = "Let me check the result before I submit."
+ANSWER_THOUGHT = "The task asks for the answer itself: my last command prints it."
 # `> out`, `>> out`, `tee [-a] out`, `-o out` / `--output=out`: paths a step writes. Quoted or
 # variable paths are left alone (no check of a path we cannot name).
 _WRITES = re.compile(r"(?:>>?|\btee(?:\s+-a)?|\s-o|--output=?)\s*([A-Za-z0-9_./-]+)")
@@ -83,12 +85,16 @@ def check_command(steps: Sequence[str]) -> str:
     return " && ".join(f"head -n 20 -- {shlex.quote(p)}" for p in paths)
 
 
-def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int) -> list[tuple[str, str]]:
+def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bool = False) -> list[tuple[str, str]]:
     """(thought, command) per bash call of the replay. The process shape needs two more turns than
-    the plain one (and the submit one): a solution too long for `max_turns` is replayed plain."""
+    the plain one (and the submit one): a solution too long for `max_turns` is replayed plain. An
+    answer task (clawloop.tasks.answer) is graded on its last command's output, so its replay ends
+    on the step that prints the answer: look -> act -> submit."""
     plain = [("", step) for step in steps]
     if shape == "plain" or len(steps) + 3 > max_turns:
         return plain
+    if answer:
+        return [INSPECT, *plain[:-1], (ANSWER_THOUGHT, steps[-1])]
     return [INSPECT, *plain, (CHECK_THOUGHT, check_command(steps))]
 
 
@@ -97,7 +103,7 @@ def replay(episode: Episode, shape: Shape = "plain") -> None:
     task, state = episode.task, episode.state
     if task.solution is None or state is None:
         raise ClawloopError(f"task {task.id}: has no reference solution or no harness to replay it in")
-    for thought, command in plan_calls(task.solution.steps, shape, state.max_turns):
+    for thought, command in plan_calls(task.solution.steps, shape, state.max_turns, answer=is_answer_task(task)):
         text = call_text("bash", {"command": command})
         if episode.step(_reply(f"{thought}\n{text}" if thought else text)) is None:
             break

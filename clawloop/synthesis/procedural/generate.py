@@ -44,9 +44,10 @@ def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, att
 
 
 def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progress = False,
-               conversational: float = 0.0, namespace: str = "") -> list[Task]:
+               conversational: float = 0.0, namespace: str = "", answer: float = 0.0) -> list[Task]:
     """Tasks for every (skill, level) quota of `plan`, in skill then level order; a share
-    `conversational` of them rephrased in the conversational register (register.py).
+    `conversational` of them rephrased in the conversational register (register.py), a share
+    `answer` asked in the answer form where the task allows it (clawloop.synthesis.builder).
     `progress` shows tasks made (clawloop.progress): a large pool takes a while. `namespace`
     separates the seeds of a held-out split (HELDOUT_NAMESPACE) from the loop's."""
     order = list(families())
@@ -59,13 +60,13 @@ def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progr
     with progress_for(progress, "synth", len(slots), "tasks") as bar:
         out = []
         for skill, level, i in slots:
-            out.append(_draw(plan, seed, iteration, skill, level, i, seen, conversational, namespace))
+            out.append(_draw(plan, seed, iteration, skill, level, i, seen, conversational, namespace, answer))
             bar.advance()
     return out
 
 
 def _draw(plan: Plan, seed: int, iteration: int, skill: str, level: int, index: int, seen: set[str],
-          conversational: float = 0.0, namespace: str = "") -> Task:
+          conversational: float = 0.0, namespace: str = "", answer: float = 0.0) -> Task:
     """Task `index` of (skill, level): redrawn until its instruction is new to `seen`."""
     fam = family(skill)
     knobs = plan.knobs.get(skill, NO_KNOBS)
@@ -74,7 +75,10 @@ def _draw(plan: Plan, seed: int, iteration: int, skill: str, level: int, index: 
         rng = random.Random(s)
         # only a share of a skill's tasks carry its knobs, so the pool keeps plain tasks too
         use = knobs if knobs != NO_KNOBS and rng.random() < plan.knob_fraction else NO_KNOBS
-        task = fam.generate(level, rng, use)
+        # the answer form draws from an rng of its own, so the main stream (and every task that
+        # does not take the form) stays what it was without it
+        arng = random.Random(f"answer/{s}")
+        task = fam.generate(level, rng, use, arng) if answer and arng.random() < answer else fam.generate(level, rng, use)
         if conversational and rng.random() < conversational:
             task = restyle(task, rng)
         key = " ".join(task.instruction.split())

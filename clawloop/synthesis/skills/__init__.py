@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import importlib
 import os
-import random
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
 from clawloop.errors import ClawloopError
-from clawloop.synthesis.knobs import LEVELS, Knobs
+from clawloop.synthesis.knobs import LEVELS
 from clawloop.tasks.task import Task
 
 # family name -> module (modules avoid stdlib names: json/csv would shadow them in tooling).
@@ -44,7 +43,8 @@ class SkillFamily:
     name: str
     version: int
     """Bumped whenever the family's output changes for a given seed."""
-    generate: Callable[[int, random.Random, Knobs], Task]
+    generate: Callable[..., Task]
+    """`generate(level, rng, knobs, answer_rng=None)` (clawloop.synthesis.builder.Generate)."""
     levels: dict[int, str]
     """What each level adds (docs/skills.md is written from this)."""
 

@@ -260,8 +260,8 @@ def _level5(b: TaskBuilder) -> None:
 _LEVELS = {1: _level1, 2: _level2, 3: _level3, 4: _level4, 5: _level5}
 
 
-def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
-    b = TaskBuilder(NAME, VERSION, level, rng, knobs)
+def generate(level: int, rng: random.Random, knobs: Knobs, answer_rng: random.Random | None = None) -> Task:
+    b = TaskBuilder(NAME, VERSION, level, rng, knobs, answer_rng)
     b.env.update(_ENV)
     b.tag("needs:git")
     _LEVELS[level](b)

@@ -173,8 +173,8 @@ def _level5(b: TaskBuilder) -> None:
 _LEVELS = {1: _level1, 2: _level2, 3: _level3, 4: _level4, 5: _level5}
 
 
-def generate(level: int, rng: random.Random, knobs: Knobs) -> Task:
-    b = TaskBuilder(NAME, VERSION, level, rng, knobs)
+def generate(level: int, rng: random.Random, knobs: Knobs, answer_rng: random.Random | None = None) -> Task:
+    b = TaskBuilder(NAME, VERSION, level, rng, knobs, answer_rng)
     b.tag("needs:jq")  # not in every image (bookworm-slim lacks it)
     _LEVELS[level](b)
     return b.build()

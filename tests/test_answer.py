@@ -1,0 +1,142 @@
+"""Answer tasks (clawloop.tasks.answer): the agent prints the answer, its last command's output is
+graded. Built by the synthesizer's answer form, validated agent-free, replayed as references that end
+on the printing command, and attacked as a hostile agent would: by writing the answer file the
+verifier reads, or by printing the answer and then something else."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+import sandbox
+from clawloop.errors import ClawloopError
+from clawloop.synthesis.builder import ANSWER_PREFIX
+from clawloop.synthesis.knobs import NO_KNOBS
+from clawloop.synthesis.procedural.generate import synthesize
+from clawloop.synthesis.skills import families, family
+from clawloop.synthesis.steering import Plan
+from clawloop.synthesis.templates import templates
+from clawloop.tasks import answer
+from clawloop.tasks.adapters import adapter_for
+from clawloop.tasks.environment import TaskEnvironment
+from clawloop.tasks.harbor_export import export_harbor_task
+from clawloop.tasks.task import Task
+from clawloop.training.reference import ANSWER_THOUGHT, CHECK_THOUGHT, plan_calls, reference_episode
+from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+
+needs_bwrap = pytest.mark.skipif(sandbox.unavailable_reason("bwrap") is not None,
+                                 reason=str(sandbox.unavailable_reason("bwrap")))
+
+
+def _count_task() -> Task:
+    """sort_count level 1 drawn until it is the answer form of count_lines (deterministic)."""
+    for i in range(200):
+        t = family("sort_count").generate(1, random.Random(f"count-{i}"), NO_KNOBS, random.Random(i))
+        if answer.is_answer_task(t) and t.solution is not None and t.solution.steps[-1].startswith("wc -l"):
+            return t
+    raise AssertionError("no count_lines answer task in 200 draws")
+
+
+def _pool(share: float) -> list[Task]:
+    cells = {(s, lvl): 3 for s in families() for lvl in range(1, 6)}
+    return synthesize(Plan(quotas=cells), 0, 1, answer=share)
+
+
+def test_answer_form_changes_only_the_tasks_that_take_it() -> None:
+    with_answers, files_only = _pool(0.5), _pool(0.0)
+    answered = [t for t in with_answers if answer.is_answer_task(t)]
+    # about half of the ~44% of draws that allow the form; every level has some
+    assert 0.12 * len(with_answers) < len(answered) < 0.35 * len(with_answers)
+    assert {t.level for t in answered} == {1, 2, 3, 4, 5}
+    for a, b in zip(with_answers, files_only, strict=True):
+        if not answer.is_answer_task(a):
+            assert a.id == b.id  # the main rng stream is untouched: pools do not move
+    assert not any(answer.is_answer_task(t) for t in files_only)
+
+
+def test_answer_task_shape() -> None:
+    t = _count_task()
+    assert "answer" in t.tags and adapter_for(t).name == "answer"
+    checks = json.loads(t.verifier.files["spec.json"].content)["checks"]
+    kinds = [c["t"] for c in checks]
+    assert "absent" in kinds and any(c.get("cmd") == "cat /tests/answer.txt" for c in checks)
+    gone = next(c["path"] for c in checks if c["t"] == "absent")
+    assert gone.rsplit("/", 1)[-1] not in t.instruction  # the file it used to ask for is not named
+    assert ">" not in t.solution.steps[-1]  # the last step prints, it writes nothing
+    assert "print" in t.instruction.lower()
+    for fam in families():
+        for key, options in templates(fam).items():
+            if key.startswith(ANSWER_PREFIX):
+                assert key[len(ANSWER_PREFIX):] in templates(fam), f"{fam}.{key} answers no intent"
+                assert all("{out}" not in o and "print" in o.lower() for o in options), f"{fam}.{key}"
+
+
+def test_plan_calls_end_on_the_answer() -> None:
+    steps = ["ls data", "grep -c x data/a.log"]
+    calls = plan_calls(steps, "process", 8, answer=True)
+    assert calls[-1] == (ANSWER_THOUGHT, steps[-1])
+    assert [c for _, c in calls] == ["ls -la", *steps]
+    assert plan_calls(steps, "process", 8)[-1][0] == CHECK_THOUGHT  # a file task checks last
+
+
+def test_harbor_cannot_carry_an_answer_task(tmp_path) -> None:
+    with pytest.raises(ClawloopError, match="answer adapter"):
+        export_harbor_task(_count_task(), tmp_path / "t")
+    assert not (tmp_path / "t").exists()
+
+
+@needs_bwrap
+def test_answer_tasks_pass_agent_free_validation() -> None:
+    tasks = [t for t in _pool(1.0) if answer.is_answer_task(t)][::3]
+    kept, report = validate_pool(tasks, "bwrap", jobs=2, params=AgentFreeParams(determinism=False,
+                                                                                 heldout_threshold=1.0))
+    assert report["rejected"] == {}, report["examples"]
+    assert len(kept) == len(tasks)
+
+
+def _run(task: Task, commands: list[str]) -> bool:
+    with TaskEnvironment(task, "bwrap") as env:
+        env.prepare()
+        for c in commands:
+            env.exec(c)
+        return env.verify().passed
+
+
+@needs_bwrap
+def test_the_last_output_is_graded() -> None:
+    t = _count_task()
+    f = next(p for p in t.files if p.endswith(".txt") or p.endswith(".md") or p.endswith(".log"))
+    n = len(t.files[f].data().decode().splitlines())
+    assert _run(t, [f"wc -l < '{f}'"])
+    assert _run(t, ["ls", f"echo {n}"])
+    assert not _run(t, [f"echo {n}", "ls"])  # printed, then ended on something else
+    assert not _run(t, [f"echo {n + 1}"])
+    assert not _run(t, [])  # ran nothing: printed nothing
+
+
+@needs_bwrap
+def test_hostile_agent_cannot_plant_its_answer() -> None:
+    t = _count_task()
+    f = next(p for p in t.files if p.endswith((".txt", ".md", ".log")))
+    n = len(t.files[f].data().decode().splitlines())
+    # the verifier reads /tests/answer.txt: written by the host, in a /tests the agent never sees
+    assert not _run(t, [f"mkdir -p /tests 2>/dev/null; echo {n} > /tests/answer.txt; echo planted",
+                        "echo wrong"])
+    # a file answer where a printed one was asked: the file must not exist, the output is wrong
+    out = "/workspace/answer.txt"
+    assert not _run(t, [f"wc -l < '{f}' > {out}", f"cat {out} >/dev/null"])
+    # a task that lost its record (a pool edited by hand) fails its answer check, it never passes
+    stripped = t.model_copy(update={"metadata": {}})
+    assert adapter_for(stripped).name == "standard"
+    assert not _run(stripped, [f"echo {n}"])
+
+
+@needs_bwrap
+def test_reference_replay_of_an_answer_task_passes_and_ends_on_the_answer() -> None:
+    t = _count_task()
+    r = reference_episode(t, "bwrap", shape="process")
+    assert r.outcome == "passed", r.reason
+    calls = [m for m in r.conversation.messages if m["role"] == "assistant"]
+    assert ANSWER_THOUGHT in str(calls[-2]) and "wc -l" in str(calls[-2])  # then submit
