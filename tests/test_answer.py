@@ -140,3 +140,19 @@ def test_reference_replay_of_an_answer_task_passes_and_ends_on_the_answer() -> N
     assert r.outcome == "passed", r.reason
     calls = [m for m in r.conversation.messages if m["role"] == "assistant"]
     assert ANSWER_THOUGHT in str(calls[-2]) and "wc -l" in str(calls[-2])  # then submit
+
+
+def test_cli_synth_answer_share(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from clawloop.cli import app
+    from clawloop.tasks.pool import read_pool
+
+    counts = {}
+    for share in ("0", "1"):
+        out = tmp_path / f"pool-{share}.jsonl"
+        res = CliRunner().invoke(app, ["tasks", "synth", "--n", "40", "--seed", "3", "--answer", share,
+                                       "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        counts[share] = sum(answer.is_answer_task(t) for t in read_pool(out))
+    assert counts["0"] == 0 and counts["1"] > 8
