@@ -2,13 +2,15 @@
 
     .venv/bin/python benchmarks/perf/sft_step.py [--json] [--model DIR|scratch-tiny|scratch-micro]
         [--params params.yaml] [--conversations 16] [--steps 5] [--batch N] [--trainable-layers N]
-        [--max-length N] [--threads N]
+        [--max-length N] [--threads N] [--bf16 auto|on|off]
 
 The model is params.yaml's policy of the first iteration (runs/iter-0/policy: Qwen2.5-Coder-0.5B)
 unless --model names a checkpoint dir or scratch-tiny / scratch-micro (a from-scratch model
 bootstrapped into a temporary dir, to check the script in seconds). SFT params are params.yaml's
 `train.sft` (batch 4, max_length 1024, top 6 layers, 10 steps), --batch / --trainable-layers /
---max-length override them.
+--max-length override them. --bf16 off trains in fp32 (auto: bf16 where the CPU has it, as the loop
+does): the paths compute the same math, and in fp32 their losses show it; in bf16 each path rounds
+its own way (different batching of the trunk), so their losses drift apart by bf16's rounding.
 
 Data: --conversations harness-format conversations as the loop's SFT set has them (system prompt
 with the tools, instruction, 1-4 bash calls with their outputs, submit); 16 is about what a probe's
@@ -146,6 +148,8 @@ def main() -> None:
     ap.add_argument("--trainable-layers", type=int, help="(default: the params')")
     ap.add_argument("--max-length", type=int, help="(default: the params')")
     ap.add_argument("--threads", type=int, help="torch CPU threads (default: torch's, one per core)")
+    ap.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
+                    help="auto: the params' (bf16 where the hardware has it); off: fp32")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -161,6 +165,8 @@ def main() -> None:
     sft = load_params(args.params).train.options().sft
     over = {k: v for k, v in (("per_device_train_batch_size", args.batch), ("trainable_layers", args.trainable_layers),
                               ("max_length", args.max_length)) if v is not None}
+    if args.bf16 != "auto":
+        over["bf16"] = args.bf16 == "on"
     sft = sft.model_copy(update=over)
     if sft.trainable_layers is None:
         raise SystemExit("trainable_layers: not set (in the params or --trainable-layers)")
