@@ -33,6 +33,8 @@ def synth(
                                          help="Share rephrased as people write requests (backticked paths)."),
     answer: float = typer.Option(0.5, "--answer", min=0.0, max=1.0,
                                  help="Share asked to print the answer (graded on the last output) where a task allows."),
+    elsewhere: float = typer.Option(0.25, "--elsewhere", min=0.0, max=1.0,
+                                    help="Share whose shell starts in / instead of beside the task's files."),
     # --- grounded routines hook (clawloop/synthesis/grounded/run.py) ---
     model: str | None = typer.Option(None, "--model", help="Loop model for hindsight|proposer: DIR, "
                                      "vllm:DIR or openai:MODEL@URL."),
@@ -62,7 +64,8 @@ def synth(
     rep = load_report(report) if report is not None else None
     params = CurriculumParams(conditioning=conditioning)
     the_plan = plan(rep, n, params, skills=skills.split(",") if skills is not None else None)
-    tasks = synthesize(the_plan, seed, iteration, progress=True, conversational=conversational, answer=answer)
+    tasks = synthesize(the_plan, seed, iteration, progress=True, conversational=conversational, answer=answer,
+                       elsewhere=elsewhere)
     write_pool(out, tasks)
     info = manifest(the_plan, tasks, seed=seed, iteration=iteration,
                     report=str(report) if report else None, params=params.model_dump())

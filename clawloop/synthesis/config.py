@@ -155,6 +155,10 @@ class SynthesisParams(BaseModel):
     file its last step writes: ~44% of the generators' tasks, so ~22% of a pool at 0.5): "print the
     answer" instead of "write it to out.txt", graded on the agent's last command's output as
     InterCode-Bash grades (clawloop/tasks/answer.py). 0 = files only (the former pools)."""
+    elsewhere: float = Field(0.25, ge=0, le=1)
+    """Share of procedural tasks whose agent starts in `/` instead of beside its files in /workspace
+    (the instruction says where they are), as InterCode-Bash's agent starts in `/`
+    (clawloop/synthesis/procedural/register.py: start_elsewhere). 0 = always in /workspace."""
     curriculum: CurriculumParams = Field(default_factory=CurriculumParams)
     """Thresholds of the procedural plan (clawloop.synthesis.steering)."""
     hindsight: HindsightParams = Field(default_factory=HindsightParams)

@@ -9,6 +9,7 @@ harness's own format with real observations, ready for SFT.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shlex
 import time
@@ -85,17 +86,28 @@ def check_command(steps: Sequence[str]) -> str:
     return " && ".join(f"head -n 20 -- {shlex.quote(p)}" for p in paths)
 
 
-def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bool = False) -> list[tuple[str, str]]:
+def data_dir(task: Task) -> str | None:
+    """The folder that holds the task's files when its shell starts elsewhere (in `/`:
+    register.start_elsewhere), else None (the shell starts beside them)."""
+    dirs = {posixpath.dirname(p) for p in task.files}
+    return posixpath.commonpath(sorted(dirs)) if dirs and task.workdir == "/" else None
+
+
+def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bool = False,
+               data: str | None = None) -> list[tuple[str, str]]:
     """(thought, command) per bash call of the replay. The process shape needs two more turns than
     the plain one (and the submit one): a solution too long for `max_turns` is replayed plain. An
     answer task (clawloop.tasks.answer) is graded on its last command's output, so its replay ends
-    on the step that prints the answer: look -> act -> submit."""
+    on the step that prints the answer: look -> act -> submit. With `data` (the shell starts away
+    from the task's files), the look and the check are of that folder."""
     plain = [("", step) for step in steps]
     if shape == "plain" or len(steps) + 3 > max_turns:
         return plain
+    where = f"cd {shlex.quote(data)} && " if data else ""
+    first = (INSPECT[0], f"ls -la {shlex.quote(data)}" if data else INSPECT[1])
     if answer:
-        return [INSPECT, *plain[:-1], (ANSWER_THOUGHT, steps[-1])]
-    return [INSPECT, *plain, (CHECK_THOUGHT, check_command(steps))]
+        return [first, *plain[:-1], (ANSWER_THOUGHT, steps[-1])]
+    return [first, *plain, (CHECK_THOUGHT, where + check_command(steps))]
 
 
 def replay(episode: Episode, shape: Shape = "plain") -> None:
@@ -103,7 +115,8 @@ def replay(episode: Episode, shape: Shape = "plain") -> None:
     task, state = episode.task, episode.state
     if task.solution is None or state is None:
         raise ClawloopError(f"task {task.id}: has no reference solution or no harness to replay it in")
-    for thought, command in plan_calls(task.solution.steps, shape, state.max_turns, answer=is_answer_task(task)):
+    for thought, command in plan_calls(task.solution.steps, shape, state.max_turns, answer=is_answer_task(task),
+                                        data=data_dir(task)):
         text = call_text("bash", {"command": command})
         if episode.step(_reply(f"{thought}\n{text}" if thought else text)) is None:
             break

@@ -64,3 +64,29 @@ def restyle(task: Task, rng: random.Random) -> Task:
         body = opener.format(V=body)
     body += _CLOSERS[rng.randrange(len(_CLOSERS))]
     return task.model_copy(update={"instruction": body})
+
+
+ELSEWHERE_NOTES = ("The files are in {d}; your shell starts in {wd}.", "Everything you need is under {d}.",
+                   "(The working files live in {d}.)", "Note: the data is in {d}, not where your shell starts.",
+                   "You start in {wd}; the task's files are in {d}.", "Look in {d} for the files.")
+
+
+def start_elsewhere(task: Task, rng: random.Random, start: str = "/") -> Task:
+    """`task` with the agent's shell starting in `start` instead of the folder that holds its files,
+    as InterCode-Bash's agent starts in `/` with the data under /testbed or /system. A policy that
+    only ever started beside its files learned to name them relative to where it stands (measured:
+    after one iteration, InterCode's episodes ran `ls -la` at `/` and then `grep ... *.php` there).
+    The instruction says where the files are (a task about the shell's own directory is left
+    alone); each reference step first changes into that folder,
+    so the reference stays correct from any start. Unchanged for a task without files, with
+    another workdir, or whose instruction carries a literal block."""
+    if task.workdir != "/workspace" or not task.files or task.solution is None or "\n" in task.instruction.strip():
+        return task
+    if any(re.search(r"\bpwd\b", s) for s in task.solution.steps):  # asks where the shell is: that moved
+        return task
+    d = task.workdir
+    note = ELSEWHERE_NOTES[rng.randrange(len(ELSEWHERE_NOTES))].format(d=d, wd=start)
+    steps = [f"cd {d} && {s}" for s in task.solution.steps]
+    return task.model_copy(update={"instruction": f"{task.instruction} {note}", "workdir": start,
+                                   "solution": task.solution.model_copy(update={"steps": steps}),
+                                   "tags": (*task.tags, "elsewhere")})
