@@ -115,9 +115,7 @@ class AnswerAdapter(FormatAdapter):
         return answer.is_answer_task(task)
 
     def verify(self, sb: Sandbox, task: Task, messages: Transcript | None, steps: Steps) -> Verdict:
-        graded = answer.with_answer(task, answer.last_output(messages, steps))
-        with run_verifier(sb, graded) as run:
-            return verdict(run.logs, run.result, task.limits.verifier_timeout_s, run.duration_s)
+        return super().verify(sb, answer.with_answer(task, answer.last_output(messages, steps)), messages, steps)
 
 
 STANDARD = FormatAdapter()

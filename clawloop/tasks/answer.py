@@ -33,6 +33,7 @@ RECORD = {"from": "last_output"}
 FILE = "answer.txt"
 """The verifier's file (under /tests) that holds the agent's last observation."""
 TIMED_OUT = "Command timed out"
+"""The observation of a command that timed out (InterCode's BashEnv.exec_action)."""
 
 _EXIT_LINE = re.compile(r"\n?\[exit code -?\d+[^\]]*\]\s*$")
 
@@ -42,17 +43,22 @@ def is_answer_task(task: Task) -> bool:
     return task.metadata.get(KEY) == RECORD
 
 
-def last_output(messages: Sequence[dict[str, Any]] | None, steps: Sequence[tuple[str, Any]]) -> str:
-    """The agent's answer: the output of its last command (the host's record; "Command timed out"
-    when it timed out); with no steps, the last tool turn of the transcript (its exit-code line
-    cut); with neither, "" (an agent that ran nothing printed nothing)."""
+def observation(result: Any) -> str:
+    """A command's observation: its output, or "Command timed out"."""
+    return TIMED_OUT if result.timed_out else str(result.output)
+
+
+def last_output(messages: Sequence[dict[str, Any]] | None, steps: Sequence[tuple[str, Any]],
+                default: str = "") -> str:
+    """The agent's answer: the output of its last command (the host's record); with no steps, the
+    last tool turn of the transcript (its exit-code line cut); with neither, `default` ("": an
+    agent that ran nothing printed nothing). InterCode's grading reads the same observation."""
     if steps:
-        r = steps[-1][1]
-        return TIMED_OUT if r.timed_out else str(r.output)
+        return observation(steps[-1][1])
     for m in reversed(list(messages or [])):
         if m.get("role") == "tool" and isinstance(m.get("content"), str):
             return _EXIT_LINE.sub("", m["content"])
-    return ""
+    return default
 
 
 def with_answer(task: Task, answer: str) -> Task:

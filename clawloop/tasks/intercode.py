@@ -72,6 +72,7 @@ from typing import Any
 import sandbox
 from clawloop.errors import ClawloopError
 from clawloop.io import read_json
+from clawloop.tasks import answer
 from clawloop.tasks import intercode_reward as icr
 from clawloop.tasks.shell_lite import default_runtime_dir
 from clawloop.tasks.suite import Suite, SuiteItem
@@ -95,7 +96,7 @@ GOLD_CPU_S = 30
 variable), in the oracle's run and the gold run alike. InterCode ran the gold unbounded; here one
 (fs1-55, a recursive grep of everything in /) reads /proc/*/pagemap without end, and this ends it at the same
 point of its output in both runs instead of at a wall-clock timeout."""
-TIMED_OUT = "Command timed out"
+TIMED_OUT = answer.TIMED_OUT
 """InterCode's observation of an action that timed out (BashEnv.exec_action)."""
 SNAPSHOT = "/opt/clawloop-intercode/fs.tar.gz"
 """Where the task's file-system archive is written before its setup extracts (and deletes) it."""
@@ -514,9 +515,8 @@ def gold_command(gold: str) -> str:
     return f"ulimit -t {GOLD_CPU_S}\n{gold}" + ("\nwait" if _BACKGROUND.search(gold) else "")
 
 
-def observation(result: Any) -> str:
-    """A command's observation as InterCode records it: its output, or "Command timed out"."""
-    return TIMED_OUT if result.timed_out else str(result.output)
+observation = answer.observation
+"""A command's observation as InterCode records it: its output, or "Command timed out"."""
 
 
 def _prepare(sb: Any, task: Task) -> None:
@@ -580,20 +580,12 @@ def gold_run(sb: Any, task: Task, gold: str) -> dict[str, Any]:
     return {"observation": observation(r), "exit_code": r.exit_code, "timed_out": r.timed_out, "state": state}
 
 
-_EXIT_LINE = re.compile(r"\n?\[exit code -?\d+[^\]]*\]\s*$")
-
-
 def last_observation(task: Task, messages: Sequence[dict[str, Any]] | None, steps: Sequence[tuple[str, Any]]) -> str:
     """What InterCode scores as the agent's answer: the output of its last command (the host's
     record; "Command timed out" when it timed out); with no steps, the last tool turn of the
     transcript (its exit-code line cut); with neither, the query (InterCode's observation
     before any action)."""
-    if steps:
-        return observation(steps[-1][1])
-    for m in reversed(list(messages or [])):
-        if m.get("role") == "tool" and isinstance(m.get("content"), str):
-            return _EXIT_LINE.sub("", m["content"])
-    return task.instruction
+    return answer.last_output(messages, steps, default=task.instruction)
 
 
 def verify_intercode(sb: Any, task: Task, messages: Sequence[dict[str, Any]] | None,

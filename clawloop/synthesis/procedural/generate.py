@@ -81,7 +81,7 @@ def _draw(plan: Plan, seed: int, iteration: int, skill: str, level: int, index: 
         # the answer form draws from an rng of its own, so the main stream (and every task that
         # does not take the form) stays what it was without it
         arng = random.Random(f"answer/{s}")
-        task = fam.generate(level, rng, use, arng) if answer and arng.random() < answer else fam.generate(level, rng, use)
+        task = fam.generate(level, rng, use, arng if answer and arng.random() < answer else None)
         if conversational and rng.random() < conversational:
             task = restyle(task, rng)
         erng = random.Random(f"elsewhere/{s}")  # its own rng too; after restyle, which reads the workdir
