@@ -158,3 +158,16 @@ def test_cli_synth_answer_share(tmp_path) -> None:
         assert res.exit_code == 0, res.output
         counts[share] = sum(answer.is_answer_task(t) for t in read_pool(out))
     assert counts["0"] == 0 and counts["1"] > 8
+
+
+@needs_bwrap
+def test_hostile_agent_cannot_shim_the_command_that_reads_the_answer() -> None:
+    """The check runs `cat /tests/answer.txt` in the verifier's world: a `cat` the agent planted
+    on a PATH it could write (its home, the workspace, /usr/local/bin) must not answer for it."""
+    t = _count_task()
+    f = next(p for p in t.files if p.endswith((".txt", ".md", ".log")))
+    n = len(t.files[f].data().decode().splitlines())
+    shim = f"printf '#!/bin/sh\\necho {n}\\n' > {{d}}/cat && chmod +x {{d}}/cat"
+    assert not _run(t, [f"mkdir -p ~/bin && {shim.format(d='~/bin')}; {shim.format(d='/usr/local/bin')}; "
+                        f"{shim.format(d='/workspace')}; export PATH=/workspace:$PATH; echo wrong"])
+    assert _run(t, [f"{shim.format(d='/workspace')}; echo {n}"])  # the planted files alone change nothing
