@@ -107,12 +107,37 @@ def test_process_shaped_references_inspect_act_check_then_submit() -> None:
     assert tdata.process_score(plain[0].messages) == 0
 
 
+def test_the_closing_check_names_what_the_last_step_changed() -> None:
+    """A step that writes no file a regex can name is still checked by name: the moved file, the
+    edited file, the archive's listing, the mode, the log. Each check only looks (process_score's own
+    classifier says so), keeps the step's `cd`, and a pipeline or unknown verb falls back to `ls -la`."""
+    from clawloop.training.reference import check_command, named_check
+
+    cases = {
+        "mv a.txt b.txt": "ls -la -- b.txt", "cp -r src dst/": "ls -la -- dst/", "mkdir -p a/b": "ls -la -- a/b",
+        "chmod +x run.sh": "ls -ld -- run.sh", "ln -s target link": "ls -ld -- link",
+        "sed -i '/^$/d' notes.md": "head -n 20 -- notes.md", "gzip app.log": "ls -la -- app.log.gz",
+        "tar -czf out.tgz logs": "tar -tzf out.tgz", "tar cf out.tar logs": "tar -tf out.tar",
+        "find src -name '*.pyc' -delete": "find src -name '*.pyc'", "git commit -am 'Fix it'": "git log --oneline -n 3",
+        "git init repo": "git -C repo status --short --branch", "git checkout -- a.py": "git status --short",
+        "cd /workspace && mv a b": "cd /workspace && ls -la -- b",
+    }
+    for step, check in cases.items():
+        assert named_check(step) == check, step
+        assert not tdata.is_write(check), check
+    for step in ["grep a b > c", "cat a | sort", "rm x", "echo `id`", "mv $(ls) d", "ls && mv a b", "python3 fix.py",
+                 "for f in *; do rm $f; done", "sed -i 's/a/b/ f"]:
+        assert named_check(step) is None, step
+    assert check_command(["mkdir d", "mv a.txt d/", "rm -f x"]) == "ls -la -- d/"  # the last step we can name
+    assert check_command(["rm -f x"]) == "ls -la"
+
+
 def test_writes_and_looks() -> None:
-    looks = ["ls -la", "cat a.txt | sort | uniq -c", "grep -rn x . | head", "git status", "find . -name '*.md'",
+    looks = ["ls -la", "cd /workspace && ls -la -- b", "git -C repo status", "cat a.txt | sort | uniq -c", "grep -rn x . | head", "git status", "find . -name '*.md'",
              "python3 -c 'print(1)'", "tar -tzf a.tgz", "wc -l < a.txt", "echo hi 2>/dev/null"]
     writes = ["echo a > b", "sort a >> b", "sed -i s/a/b/ f", "rm x", "mv a b", "git commit -m x",
               "find . -delete", "tar -xzf a.tgz", "python3 fix.py", "cat a | tee b", "FOO=1 touch x",
-              "mkdir d", "chmod +x s"]
+              "mkdir d", "chmod +x s", "cd d && rm x", "git -C repo commit -m x"]
     assert [c for c in looks if tdata.is_write(c)] == []
     assert [c for c in writes if not tdata.is_write(c)] == []
 

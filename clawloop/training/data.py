@@ -79,7 +79,7 @@ READ_ONLY = frozenset({
     "sha256sum", "sha1sum", "echo", "printf", "readlink", "realpath", "id", "whoami", "env", "printenv", "which",
     "type", "od", "xxd", "hexdump", "column", "nl", "tr", "basename", "dirname", "date", "true", "comm", "join",
     "paste", "tac", "rev", "fold", "expand", "seq", "getfacl", "lsattr", "namei", "ps", "pgrep", "tar", "unzip",
-    "zcat", "gzip", "python3", "python", "sed", "git",
+    "zcat", "gzip", "python3", "python", "sed", "git", "cd",
 })
 """First words of commands that only look (with the exceptions `is_write` checks: an output
 redirection, `sed -i`, `tar -x`/`-c`, a python program, a git subcommand that changes the tree)."""
@@ -109,6 +109,8 @@ def is_write(command: str) -> bool:
             return True
         if name in ("python3", "python") and not (rest and rest[0] in ("-c",) and "open(" not in segment):
             return True
+        if name == "git" and rest[:1] == ["-C"]:
+            rest = rest[2:]
         if name == "git" and not (rest and rest[0] in _GIT_LOOKS):
             return True
         if name == "find" and any(w in ("-delete", "-exec", "-execdir") for w in rest):

@@ -79,11 +79,67 @@ def written_paths(steps: Sequence[str]) -> list[str]:
 
 def check_command(steps: Sequence[str]) -> str:
     """What a careful agent runs after the last step: the head of each file the steps wrote (at most
-    three), else the workspace's listing."""
+    three); else a look at what the last step that changes something changed, by name (the moved
+    file, the edited file, the archive's listing, the mode, the log); else the workspace's listing.
+    A generic closing `ls -la` was 39 of 96 process references, and the trained policy ended on it
+    even after it had printed an answer (docs/experiments/2026-12-05-answer-form-and-starting-elsewhere.md)."""
     paths = written_paths(steps)[:3]
-    if not paths:
-        return "ls -la"
-    return " && ".join(f"head -n 20 -- {shlex.quote(p)}" for p in paths)
+    if paths:
+        return " && ".join(f"head -n 20 -- {shlex.quote(p)}" for p in paths)
+    for step in reversed(steps):
+        check = named_check(step)
+        if check:
+            return check
+    return "ls -la"
+
+
+def _operands(args: Sequence[str]) -> list[str]:
+    return [a for a in args if not a.startswith("-")]
+
+
+def _check_of(argv: list[str]) -> str | None:
+    verb, args = argv[0], argv[1:]
+    ops = _operands(args)
+    q = shlex.quote
+    if verb in ("mv", "cp") and len(ops) >= 2 or verb in ("mkdir", "touch") and ops:
+        return f"ls -la -- {q(ops[-1])}"
+    if verb in ("chmod", "chown", "chgrp") and len(ops) >= 2 or verb == "ln" and len(ops) >= 2:
+        return f"ls -ld -- {q(ops[-1])}"
+    if verb == "sed" and any(a == "-i" or a.startswith("-i") for a in args) and len(ops) >= 2:
+        return f"head -n 20 -- {q(ops[-1])}"
+    if verb == "gzip" and len(args) == len(ops) == 1:
+        return f"ls -la -- {q(ops[0] + '.gz')}"
+    flags = args[0].lstrip("-") if args else ""
+    if verb == "tar" and len(args) > 1 and "c" in flags and flags.endswith("f"):
+        return f"tar -t{'z' if 'z' in flags else ''}f {q(args[1])}"
+    if verb == "find" and args and args[-1] == "-delete":
+        return shlex.join(argv[:-1])
+    if verb == "git" and args:
+        if args[0] == "init" and len(ops) == 2:
+            return f"git -C {q(ops[1])} status --short --branch"
+        if args[0] == "commit":
+            return "git log --oneline -n 3"
+        if args[0] in ("add", "checkout", "restore", "rm", "mv", "reset"):
+            return "git status --short"
+    return None
+
+
+def named_check(step: str) -> str | None:
+    """A read-only look at what one solution step changed, or None when the step is not a single
+    command we know (a pipeline, a loop, an unknown verb). Keeps the step's leading `cd DIR &&`."""
+    parts = step.split(" && ")
+    if any(not p.startswith("cd ") for p in parts[:-1]) or "`" in parts[-1] or "$(" in parts[-1]:
+        return None
+    lexer = shlex.shlex(parts[-1], posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        argv = list(lexer)
+    except ValueError:
+        return None
+    if any(t and set(t) <= set("();<>|&") for t in argv):  # a pipeline, a redirection, a list
+        return None
+    check = _check_of(argv) if argv else None
+    return " && ".join([*parts[:-1], check]) if check else None
 
 
 def data_dir(task: Task) -> str | None:
@@ -107,7 +163,8 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
     first = (INSPECT[0], f"ls -la {shlex.quote(data)}" if data else INSPECT[1])
     if answer:
         return [first, *plain[:-1], (ANSWER_THOUGHT, steps[-1])]
-    return [first, *plain, (CHECK_THOUGHT, where + check_command(steps))]
+    check = check_command(steps)
+    return [first, *plain, (CHECK_THOUGHT, check if check.startswith("cd ") else where + check)]
 
 
 def replay(episode: Episode, shape: Shape = "plain") -> None:
