@@ -78,8 +78,8 @@ def test_answer_task_shape() -> None:
 def test_plan_calls_end_on_the_answer() -> None:
     steps = ["ls data", "grep -c x data/a.log"]
     calls = plan_calls(steps, "process", 8, answer=True)
-    assert calls[-1] == (ANSWER_THOUGHT, steps[-1])
-    assert [c for _, c in calls] == ["ls -la", *steps]
+    assert calls[-1][:2] == (ANSWER_THOUGHT, steps[-1])
+    assert [c.command for c in calls] == ["ls -la", *steps]
     assert plan_calls(steps, "process", 8)[-1][0] == CHECK_THOUGHT  # a file task checks last
 
 

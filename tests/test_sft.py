@@ -58,6 +58,37 @@ def expected_assistant_mask(tokenizer: Any, messages: list[dict[str, Any]], tool
     return enc["input_ids"], mask
 
 
+@pytest.mark.parametrize("template", ["chat_template.jinja", "qwen2.5_chat_template.jinja",
+                                      "qwen2.5_json_chat_template.jinja"])
+def test_a_turn_marked_untrained_renders_the_same_and_carries_no_loss(tiny_model: Path, template: str) -> None:
+    """A reference's planned mistake (`"train": false` on its assistant turn) is in the context of what
+    follows, character for character, but none of its tokens is trained; every other turn still is."""
+    from transformers import AutoTokenizer
+
+    from clawloop.bootstrap.scratch import TEMPLATE
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    chat = (TEMPLATE.parent / template).read_text()
+    task = make_task("a.txt", "alpha")
+    conv = conversation(task, "sort a.txt", "cd /workspace && sort a.txt", outputs=(
+        "sort: cannot read: a.txt: No such file or directory\n[exit code 2]", "alpha\n[exit code 0]")).messages
+    mistake = next(i for i, m in enumerate(conv) if m["role"] == "assistant")
+    marked = [*conv[:mistake], {**conv[mistake], "train": False}, *conv[mistake + 1:]]
+
+    def render(messages: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+        out = tok.apply_chat_template(messages, tools=TOOLS, tokenize=True, return_dict=True, chat_template=chat,
+                                      return_assistant_tokens_mask=True)
+        return out["input_ids"], out["assistant_masks"]
+
+    (ids, mask), (ids2, mask2) = render(conv), render(marked)
+    assert ids == ids2
+    trained = tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
+    trained2 = tok.decode([t for t, m in zip(ids2, mask2, strict=True) if m])
+    assert "cd /workspace && sort a.txt" in trained2 and "sort a.txt" in trained
+    assert '"sort a.txt"' in trained and '"sort a.txt"' not in trained2
+    assert sum(mask) > sum(mask2) > 0
+
+
 def test_labels_cover_exactly_the_assistant_tokens(tiny_model: Path, tmp_path: Path) -> None:
     from clawloop.training.sft import build_trainer
 

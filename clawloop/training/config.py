@@ -56,6 +56,11 @@ class DataParams(_Params):
         "plain", description="How reference solutions are replayed: plain (the steps, then submit) or process "
         "(a look at the workspace first and a check of what the steps wrote before submitting, each with a "
         "one-line thought: inspect -> act -> check -> submit; solutions too long for max_turns stay plain).")
+    reference_mistakes: float = Field(
+        0.0, ge=0.0, le=1.0, description="Share of process-shaped replays of tasks whose shell starts away from "
+        "their files that first run their first step where the shell starts (its real 'No such file' error, no "
+        "loss on that turn) and then fix it with a `cd`: the recovery InterCode's agent lacks. Only steps that "
+        "fail without changing anything take it (clawloop.training.reference.relative_mistake).")
     seed: int = Field(0, description="Seed of the sampling when mixing trajectories.")
 
 

@@ -130,6 +130,24 @@ def bash_commands(messages: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+def has_untrained_turn(messages: Sequence[dict[str, Any]]) -> bool:
+    """Whether a conversation carries a turn marked `"train": false` (a reference's planned mistake)."""
+    return any(m.get("train") is False for m in messages)
+
+
+def masks_untrained_turns(tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat template keeps a turn marked `"train": false` out of the
+    assistant mask (the templates under clawloop/bootstrap/templates do; a checkpoint made before
+    them, or a foreign one, may not, and would train on the mistake)."""
+    turn = {"role": "assistant", "content": "x", "train": False}
+    try:
+        out = tokenizer.apply_chat_template([{"role": "user", "content": "u"}, turn], tokenize=True, return_dict=True,
+                                            return_assistant_tokens_mask=True)
+    except Exception:  # a template without generation markers cannot mask anything
+        return False
+    return not any(out["assistant_masks"])
+
+
 def process_score(messages: Sequence[dict[str, Any]]) -> int:
     """How much of inspect -> act -> check -> submit an episode shows: one point for a look before its
     first change, one for a look after its last change (an episode that changes nothing scores its

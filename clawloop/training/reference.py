@@ -8,6 +8,7 @@ harness's own format with real observations, ready for SFT.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 import re
@@ -16,7 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from clawloop.agent.episode import Episode, Outcome
 from clawloop.agent.harness import HarnessConfig
@@ -61,6 +62,7 @@ policy's own one-line passes teach "one command, then submit")."""
 
 INSPECT = ("Let me look at the workspace before changing anything.", "ls -la")
 CHECK_THOUGHT = "Let me check the result before I submit."
+FIX_THOUGHT = "No such file here: my shell is not where the files are, so I cd there first."
 ANSWER_THOUGHT = "The task asks for the answer itself: my last command prints it."
 # `> out`, `>> out`, `tee [-a] out`, `-o out` / `--output=out`: paths a step writes. Quoted or
 # variable paths are left alone (no check of a path we cannot name).
@@ -124,20 +126,26 @@ def _check_of(argv: list[str]) -> str | None:
     return None
 
 
-def named_check(step: str) -> str | None:
-    """A read-only look at what one solution step changed, or None when the step is not a single
-    command we know (a pipeline, a loop, an unknown verb). Keeps the step's leading `cd DIR &&`."""
-    parts = step.split(" && ")
-    if any(not p.startswith("cd ") for p in parts[:-1]) or "`" in parts[-1] or "$(" in parts[-1]:
+def _argv(command: str) -> list[str] | None:
+    """The words of one simple command, or None for a pipeline, a redirection, a list or a substitution."""
+    if "`" in command or "$(" in command:
         return None
-    lexer = shlex.shlex(parts[-1], posix=True, punctuation_chars=True)
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         argv = list(lexer)
     except ValueError:
         return None
-    if any(t and set(t) <= set("();<>|&") for t in argv):  # a pipeline, a redirection, a list
+    return None if any(t and set(t) <= set("();<>|&") for t in argv) else argv
+
+
+def named_check(step: str) -> str | None:
+    """A read-only look at what one solution step changed, or None when the step is not a single
+    command we know (a pipeline, a loop, an unknown verb). Keeps the step's leading `cd DIR &&`."""
+    parts = step.split(" && ")
+    if any(not p.startswith("cd ") for p in parts[:-1]):
         return None
+    argv = _argv(parts[-1])
     check = _check_of(argv) if argv else None
     return " && ".join([*parts[:-1], check]) if check else None
 
@@ -149,40 +157,90 @@ def data_dir(task: Task) -> str | None:
     return posixpath.commonpath(sorted(dirs)) if dirs and task.workdir == "/" else None
 
 
+class Call(NamedTuple):
+    """One bash call of a replay: a thought line (may be empty), the command, and whether it is
+    trained on (False: a planned mistake, in context but without loss)."""
+
+    thought: str
+    command: str
+    trained: bool = True
+
+
+# Commands that fail, changing nothing, when a file they name is not there: the relative-path mistake
+# can be replayed with them safely (a `mkdir` or `tar -c` from `/` would succeed, somewhere else).
+FAILS_WITHOUT_ITS_FILE = frozenset({"cat", "head", "tail", "wc", "sort", "uniq", "cut", "grep", "awk", "sed", "jq",
+                                    "mv", "cp", "chmod", "gzip", "find", "diff", "nl", "tac"})
+_PATTERN_FIRST = frozenset({"grep", "awk", "sed", "jq"})
+
+
+def relative_mistake(step: str) -> str | None:
+    """The step of a task whose shell starts away from its files, as an agent that forgot where its
+    shell starts would run it: without its leading `cd DIR &&`, its relative names resolved in `/`
+    (InterCode's trained policy did exactly this:
+    docs/experiments/2026-12-05-answer-form-and-starting-elsewhere.md). None unless it is one simple
+    command of FAILS_WITHOUT_ITS_FILE that names a relative path, so it fails without changing anything."""
+    cd, sep, bare = step.partition(" && ")
+    argv = _argv(bare) if sep and cd.startswith("cd ") else None
+    if not argv or argv[0] not in FAILS_WITHOUT_ITS_FILE:
+        return None
+    ops = _operands(argv[1:])[1 if argv[0] in _PATTERN_FIRST else 0:]
+    return bare if any(not o.startswith("/") for o in ops) else None
+
+
 def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bool = False,
-               data: str | None = None) -> list[tuple[str, str]]:
-    """(thought, command) per bash call of the replay. The process shape needs two more turns than
-    the plain one (and the submit one): a solution too long for `max_turns` is replayed plain. An
-    answer task (clawloop.tasks.answer) is graded on its last command's output, so its replay ends
-    on the step that prints the answer: look -> act -> submit. With `data` (the shell starts away
-    from the task's files), the look and the check are of that folder."""
-    plain = [("", step) for step in steps]
+               data: str | None = None, mistake: bool = False) -> list[Call]:
+    """The bash calls of the replay. The process shape needs two more turns than the plain one (and
+    the submit one): a solution too long for `max_turns` is replayed plain. An answer task
+    (clawloop.tasks.answer) is graded on its last command's output, so its replay ends on the step
+    that prints the answer: look -> act -> submit. With `data` (the shell starts away from the task's
+    files), the look and the check are of that folder; with `mistake` too, the first step is first
+    run where the shell starts (relative_mistake: untrained, its real error follows) and then fixed,
+    when that is safe and one more turn fits."""
+    plain = [Call("", step) for step in steps]
     if shape == "plain" or len(steps) + 3 > max_turns:
         return plain
     where = f"cd {shlex.quote(data)} && " if data else ""
-    first = (INSPECT[0], f"ls -la {shlex.quote(data)}" if data else INSPECT[1])
+    first = Call(INSPECT[0], f"ls -la {shlex.quote(data)}" if data else INSPECT[1])
+    wrong = relative_mistake(steps[0]) if data and mistake and len(steps) + 4 <= max_turns else None
+    if wrong:
+        plain = [Call("", wrong, trained=False), Call(FIX_THOUGHT, steps[0]), *plain[1:]]
     if answer:
-        return [first, *plain[:-1], (ANSWER_THOUGHT, steps[-1])]
+        last = plain[-1]
+        return [first, *plain[:-1], Call(ANSWER_THOUGHT if last.thought == "" else last.thought, last.command)]
     check = check_command(steps)
-    return [first, *plain, (CHECK_THOUGHT, check if check.startswith("cd ") else where + check)]
+    return [first, *plain, Call(CHECK_THOUGHT, check if check.startswith("cd ") else where + check)]
 
 
-def replay(episode: Episode, shape: Shape = "plain") -> None:
-    """Drive a begun episode's turns with its task's solution steps (`shape`), then submit."""
+def takes_mistake(task_id: str, share: float) -> bool:
+    """Whether a task's replay plans the mistake: a stable draw from its id, `share` of tasks."""
+    return share > 0 and int(hashlib.sha256(f"mistake/{task_id}".encode()).hexdigest()[:8], 16) < share * 2**32
+
+
+def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0) -> None:
+    """Drive a begun episode's turns with its task's solution steps (`shape`, a planned mistake for
+    `mistakes` of the tasks that allow one), then submit. A turn planned as a mistake is marked
+    `"train": false` (the chat templates keep it out of the loss); if it did not fail, the replay
+    stops there without submitting (the caller skips it)."""
     task, state = episode.task, episode.state
     if task.solution is None or state is None:
         raise ClawloopError(f"task {task.id}: has no reference solution or no harness to replay it in")
-    for thought, command in plan_calls(task.solution.steps, shape, state.max_turns, answer=is_answer_task(task),
-                                        data=data_dir(task)):
-        text = call_text("bash", {"command": command})
-        if episode.step(_reply(f"{thought}\n{text}" if thought else text)) is None:
+    for call in plan_calls(task.solution.steps, shape, state.max_turns, answer=is_answer_task(task),
+                           data=data_dir(task), mistake=takes_mistake(task.id, mistakes)):
+        text = call_text("bash", {"command": call.command})
+        at = len(state.messages)
+        if episode.step(_reply(f"{call.thought}\n{text}" if call.thought else text)) is None:
             break
+        if not call.trained:
+            state.messages[at] = {**state.messages[at], "train": False}
+            if str(state.messages[-1].get("content", "")).endswith("[exit code 0]"):
+                return
     if not state.done:
         episode.step(_reply(call_text("submit", {})))
 
 
 def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
-                      harness_config: HarnessConfig | None = None, shape: Shape = "plain") -> ReferenceResult:
+                      harness_config: HarnessConfig | None = None, shape: Shape = "plain",
+                      mistakes: float = 0.0) -> ReferenceResult:
     """One episode (clawloop.agent.episode) replaying the task's solution. Never raises for task trouble."""
     t0 = time.monotonic()
 
@@ -193,7 +251,7 @@ def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Sandbo
         return result("skipped", "no reference solution")
     episode = Episode(task, backend, sandbox_config, harness_config or HarnessConfig())
     if episode.begin():
-        replay(episode, shape)
+        replay(episode, shape, mistakes)
         assert episode.state is not None
         if episode.state.termination not in ("submit", "error"):
             episode.close()
@@ -211,11 +269,11 @@ def reference_trajectories(tasks: Sequence[Task], backend: str = "bwrap", *,
                            sandbox_config: SandboxConfig | None = None,
                            harness_config: HarnessConfig | None = None, workers: int = 4,
                            executor: ExecutorParams | str | None = None, shape: Shape = "plain",
-                           ) -> tuple[list[Conversation], list[ReferenceResult]]:
+                           mistakes: float = 0.0) -> tuple[list[Conversation], list[ReferenceResult]]:
     """Replay every task's reference solution, `workers` at a time on the local executor (or as
     Ray tasks: clawloop.executor); returns (kept conversations, all results), in task order."""
     one = partial(reference_episode, backend=backend, sandbox_config=sandbox_config, harness_config=harness_config,
-                  shape=shape)
+                  shape=shape, mistakes=mistakes)
     results = [replace(r.value, node=r.node) for r in run_all(one, list(tasks), jobs=workers, executor=executor)]
     kept = [r.conversation for r in results if r.conversation is not None]
     return kept, results

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from clawloop.tasks.environment import image_skip_reason
 from clawloop.tasks.pool import read_pool
 from clawloop.tasks.task import Task
 from clawloop.training import data as tdata
-from clawloop.training.checkpoint import WorkDir, check_base
+from clawloop.training.checkpoint import WorkDir, check_base, load_tokenizer
 from clawloop.training.config import TrainParams
 from clawloop.training.grpo import run_grpo
 from clawloop.training.reference import reference_trajectories
@@ -198,8 +199,18 @@ class _Run:
         else:
             refs, results = reference_trajectories(
                 tasks, setup.backend, harness_config=setup.harness_config, workers=setup.jobs, executor=setup.executor,
-                shape=data.reference_shape)
-            self.meta["reference"] = {**Counter(r.outcome for r in results), "shape": data.reference_shape}
+                shape=data.reference_shape, mistakes=data.reference_mistakes)
+            self.meta["reference"] = {**Counter(r.outcome for r in results), "shape": data.reference_shape,
+                                      "with_mistake": sum(tdata.has_untrained_turn(r.conversation.messages)
+                                                          for r in results if r.conversation)}
+        if any(tdata.has_untrained_turn(c.messages) for c in refs) and not tdata.masks_untrained_turns(
+                load_tokenizer(self.base)):
+            kept = [c for c in refs if not tdata.has_untrained_turn(c.messages)]
+            print(f"train: {len(refs) - len(kept)} reference(s) with a planned mistake left out: the chat template "
+                  f"of {self.base} would train on the mistake (re-bootstrap it: the templates under "
+                  "clawloop/bootstrap/templates keep such a turn out of the loss)", file=sys.stderr)
+            self.meta["reference"]["mistakes_left_out"] = len(refs) - len(kept)
+            refs = kept
         convs = tdata.mix(refs, self_convs, data.self_fraction, data.seed)
         if not convs and self.job.keep_base_without_tasks:
             self.meta["stages"]["sft"] = {"skipped": f"no trajectory to imitate ({len(self_convs)} own passes, "
