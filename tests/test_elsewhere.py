@@ -19,8 +19,17 @@ from clawloop.synthesis.steering import Plan
 from clawloop.tasks.task import Task
 from clawloop.training import data as tdata
 from clawloop.training import reference
-from clawloop.training.reference import (CHECK_THOUGHT, FIX_THOUGHT, Call, data_dir, plan_calls, reference_episode,
-                                         reference_trajectories, relative_mistake, takes_mistake)
+from clawloop.training.reference import (
+    CHECK_THOUGHT,
+    FIX_THOUGHT,
+    Call,
+    data_dir,
+    plan_calls,
+    reference_episode,
+    reference_trajectories,
+    relative_mistake,
+    takes_mistake,
+)
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 
 needs_bwrap = pytest.mark.skipif(sandbox.unavailable_reason("bwrap") is not None,
