@@ -105,9 +105,9 @@ def _check_of(argv: list[str]) -> str | None:
     q = shlex.quote
     if verb in ("mv", "cp") and len(ops) >= 2 or verb in ("mkdir", "touch") and ops:
         return f"ls -la -- {q(ops[-1])}"
-    if verb in ("chmod", "chown", "chgrp") and len(ops) >= 2 or verb == "ln" and len(ops) >= 2:
+    if verb in ("chmod", "chown", "chgrp", "ln") and len(ops) >= 2:
         return f"ls -ld -- {q(ops[-1])}"
-    if verb == "sed" and any(a == "-i" or a.startswith("-i") for a in args) and len(ops) >= 2:
+    if verb == "sed" and any(a.startswith("-i") for a in args) and len(ops) >= 2:
         return f"head -n 20 -- {q(ops[-1])}"
     if verb == "gzip" and len(args) == len(ops) == 1:
         return f"ls -la -- {q(ops[0] + '.gz')}"
@@ -205,8 +205,7 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
     if wrong:
         plain = [Call("", wrong, trained=False), Call(FIX_THOUGHT, steps[0]), *plain[1:]]
     if answer:
-        last = plain[-1]
-        return [first, *plain[:-1], Call(ANSWER_THOUGHT if last.thought == "" else last.thought, last.command)]
+        return [first, *plain[:-1], plain[-1]._replace(thought=plain[-1].thought or ANSWER_THOUGHT)]
     check = check_command(steps)
     return [first, *plain, Call(CHECK_THOUGHT, check if check.startswith("cd ") else where + check)]
 
@@ -232,7 +231,7 @@ def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0) -> N
             break
         if not call.trained:
             state.messages[at] = {**state.messages[at], "train": False}
-            if str(state.messages[-1].get("content", "")).endswith("[exit code 0]"):
+            if state.steps[-1].exit_code == 0:
                 return
     if not state.done:
         episode.step(_reply(call_text("submit", {})))
