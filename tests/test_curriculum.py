@@ -74,6 +74,27 @@ def test_raise_hold_lower() -> None:
     assert p5.decisions["git"].action == "hold" and max(levels_of(p5, "git")) == 5
 
 
+def test_a_stretch_share_goes_one_level_above_the_target() -> None:
+    """The level the rule holds a skill below gets reference demonstrations before the policy
+    passes it; without the share no quota reaches it."""
+    stretch = CurriculumParams(stretch_share=0.25)
+    first = plan(None, 280, stretch)
+    assert {lv for _, lv in first.quotas} == {1, 2, 3}
+    for s in SKILLS:
+        lv = levels_of(first, s)
+        assert lv[3] == round(0.25 * first.skill_total(s)) and abs(lv[1] - lv[2]) <= 1
+    r = report(cell("csv", 1, 18, 20), cell("csv", 2, 9, 20),  # holds at 2: review 1, stretch 3
+               cell("git", 5, 30, 30))                          # held at the top: nothing above 5
+    p = plan(r, 400, stretch)
+    lv = levels_of(p, "csv")
+    assert set(lv) == {1, 2, 3} and lv[2] > lv[1] and lv[2] > lv[3]
+    assert abs(lv[1] - lv[3]) <= 1  # review and stretch: a quarter each
+    assert set(levels_of(p, "git")) == {4, 5}
+    assert {lv for _, lv in plan(r, 400, CurriculumParams()).quotas if _ == "csv"} == {1, 2}
+    with pytest.raises(ValueError, match="stretch_share"):
+        CurriculumParams(review_share=0.5, stretch_share=0.6)
+
+
 def test_thin_cells_carry_no_decision() -> None:
     p = plan(report(cell("files", 3, 3, 3), params=DiagnosisParams(min_episodes=4)), 100, CurriculumParams())
     assert p.decisions["files"].action == "start"

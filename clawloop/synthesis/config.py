@@ -41,6 +41,11 @@ class CurriculumParams(BaseModel):
     """Weakness assumed for a skill the report has no cells for (1 = treat as weakest)."""
     review_share: float = Field(0.25, ge=0, le=1)
     """Share of a skill's quota spent one level below its target, so earlier levels are kept."""
+    stretch_share: float = Field(0.0, ge=0, le=1)
+    """Share of a skill's quota spent one level above its target (above the highest start level
+    before any report; never above max_level). SFT learns from a frontier task's reference
+    replay though the policy fails it (probe label `frontier`), so the level the rule holds the
+    skill below gets demonstrations before the policy passes it."""
     start_levels: list[int] = Field(default_factory=lambda: [1, 2])
     """Levels of a skill without data (iteration 1), budget spread evenly over them."""
     uniform_levels: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
@@ -66,6 +71,9 @@ class CurriculumParams(BaseModel):
             levels = getattr(self, name)
             if not levels or any(lv not in LEVELS for lv in levels):
                 raise ValueError(f"{name}: levels must be a non-empty list within 1-5")
+        if self.review_share + self.stretch_share > 1:
+            raise ValueError(f"review_share + stretch_share must be <= 1, got {self.review_share} + "
+                             f"{self.stretch_share}")
         for mode, updates in self.failure_knobs.items():
             if mode not in FAILURE_MODES:
                 raise ValueError(f"failure_knobs: unknown failure mode {mode!r}")

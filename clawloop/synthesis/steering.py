@@ -128,13 +128,24 @@ def _follow(skill: str, rec: Recommendation | None, p: CurriculumParams) -> Skil
 
 
 def _level_weights(d: SkillDecision, p: CurriculumParams) -> dict[int, float]:
+    """Level -> weight of a skill's quota: the target (or the start levels), a review share one
+    below, a stretch share one above; each share is of the whole quota."""
     if d.action == "uniform":
         return {lv: 1.0 for lv in p.uniform_levels}
     if d.action == "start":
-        return {lv: 1.0 for lv in sorted(set(p.start_levels))}
-    if d.target_level <= 1 or p.review_share <= 0:
-        return {d.target_level: 1.0}
-    return {d.target_level: 1.0 - p.review_share, d.target_level - 1: p.review_share}
+        levels = sorted(set(p.start_levels))
+        weights = dict.fromkeys(levels, 1.0 / len(levels))
+    else:
+        weights = {d.target_level: 1.0}
+        if d.target_level > 1 and p.review_share > 0:
+            weights = {d.target_level: 1.0 - p.review_share, d.target_level - 1: p.review_share}
+    top = max(weights)
+    if p.stretch_share > 0 and top < p.max_level:
+        main = [lv for lv in weights if d.action == "start" or lv == top]
+        for lv in main:
+            weights[lv] -= p.stretch_share / len(main)
+        weights[top + 1] = p.stretch_share
+    return weights
 
 
 def _knobs_for(skill: str, report: CapabilityReport, cells: list[CellStats], p: CurriculumParams) -> Knobs:
