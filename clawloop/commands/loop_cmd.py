@@ -3,6 +3,7 @@ checked, shown and compared."""
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -51,18 +52,20 @@ def view(paths: list[Path] = typer.Argument(..., help="evaluation output: rollou
     print(f"{res['path']}: {res['episodes']} episodes in {len(res['groups'])} group(s)")
 
 
-def _verdicts(path: Path) -> dict[str, float]:
-    """The checkpoint's per-task held-out verdicts of an iteration directory or its heldout.json."""
+def _heldout(path: Path) -> Any:
+    """The HeldoutRecord of an iteration directory or of its heldout.json."""
     from clawloop.loop import read_heldout
 
-    return read_heldout(path / "heldout.json" if path.is_dir() else path).checkpoint
+    return read_heldout(path / "heldout.json" if path.is_dir() else path)
 
 
 @app.command()
 def compare(before: Path = typer.Argument(..., help="an iteration directory (runs/iter-N) or its heldout.json"),
             after: Path = typer.Argument(..., help="the same, for the evaluation compared against BEFORE"),
             json_out: bool = typer.Option(False, "--json", help="Print the comparisons as one JSON object."),
-            tasks: bool = typer.Option(False, "--tasks", help="List the gained and lost tasks.")) -> None:
+            tasks: bool = typer.Option(False, "--tasks", help="List the gained and lost tasks."),
+            levels: bool = typer.Option(False, "--levels", help="Add a row per difficulty level for the suites "
+                                        "whose tasks carry one (synth-heldout, shell-core); JSON: key `by_level`.")) -> None:
     """Paired held-out comparison of two evaluations on the same tasks, per suite and in all:
     pass counts, tasks gained and lost, the exact McNemar test and a paired-bootstrap interval.
     Works across runs and clones (e.g. a base re-evaluated under another harness)."""
@@ -71,9 +74,16 @@ def compare(before: Path = typer.Argument(..., help="an iteration directory (run
 
     from clawloop import paired
 
-    res = paired.compare_suites(_verdicts(before), _verdicts(after))
+    first, second = _heldout(before), _heldout(after)
+    res = paired.compare_suites(first.checkpoint, second.checkpoint)
+    known = first.levels | second.levels
+    per_level = {name: got for name in res if name != "all"
+                 and (got := paired.by_level(first.checkpoint, second.checkpoint, name, known))} if levels else {}
     if json_out:
-        typer.echo(json.dumps({k: c.to_dict() for k, c in res.items()}, sort_keys=True))
+        out = {k: c.to_dict() for k, c in res.items()}
+        if levels:
+            out["by_level"] = {name: {str(lv): c.to_dict() for lv, c in got.items()} for name, got in per_level.items()}
+        typer.echo(json.dumps(out, sort_keys=True))
         return
     table = Table("suite", "paired", "before", "after", "gained", "lost", "McNemar p", "diff [95% CI]",
                   title=f"{escape(str(before))} → {escape(str(after))}")
@@ -84,6 +94,13 @@ def compare(before: Path = typer.Argument(..., help="an iteration directory (run
                       str(c.gained), str(c.lost), paired.format_p(c.p_two_sided),
                       f"{c.diff:+.3f} [{c.diff_low:+.3f}, {c.diff_high:+.3f}]", end_section=len(shown) > 1 and name == shown[-2])
     console().print(table)
+    for name, got in per_level.items():
+        rows = Table("level", "paired", "before", "after", "gained", "lost", "McNemar p", title=f"{escape(name)} per level")
+        for lv, c in got.items():
+            n = c.paired
+            rows.add_row(str(lv), str(n), f"{round(c.before_rate * n)}/{n}", f"{round(c.after_rate * n)}/{n}",
+                         str(c.gained), str(c.lost), paired.format_p(c.p_two_sided))
+        console().print(rows)
     unpaired = res["all"].unpaired
     if unpaired:
         alone = ", ".join(name for name in res if name not in shown)
