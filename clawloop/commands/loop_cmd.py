@@ -65,7 +65,7 @@ def compare(before: Path = typer.Argument(..., help="an iteration directory (run
             json_out: bool = typer.Option(False, "--json", help="Print the comparisons as one JSON object."),
             tasks: bool = typer.Option(False, "--tasks", help="List the gained and lost tasks."),
             levels: bool = typer.Option(False, "--levels", help="Add a row per difficulty level for the suites "
-                                        "whose tasks carry one (synth-heldout, shell-core); JSON: key `by_level`.")) -> None:
+                                        "whose tasks carry more than one (synth-heldout, shell-core); JSON: key `by_level`.")) -> None:
     """Paired held-out comparison of two evaluations on the same tasks, per suite and in all:
     pass counts, tasks gained and lost, the exact McNemar test and a paired-bootstrap interval.
     Works across runs and clones (e.g. a base re-evaluated under another harness)."""
@@ -78,7 +78,7 @@ def compare(before: Path = typer.Argument(..., help="an iteration directory (run
     res = paired.compare_suites(first.checkpoint, second.checkpoint)
     known = first.levels | second.levels
     per_level = {name: got for name in res if name != "all"
-                 and (got := paired.by_level(first.checkpoint, second.checkpoint, name, known))} if levels else {}
+                 and len(got := paired.by_level(first.checkpoint, second.checkpoint, name, known)) > 1} if levels else {}
     if json_out:
         out = {k: c.to_dict() for k, c in res.items()}
         if levels:
