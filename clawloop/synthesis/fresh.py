@@ -9,6 +9,9 @@ pool trained (the level a raise or a lower is decided at) from the same generato
 namespace of their own (FRESH_NAMESPACE: neither a pool's nor synth-heldout's). The synthesize
 stage writes them beside the pool (FRESH_TASKS), the evaluate stage rolls the trained policy out
 on them (suite `fresh`) and the diagnosis decides raise / hold / lower on those episodes only.
+With a stretch share (`CurriculumParams.stretch_share`) the highest level is the stretch level, one
+above the target: a skill whose fresh instances there all fail is lowered back to the target (which
+keeps its stretch), one that passes some is held there, so the target moves up to it.
 """
 
 from __future__ import annotations
