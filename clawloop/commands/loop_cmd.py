@@ -1,9 +1,11 @@
 """`clawloop check`, `clawloop report`, `clawloop view` and `clawloop compare`: the loop's artifacts,
 checked, shown and compared."""
 
+from __future__ import annotations
+
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -12,6 +14,9 @@ from clawloop.commands import app
 from clawloop.loop_report import write_report
 from clawloop.progress import console
 from clawloop.viewer import expand_sources, write_viewer
+
+if TYPE_CHECKING:
+    from clawloop.loop import HeldoutRecord
 
 
 @app.command()
@@ -52,7 +57,7 @@ def view(paths: list[Path] = typer.Argument(..., help="evaluation output: rollou
     print(f"{res['path']}: {res['episodes']} episodes in {len(res['groups'])} group(s)")
 
 
-def _heldout(path: Path) -> Any:
+def _heldout(path: Path) -> HeldoutRecord:
     """The HeldoutRecord of an iteration directory or of its heldout.json."""
     from clawloop.loop import read_heldout
 
