@@ -206,6 +206,40 @@ def test_trainable_layers_freeze_everything_below_the_top(tiny_model: Path, tmp_
     assert any(k.startswith("model.layers.3.") for k in moved)
 
 
+@pytest.mark.parametrize("train_head", [True, False])
+def test_train_head_false_keeps_an_untied_head_as_the_base(tiny_model: Path, tmp_path: Path, train_head: bool) -> None:
+    """sft.train_head: with trainable_layers an untied head trains by default; false keeps it
+    bit-equal to the base while the top layers still move."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from clawloop.training.sft import run_sft
+
+    base = tmp_path / "untied"
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_model))
+    model.config.tie_word_embeddings = False
+    model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach().clone())
+    model.save_pretrained(str(base))
+    for f in tiny_model.iterdir():
+        if f.is_file() and not (base / f.name).exists():
+            (base / f.name).write_bytes(f.read_bytes())
+    t = make_task("a.txt", "alpha")
+    params = SFTParams(max_steps=2, per_device_train_batch_size=2, learning_rate=1e-2, trainable_layers=1,
+                       save_steps=1000, train_head=train_head)
+    dest = tmp_path / "ckpt"
+    run_sft(base, tdata.to_dataset([conversation(t, "ls"), conversation(t, "pwd")]), params, tmp_path / "stage", dest)
+    before, after = load_file(str(base / "model.safetensors")), load_file(str(dest / "model.safetensors"))
+    moved = {k for k in before if not torch.equal(before[k].float(), after[k].float())}
+    assert any(k.startswith("model.layers.3.") for k in moved)
+    assert ("lm_head.weight" in moved) is train_head, sorted(moved)
+
+
+def test_train_head_false_needs_trainable_layers() -> None:
+    with pytest.raises(ValueError, match="train_head: false needs trainable_layers"):
+        SFTParams(train_head=False)
+
+
 def test_frozen_weights_keep_the_base_dtype_on_disk(tiny_model: Path, tmp_path: Path) -> None:
     """A base stored in bf16 (as the Qwen bootstrap writes it): the weights SFT froze are saved
     back in bf16, bit-equal to the base, the trained ones in fp32, and the checkpoint loads."""

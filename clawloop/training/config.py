@@ -91,6 +91,17 @@ class TrainerParams(_Params):
         None, gt=0, description="Train only the top N transformer layers and the final norm; the embeddings "
         "(and a tied head) and lower layers stay frozen, so the backward pass stops at layer N from the top. "
         "None = all weights.")
+    train_head: bool = Field(
+        True, description="With trainable_layers: an untied output head trains too. false: the head stays "
+        "the base's (Qwen2.5-Coder-0.5B's untied head is 136M of the 226M weights its top 6 layers and head "
+        "hold, and it re-weights every token of the vocabulary from narrow data).")
+
+    @model_validator(mode="after")
+    def _head_needs_layers(self) -> TrainerParams:
+        if not self.train_head and (self.trainable_layers is None or self.lora is not None):
+            raise ValueError("train_head: false needs trainable_layers (and no lora): it freezes the head of "
+                             "a top-layers run")
+        return self
 
 
 class SFTParams(TrainerParams):

@@ -86,10 +86,10 @@ def sft_config(params: SFTParams, output_dir: Path, *, bf16: bool | None = None)
     )
 
 
-def freeze_lower(model: Any, trainable_layers: int) -> int:
+def freeze_lower(model: Any, trainable_layers: int, train_head: bool = True) -> int:
     """Leave only the top `trainable_layers` decoder layers and the final norm trainable (an untied
-    head too); returns the trainable parameter count. On a CPU the backward pass is most of a
-    step, and it stops at the lowest trainable layer."""
+    head too, unless `train_head` is false); returns the trainable parameter count. On a CPU the
+    backward pass is most of a step, and it stops at the lowest trainable layer."""
     inner = getattr(model, "model", None)
     layers = getattr(inner, "layers", None)
     if layers is None:
@@ -100,7 +100,7 @@ def freeze_lower(model: Any, trainable_layers: int) -> int:
         if module is not None:
             for p in module.parameters():
                 p.requires_grad_(True)
-    if not model.config.tie_word_embeddings and model.get_output_embeddings() is not None:
+    if train_head and not model.config.tie_word_embeddings and model.get_output_embeddings() is not None:
         model.get_output_embeddings().weight.requires_grad_(True)
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
@@ -113,7 +113,7 @@ def trainer_model(base: Path, params: SFTParams | GRPOParams, args: Any) -> Any:
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(str(base), **(args.model_init_kwargs or {}))
-    freeze_lower(model, params.trainable_layers)
+    freeze_lower(model, params.trainable_layers, params.train_head)
     args.model_init_kwargs = None
     return model
 
