@@ -184,6 +184,18 @@ class ProbeParams(_Section):
     """Probe at most this many tasks (None = all)."""
 
 
+class HintedParams(_Section):
+    """Help rollouts: "generate with help, train without it" (clawloop.agent.hints)."""
+
+    k: int = Field(0, ge=0)
+    """Rollouts per task the probe labelled frontier, with a hint from its reference solution (the
+    programs and their options) ending the instruction; passes join SFT with the hint cut. 0 = off."""
+    temperature: float = Field(0.7, ge=0)
+    """Sampling temperature of those rollouts."""
+    max_tasks: int | None = 16
+    """At most this many frontier tasks (None = all)."""
+
+
 class ValidationParams(_Section):
     """Agent-free and agent-based validation."""
 
@@ -192,6 +204,7 @@ class ValidationParams(_Section):
     heldout: list[str] = Field(default_factory=lambda: ["benchmarks/shell-core"])
     """Held-out suites no synthesized task may overlap."""
     probe: ProbeParams = Field(default_factory=ProbeParams)
+    hinted: HintedParams = Field(default_factory=HintedParams)
     train_labels: list[Literal["too_easy", "learnable", "frontier"]] = Field(
         default_factory=lambda: ["learnable", "frontier"])
     """Probe labels whose tasks go to training."""

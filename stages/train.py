@@ -37,9 +37,10 @@ def main(params: Params) -> None:
     labels = [*params.validation.train_labels, "unprobed"]  # the one owner of which tasks train
     tasks = select_by_label(pool, read_probe(probe), labels)
     rollouts = held_in_rollouts(args.validated, args.self_rollouts)
+    hinted = [d for d in (args.validated / "hinted",) if d.is_dir()]  # SFT only: the playbook reads no hint
     logs = args.logs or args.out.parent / "train-log"
     ctx = loop_context(params)
-    job = TrainJob(method, args.policy, tasks, args.out, trajectories=rollouts, probe=probe, logs=logs,
+    job = TrainJob(method, args.policy, tasks, args.out, trajectories=[*rollouts, *hinted], probe=probe, logs=logs,
                    sft_labels=labels, keep_base_without_tasks=True)
     metrics = train_weights(job, options, EpisodeSetup.of_loop(ctx, params.executor))
     own = OwnPolicy(ctx, args.out, args.iteration, options.playbook.reflection.max_new_tokens)

@@ -6,7 +6,9 @@
 Agent-free: the reference solution passes, a no-op fails, the verifier agrees with itself, no
 near-duplicates, no overlap with the held-out suites. Agent-based: k rollouts of the current
 policy label each kept task too_easy / learnable / frontier. Writes valid.jsonl, rejections.json,
-probe.jsonl, the probe's trajectories (probe/) and the metrics file given by --metrics.
+probe.jsonl, the probe's trajectories (probe/) and the metrics file given by --metrics. With
+`validation.hinted.k`, the policy also tries the probe's frontier tasks with a hint from their
+reference solution (hinted/): training learns from the passes with the hint cut.
 """
 
 from pathlib import Path
@@ -16,7 +18,7 @@ from clawloop.loop import loop_context
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.tasks.pool import id_sample, write_pool
-from clawloop.validation.probe import probe_tasks, summarize, write_probe
+from clawloop.validation.probe import help_rollouts, probe_tasks, summarize, write_probe
 from clawloop.validation.run import check_pool, figures, unprobed
 
 
@@ -28,7 +30,7 @@ def main(params: Params) -> None:
     ap.add_argument("--metrics", type=Path, help="default: <out>/../validation.json")
     args = ap.parse_args()
 
-    probe, ctx = params.validation.probe, loop_context(params)
+    probe, hinted, ctx = params.validation.probe, params.validation.hinted, loop_context(params)
     kept, rejections = check_pool(params, ctx, args.pool, args.suites)
     probe_set = id_sample(kept, probe.max_tasks)
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration - 1}")
@@ -36,14 +38,26 @@ def main(params: Params) -> None:
         probing = ctx.rollout_config(k=probe.k, harness=ctx.harness_for(args.policy), suite="probe",
                                      sampling=ctx.sampling_at(probe.temperature), iteration=args.iteration)
         results = probe_tasks(probe_set, policy, probing, out_dir=tmp / "probe", progress=True)
+        helped = None
+        if hinted.k:
+            frontier = id_sample([t for t, r in zip(probe_set, results, strict=True) if r.label == "frontier"],
+                                 hinted.max_tasks if hinted.max_tasks is not None else len(probe_set))
+            helping = ctx.rollout_config(k=hinted.k, harness=ctx.harness_for(args.policy),
+                                         sampling=ctx.sampling_at(hinted.temperature), iteration=args.iteration)
+            helped = help_rollouts(frontier, policy, helping, out_dir=tmp / "hinted", progress=True)
         results += unprobed(kept, results)
         write_pool(tmp / "valid.jsonl", kept)
         write_json(tmp / "rejections.json", rejections)
         write_probe(tmp / "probe.jsonl", results)
         labels = summarize(results)
     metrics = figures(rejections, kept, {"k": probe.k, "tasks": len(probe_set), **labels})
+    if helped is not None:
+        metrics["hinted"] = {"k": hinted.k, **helped}
     write_json(args.metrics or args.out.parent / "validation.json", metrics)
     print(f"[validate] probe k={probe.k} on {len(probe_set)} tasks: {labels}")
+    if helped is not None:
+        print(f"[validate] with a hint, k={hinted.k} on {helped['tasks']} frontier tasks: "
+              f"{helped['passed']} of {helped['episodes']} passed ({helped['tasks_passed']} tasks)")
 
 
 if __name__ == "__main__":

@@ -83,6 +83,13 @@ def test_smoke_loop_writes_valid_artifacts(smoke_repo: Path) -> None:
     assert fresh["tasks"] == len((smoke_repo / "runs/iter-2/pool/fresh.jsonl").read_text().splitlines()) > 0
     report = json.loads((smoke_repo / "runs/iter-2/diagnosis/diagnosis.json").read_text())
     assert report["evidence_suites"] == ["fresh"], report["evidence_suites"]
+    # help rollouts (validation.hinted): the frontier tasks tried with a hint, their episodes kept apart
+    hinted = json.loads((smoke_repo / "runs/iter-1/validation.json").read_text())["hinted"]
+    assert hinted["k"] == 1 and hinted["episodes"] == hinted["tasks"] <= 2, hinted
+    if hinted["tasks"]:
+        assert list((smoke_repo / "runs/iter-1/validated/hinted").rglob("episodes*.parquet"))
+    meta = json.loads((smoke_repo / "runs/iter-1/checkpoint/train_meta.json").read_text())
+    assert "hinted" in meta["examples"], meta["examples"]
 
 
 def test_sampled_final_refuses_a_malformed_base_and_keeps_its_figures(smoke_repo: Path) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from clawloop.agent.harness import strip_submit_checks
+from clawloop.agent.hints import strip_hint
 from clawloop.agent.playbook import strip_playbook
 from clawloop.errors import ClawloopError
 
@@ -171,8 +172,9 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4, *
     by conversation hash, at most `max_per_task` per task, shortest conversations first (`order`
     "process": the highest `process_score` first, shortest among equals), none scoring below
     `min_process`; a playbook in the system turn is cut off (clawloop.agent.playbook.strip_playbook),
-    and so is each checked submit with its note (clawloop.agent.harness.strip_submit_checks). Each
-    conversation's meta carries its `process` score."""
+    and so is each checked submit with its note (clawloop.agent.harness.strip_submit_checks) and a
+    hint ending the instruction (clawloop.agent.hints.strip_hint). Each conversation's meta carries
+    its `process` score and whether a hint was cut (`hinted`)."""
     if order not in ("shortest", "process"):
         raise ClawloopError(f"data.self_order: {order!r} is not shortest or process")
     import pyarrow as pa
@@ -208,8 +210,11 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4, *
                     raise ClawloopError(f"{where}: messages: not valid JSON ({e})") from None
                 # A rollout of a policy with a playbook: the weights learn the plain prompt.
                 # ... and a checked submit's call and note go: it learns the fix, not the nudge.
-                kept = strip_submit_checks(strip_playbook(_check_messages(messages, where)))
-                conv = Conversation(rec["task_id"], kept, "self", {"process": process_score(kept)})
+                # ... and a rollout helped by a hint (clawloop.agent.hints) learns the plain instruction.
+                plain = strip_submit_checks(strip_playbook(_check_messages(messages, where)))
+                kept = strip_hint(plain)
+                conv = Conversation(rec["task_id"], kept, "self",
+                                    {"process": process_score(kept), "hinted": kept is not plain})
                 if conv.meta["process"] >= min_process:
                     by_task[conv.task_id].setdefault(conv.key, conv)
     out: list[Conversation] = []

@@ -219,7 +219,8 @@ class _Run:
         dataset = tdata.to_dataset(convs, tools_for(setup.harness_config))  # raises when empty
         self.meta["data_sha256"] = tdata.data_sha256(convs)
         self.meta["examples"] = {"reference": sum(c.source == "reference" for c in convs),
-                                 "self": sum(c.source == "self" for c in convs)}
+                                 "self": sum(c.source == "self" for c in convs),
+                                 "hinted": sum(bool(c.meta.get("hinted")) for c in convs)}
         # How much of inspect -> act -> check each trained conversation shows (0-2): brevity shows here.
         self.meta["process_scores"] = {src: {str(k): n for k, n in sorted(Counter(
             tdata.process_score(c.messages) for c in convs if c.source == src).items())} for src in ("reference", "self")}

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clawloop.agent.hints import with_hint
 from clawloop.agent.rollout import RolloutConfig, run_rollouts
 from clawloop.errors import ClawloopError, validated
 from clawloop.io import iter_jsonl, write_jsonl
@@ -171,3 +172,18 @@ def probe_tasks(tasks: Sequence[Task], policy: Policy, config: RolloutConfig, *,
                              progress=progress)
     labels = label_episodes(summaries, k=config.k, task_ids=[t.id for t in unique])
     return [labels[t.id] for t in tasks]
+
+
+def help_rollouts(tasks: Sequence[Task], policy: Policy, config: RolloutConfig, *, out_dir: str | Path,
+                  progress: bool = False) -> dict[str, int]:
+    """`config.k` rollouts of `policy` per task with its hint ending the instruction
+    (clawloop.agent.hints.with_hint; tasks without a reference solution are left out), written
+    to `out_dir` as suite "hinted". Training reads their passes with the hint cut. Returns the
+    figures: tasks rolled out, episodes, passed episodes, tasks with a pass."""
+    hinted = [h for h in (with_hint(t) for t in tasks) if h is not None]
+    if not hinted:
+        return {"tasks": 0, "episodes": 0, "passed": 0, "tasks_passed": 0}
+    records = run_rollouts(hinted, policy, replace(config, suite="hinted"), out_dir=out_dir, progress=progress)
+    passed = [r for r in records if r.outcome == "passed"]
+    return {"tasks": len(hinted), "episodes": len(records), "passed": len(passed),
+            "tasks_passed": len({r.task_id for r in passed})}
