@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/perf/sft_step.py [--json] [--model DIR|scratch-tiny|scratch-micro]
         [--params params.yaml] [--conversations 16] [--steps 5] [--batch N] [--trainable-layers N]
-        [--max-length N] [--threads N] [--bf16 auto|on|off]
+        [--max-length N] [--threads N] [--bf16 auto|on|off] [--compare-head]
 
 The model is params.yaml's policy of the first iteration (runs/iter-0/policy: Qwen2.5-Coder-0.5B)
 unless --model names a checkpoint dir or scratch-tiny / scratch-micro (a from-scratch model
@@ -26,6 +26,10 @@ stage's time counts it once per conversation:
 with the stage steps those of params.yaml (max_steps, or its epochs over the conversations).
 --json prints one JSON object as the last line (baseline_s_per_step, fast_s_per_step, speedup,
 stage_speedup, max_loss_rel_diff and the details).
+
+--compare-head also times the fast path with an untied head training and with it frozen
+(`train_head`, whatever the params say), same batches: `head_trained_s_per_step`,
+`head_frozen_s_per_step`, `head_speedup` in the JSON.
 """
 
 from __future__ import annotations
@@ -99,7 +103,7 @@ class StepTimer:
         return _Timer()
 
 
-def run(model: Path, work: Path, sft: Any, data: Any, mode: str, steps: int) -> dict[str, Any]:
+def run(model: Path, work: Path, sft: Any, data: Any, mode: str, steps: int, tag: str | None = None) -> dict[str, Any]:
     """1 + `steps` optimizer steps with frozen_trunk `mode`: step times, losses, trunk figures."""
     from clawloop.training import frozen_trunk
     from clawloop.training.sft import build_trainer
@@ -107,7 +111,7 @@ def run(model: Path, work: Path, sft: Any, data: Any, mode: str, steps: int) -> 
     params = sft.model_copy(update={"max_steps": steps + 1, "logging_steps": 1, "save_steps": 10_000,
                                     "frozen_trunk": mode})
     timer = StepTimer()
-    trainer = build_trainer(model, data, params, work / mode, callbacks=[timer])
+    trainer = build_trainer(model, data, params, work / (tag or mode), callbacks=[timer])
     timer.trainer = trainer
     ft = trainer.frozen_trunk
     if mode != "off" and ft is None:
@@ -150,6 +154,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, help="torch CPU threads (default: torch's, one per core)")
     ap.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
                     help="auto: the params' (bf16 where the hardware has it); off: fp32")
+    ap.add_argument("--compare-head", action="store_true",
+                    help="also time the fast path with the untied head trained and frozen (train_head)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -184,6 +190,8 @@ def main() -> None:
             raise SystemExit(f"{model}: no checkpoint (run the loop's first iteration, or pass --model)")
         base = run(model, work, sft, data, "off", args.steps)
         fast = run(model, work, sft, data, "auto", args.steps)
+        heads = ({on: run(model, work, sft.model_copy(update={"train_head": on}), data, "auto", args.steps,
+                          tag=f"head-{on}") for on in (True, False)} if args.compare_head else {})
 
     rel = [abs(f - b) / abs(b) for b, f in zip(base["losses"], fast["losses"], strict=True)]
     n_stage = stage_steps(sft, base["examples"])
@@ -205,6 +213,11 @@ def main() -> None:
         "fast_calls": fast["fast_calls"], "fallback_calls": fast["fallback_calls"],
         "baseline_step_s": base["step_s"], "fast_step_s": fast["step_s"], "fast_trunk_in_step_s": fast["trunk_in_step_s"],
     }
+    if heads:
+        on, off = heads[True], heads[False]
+        result.update(head_trained_s_per_step=round(on["s_per_step"], 4), head_frozen_s_per_step=round(off["s_per_step"], 4),
+                      head_speedup=round(on["s_per_step"] / off["s_per_step"], 3),
+                      head_trained_losses=on["losses"], head_frozen_losses=off["losses"])
     print(f"model={args.model} threads={result['threads']} bf16={result['bf16']} batch={result['batch']} "
           f"max_length={result['max_length']} layers={result['layers']} trainable={result['trainable_layers']} "
           f"conversations={result['conversations']} ({result['tokens_per_example']} tokens each)")
@@ -213,6 +226,9 @@ def main() -> None:
         print(f"{name:10s} {r['s_per_step']:9.4f} {stage:9.2f}  {' '.join(f'{x:.4f}' for x in r['losses'])}")
     print(f"speedup {result['speedup']:.2f}x a step, {result['stage_speedup']:.2f}x the stage ({n_stage} steps, "
           f"trunk {trunk_per_conv:.3f} s x {seen} conversations); max loss rel diff {result['max_loss_rel_diff']:.2e}")
+    if heads:
+        print(f"head (fast path): trained {result['head_trained_s_per_step']:.4f} s/step, frozen "
+              f"{result['head_frozen_s_per_step']:.4f} s/step: {result['head_speedup']:.2f}x a step")
     if args.json:
         print(json.dumps(result))
 
