@@ -41,7 +41,7 @@ def main(params: Params) -> None:
         helped = None
         if hinted.k:
             frontier = id_sample([t for t, r in zip(probe_set, results, strict=True) if r.label == "frontier"],
-                                 hinted.max_tasks if hinted.max_tasks is not None else len(probe_set))
+                                 hinted.max_tasks)
             helping = ctx.rollout_config(k=hinted.k, harness=ctx.harness_for(args.policy),
                                          sampling=ctx.sampling_at(hinted.temperature), iteration=args.iteration)
             helped = help_rollouts(frontier, policy, helping, out_dir=tmp / "hinted", progress=True)

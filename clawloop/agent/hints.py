@@ -19,7 +19,9 @@ from clawloop.tasks.task import Task
 HINT_PREFIX = "Hint: a solution uses "
 """How the hint line starts; `strip_hint` cuts the instruction's last paragraph when it starts so."""
 
-_OPERATORS = frozenset({"|", "||", "&&", ";", "&", ";;", "(", ")", "|&", "\n"})
+_OPERATORS = frozenset("|&;()")
+"""The characters of shlex's operator tokens that end a simple command (`|`, `&&`, `;;`, `(` ...;
+a redirection's `<` or `>` stays a word of its command)."""
 _KEYWORDS = frozenset({"do", "then", "else", "elif", "!", "{", "}", "time"})
 _COMPOUND = frozenset({"for", "while", "until", "if", "done", "fi", "case", "esac", "in", "select", "function"})
 _SKIPPED = frozenset({"cd", "true", ":"})
@@ -39,7 +41,7 @@ def _segments(command: str) -> list[list[str]]:
     out: list[list[str]] = [[]]
     try:
         for token in lexer:
-            if token in _OPERATORS or set(token) <= set("|&;()"):
+            if set(token) <= _OPERATORS:
                 out.append([])
             else:
                 out[-1].append(token)

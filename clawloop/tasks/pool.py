@@ -72,9 +72,9 @@ def write_pool(path: str | Path, tasks: Iterable[Task]) -> int:
     return write_jsonl(path, (t.to_json() for t in tasks))
 
 
-def id_sample(tasks: Iterable[Task], n: int) -> list[Task]:
-    """`n` tasks, the same ones every time for the same tasks (ids are content hashes, so sorting
-    by id is a shuffle)."""
+def id_sample(tasks: Iterable[Task], n: int | None) -> list[Task]:
+    """`n` tasks (None: all), the same ones every time for the same tasks (ids are content hashes,
+    so sorting by id is a shuffle)."""
     return sorted(tasks, key=lambda t: t.id)[:n]
 
 
