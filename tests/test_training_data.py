@@ -142,6 +142,18 @@ def test_writes_and_looks() -> None:
     assert [c for c in writes if not tdata.is_write(c)] == []
 
 
+def test_quoted_text_is_data_but_a_quoted_program_may_write() -> None:
+    """A pipe, a `;` or a `>` inside quotes is an argument: the command only looks. A program in
+    quotes that writes by itself (awk's redirection or system(), python's open or os) is a write."""
+    looks = ["grep -E 'error|warn' app.log", 'echo "a > b"', "grep 'x; rm y' notes.txt", "awk '$3 > 100' data.csv",
+             'grep -c "tee" notes.txt', "python3 -c 'print(sum([1, 2]))'", "sed -n '/a|b/p' f.txt"]
+    writes = ["awk '{print > \"out.txt\"}' data.csv", "awk '{ system(\"rm \" $1) }' list",
+              "python3 -c \"import os; os.remove('x')\"", "python3 -c \"open('x', 'w').write('1')\"",
+              "grep 'a|b' in.txt > out.txt", "sed -n 's/a/b/w out.txt' f", "find . -name '*.log' -fprint list"]
+    assert [c for c in looks if tdata.is_write(c)] == []
+    assert [c for c in writes if not tdata.is_write(c)] == []
+
+
 # --- self-generated trajectories ---------------------------------------------------------------
 
 def write_episodes(path: Path, rows: list[dict[str, Any]]) -> Path:

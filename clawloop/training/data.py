@@ -86,14 +86,22 @@ READ_ONLY = frozenset({
 redirection, `sed -i`, `tar -x`/`-c`, a python program, a git subcommand that changes the tree)."""
 _SEGMENTS = re.compile(r"\|\||&&|[|;\n]")
 _REDIRECT = re.compile(r"(?<![0-9&<])>>?\s*(?!&|/dev/)\S")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _GIT_LOOKS = frozenset({"status", "log", "diff", "show", "branch", "ls-files", "rev-parse", "config", "blame"})
+_PYTHON_WRITES = re.compile(r"open\(|\bos\.|shutil|subprocess|pathlib|Path\(|\.write")
+"""What in a `python3 -c` program may change files: such a program counts as a write."""
 
 
 def is_write(command: str) -> bool:
-    """Whether a shell command may change the workspace (conservative: unknown commands write)."""
-    if _REDIRECT.search(command) or re.search(r"\btee\b", command):
+    """Whether a shell command may change the workspace (conservative: unknown commands write).
+
+    Quoted text is data, not shell: `grep -E 'a|b'` and `echo "x > y"` only look. A program in
+    quotes that can write by itself (awk's `print > "f"` or `system()`, python's `open(`) still
+    counts as a write."""
+    masked = _QUOTED.sub("''", command)
+    if _REDIRECT.search(masked) or re.search(r"\btee\b", masked):
         return True
-    for segment in _SEGMENTS.split(command):
+    for segment in _SEGMENTS.split(masked):
         words = segment.split()
         while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
             words = words[1:]
@@ -103,18 +111,22 @@ def is_write(command: str) -> bool:
         if name not in READ_ONLY:
             return True
         rest = words[1:]
-        if name == "sed" and any(w.startswith("-i") or w.startswith("--in-place") for w in rest):
+        if name == "sed" and (any(w.startswith("-i") or w.startswith("--in-place") for w in rest)
+                              or re.search(r"/w\s", command)):
+            return True
+        if name == "awk" and re.search(r"\bprintf?\b[^;}]*[>|]|\bsystem\s*\(", command):
             return True
         if name in ("tar", "unzip", "gzip") and not any(w in ("-t", "-l", "-tf", "-tzf", "-tvf", "--list")
                                                         for w in rest):
             return True
-        if name in ("python3", "python") and not (rest and rest[0] in ("-c",) and "open(" not in segment):
+        if name in ("python3", "python") and not (rest[:1] == ["-c"] and not _PYTHON_WRITES.search(command)):
             return True
         if name == "git" and rest[:1] == ["-C"]:
             rest = rest[2:]
         if name == "git" and not (rest and rest[0] in _GIT_LOOKS):
             return True
-        if name == "find" and any(w in ("-delete", "-exec", "-execdir") for w in rest):
+        if name == "find" and any(w in ("-delete", "-exec", "-execdir", "-fprint", "-fprintf", "-fls")
+                                  for w in rest):
             return True
     return False
 
