@@ -235,6 +235,39 @@ def test_train_head_false_keeps_an_untied_head_as_the_base(tiny_model: Path, tmp
     assert ("lm_head.weight" in moved) is train_head, sorted(moved)
 
 
+def test_interpolate_puts_trained_weights_part_way_back_to_the_start(tiny_model: Path, tmp_path: Path) -> None:
+    """sft.interpolate (WiSE-FT): with 0.5 every trained weight lands half way between the start and
+    what the same run trains to with 1.0; frozen weights stay the start's."""
+    import torch
+    from safetensors.torch import load_file
+
+    from clawloop.training.sft import run_sft
+
+    t = make_task("a.txt", "alpha")
+    data = tdata.to_dataset([conversation(t, "ls"), conversation(t, "pwd")])
+    after = {}
+    for alpha in (1.0, 0.5):
+        params = SFTParams(max_steps=2, per_device_train_batch_size=2, learning_rate=1e-2, trainable_layers=1,
+                           save_steps=1000, interpolate=alpha)
+        dest = tmp_path / f"ckpt-{alpha}"
+        meta = run_sft(tiny_model, data, params, tmp_path / f"stage-{alpha}", dest)
+        assert meta["params"]["interpolate"] == alpha
+        after[alpha] = load_file(str(dest / "model.safetensors"))
+    start = load_file(str(tiny_model / "model.safetensors"))
+    moved = [k for k in start if not torch.equal(start[k].float(), after[1.0][k].float())]
+    assert moved and all(k.startswith(("model.layers.3.", "model.norm.")) for k in moved), moved
+    for k in start:
+        half = start[k].float() + 0.5 * (after[1.0][k].float() - start[k].float())
+        assert torch.allclose(after[0.5][k].float(), half, atol=1e-6), k
+
+
+def test_interpolate_refuses_lora() -> None:
+    from clawloop.training.config import LoraParams
+
+    with pytest.raises(ValueError, match="interpolate < 1 needs trained weights"):
+        SFTParams(interpolate=0.5, lora=LoraParams())
+
+
 def test_train_head_false_needs_trainable_layers() -> None:
     with pytest.raises(ValueError, match="train_head: false needs trainable_layers"):
         SFTParams(train_head=False)

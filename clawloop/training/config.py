@@ -123,6 +123,18 @@ class SFTParams(TrainerParams):
         "layers' output once per conversation and train the top layers from it, scoring the head only where "
         "the loss is (same loss and gradients; clawloop/training/frozen_trunk.py, "
         "benchmarks/perf/sft_step.py). off: TRL's path, every layer forward at every step.")
+    interpolate: float = Field(
+        1.0, gt=0, le=1, description="Weight-space ensembling (WiSE-FT, Wortsman et al. 2022): after training, "
+        "each trained weight is put at start + interpolate * (trained - start), where start is the policy the "
+        "stage began from (the previous iteration's). 1 = the trained weights; 0.5 = half way back, which in "
+        "the paper keeps most of the fine-tuning gain and much of what the start did on other distributions.")
+
+    @model_validator(mode="after")
+    def _interpolate_needs_weights(self) -> SFTParams:
+        if self.interpolate < 1 and self.lora is not None:
+            raise ValueError("interpolate < 1 needs trained weights, not lora adapters (their product does not "
+                             "interpolate linearly)")
+        return self
 
 
 class GRPOParams(TrainerParams):

@@ -139,6 +139,21 @@ def build_trainer(base: Path, dataset: datasets.Dataset, params: SFTParams, outp
     return trainer
 
 
+def trainable_weights(model: Any) -> dict[str, Any]:
+    """A copy of the weights that will train, as they are now (before training: the start)."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def interpolate_weights(model: Any, start: dict[str, Any], alpha: float) -> None:
+    """WiSE-FT: each weight in `start` set to start + alpha * (now - start), in place."""
+    import torch
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name in start:
+                p.lerp_(start[name].to(p.dtype), 1.0 - alpha)  # p + (1 - alpha) * (start - p)
+
+
 def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir: Path, dest: Path,
             *, logs_dir: Path | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train `base` on `dataset` (resuming from `stage_dir`), save into `dest`; returns the meta."""
@@ -147,7 +162,10 @@ def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir:
 
     with training_run("sft", stage_dir, logs_dir) as (callbacks, resume):
         trainer = build_trainer(base, dataset, params, stage_dir, callbacks=callbacks)
+        start_weights = trainable_weights(trainer.model) if params.interpolate < 1 else None
         result = trainer.train(resume_from_checkpoint=resume)
+    if start_weights is not None:
+        interpolate_weights(trainer.model, start_weights, params.interpolate)
     metrics = final_metrics(trainer, result)
     tokens = sum(sum(1 for t in row if t != -100) for row in trainer.train_dataset["labels"])
     metrics["trained_tokens_per_epoch"] = float(tokens)
