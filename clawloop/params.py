@@ -301,6 +301,10 @@ class GateParams(_Section):
     """Reject when the exact one-sided sign test (McNemar) that the checkpoint is worse than the
     promoted policy gives p <= alpha. 0.2 rejects 3 lost vs 0 gained tasks (p = 0.125) and
     4 vs 1 (p = 0.19), and promotes a 1- or 2-task wobble that a raw tolerance would judge."""
+    suite_alpha: float | None = Field(0.2, gt=0, le=1)
+    """Also reject when one held-out suite alone says the checkpoint is worse (its one-sided sign
+    test p <= suite_alpha; null: the pooled test only). Uncorrected for the 2-3 suites on purpose:
+    a rejection keeps the last good policy, and the pooled test hid InterCode 3 -> 0 of 50."""
     enabled: bool = True
 
 

@@ -81,6 +81,17 @@ def test_gate_decides_on_the_paired_comparison() -> None:
     assert loop.gate(better, policy, 0.2)[0] is True
 
 
+def test_gate_refuses_a_collapse_of_one_suite_that_the_pooled_test_hides() -> None:
+    policy = {**{f"big/{i}": float(i < 20) for i in range(112)}, **{f"small/{i}": float(i < 3) for i in range(50)}}
+    # 6 gained on the big suite, all 3 passes of the small one lost: pooled 6 vs 3, p_worse = 0.91
+    candidate = {**policy, **{f"big/{i}": 1.0 for i in range(20, 26)}, **{f"small/{i}": 0.0 for i in range(3)}}
+    assert loop.gate(candidate, policy, 0.2)[0] is True
+    assert loop.worse_suites(candidate, policy, 0.2) == ["small"]      # 0 vs 3: p = 0.125
+    assert loop.gate(candidate, policy, 0.2, suite_alpha=0.2)[0] is False
+    assert loop.gate(candidate, policy, 0.2, suite_alpha=0.1)[0] is True
+    assert loop.worse_suites(candidate, policy, None) == []
+
+
 def _figures(passed: int, n: int = 4) -> dict[str, loop.SuiteMetrics]:
     return {"shell-core": loop.SuiteMetrics(tasks=n, episodes=n, passed=passed, errors=0, skipped=0,
                                             pass_at_1=passed / n, pass_at_k=passed / n, mean_reward=0.0, graded=n)}

@@ -1,21 +1,32 @@
-"""find_bulk: find files by name, type, size and age, and act on many files at once."""
+"""find_bulk: find files by name, type, size and age, and act on many files at once.
+
+Version 2 widened the name tests beyond `*.ext` (a name that begins with or contains a word,
+both with an extension) and added find's compositions (lines of the matched files, deleting by
+age): a policy trained on version 1 answered "names begin with new" with `-name '*.sh'`, the
+one template it knew (InterCode-Bash, docs/experiments/2026-12-05-the-default-timed-end-to-end.md).
+"""
 
 from __future__ import annotations
+
+import fnmatch
+import posixpath
 
 from clawloop.synthesis import words
 from clawloop.synthesis.builder import TaskBuilder, level_generator, lines_text, q, show
 
 NAME = "find_bulk"
-VERSION = 1
+VERSION = 2
 LEVELS = {
-    1: "one find: list files by extension, count files, delete by pattern",
-    2: "empty files, case-insensitive names, subdirectories only",
-    3: "by size or age (old files dated at setup), distractors, awkward names",
+    1: "one find: list files by extension or name prefix, count files, delete by pattern",
+    2: "empty files, case-insensitive names, names containing a word, subdirectories, lines of matches",
+    3: "by size or age (old files dated at setup), delete by age, prefix and extension, awkward names",
     4: "bulk rename with a loop that survives spaces; or collect files from a tree into one folder",
     5: "retention job over a tree: gzip old logs, drop temp files, report what is left",
 }
 
 _SUB = ("2023", "2024", "old", "new", "misc", "raw", "final", "drafts", "q1", "q2")
+_WORDS = ("tmp", "test", "backup", "report", "copy", "scan", "img", "note")
+"""Name words for prefix/contains tests: none begins a _SUB folder, so `-name 'w*'` meets files only."""
 
 
 def _tree(b: TaskBuilder, root: str, exts: list[str], n: int, awkward: bool = False,
@@ -31,10 +42,34 @@ def _tree(b: TaskBuilder, root: str, exts: list[str], n: int, awkward: bool = Fa
     return out
 
 
+def _worded(b: TaskBuilder, root: str, word: str, where: str, exts: list[str], n: int,
+            awkward: bool = False) -> list[str]:
+    """`n` files over `root`'s tree whose names hold `word` at the start (`where` "start") or
+    in the middle ("inside"), e.g. `test_amber.txt` or `amber_test_ledger.txt`."""
+    subs = [root, *(f"{root}/{s}" for s in b.rng.sample(_SUB, 2))]
+    out = []
+    for i in range(n):
+        stem = words.awkward_stem(b.rng) if awkward and i % 3 == 0 else words.plain_stem(b.rng)
+        stem = f"{word}_{stem}" if where == "start" else f"{stem}_{word}{b.rng.randrange(2, 99)}"
+        rel = b.name(b.rng.choice(exts), stem=stem, folder=b.rng.choice(subs))
+        b.file(rel, f"{words.sentence(b.rng)}\n")
+        out.append(rel)
+    return out
+
+
+def _matching(b: TaskBuilder, root: str, pattern: str) -> list[str]:
+    """The starting files under `root` whose name matches the find -name `pattern`, sorted."""
+    return sorted(rel for path in b.files if (rel := path.split("/", 2)[2]).startswith(f"{root}/")
+                  and fnmatch.fnmatchcase(posixpath.basename(rel), pattern))
+
+
 def _level1(b: TaskBuilder) -> None:
     rng = b.rng
     root = b.dirname(awkward=b.awkward())
-    intent = rng.choice(["list", "count", "delete"])
+    intent = rng.choice(["list", "count", "delete", "list_prefix", "delete_prefix"])
+    if intent.endswith("_prefix"):
+        _prefix(b, root, intent)
+        return
     ext = rng.choice(["log", "md", "jpg", "py", "tmp"])
     hits = _tree(b, root, [ext], rng.randrange(2, 6))
     others = _tree(b, root, [e for e in ("txt", "csv", f"{ext}.bak") if e != ext], b.distractor_count(2))
@@ -55,11 +90,51 @@ def _level1(b: TaskBuilder) -> None:
         b.unchanged(*others)
 
 
+def _prefix(b: TaskBuilder, root: str, intent: str) -> None:
+    """List or delete the files whose names begin with a word; the word also sits inside other names."""
+    word = b.rng.choice(_WORDS)
+    _worded(b, root, word, "start", ["txt", "log", "csv"], b.rng.randrange(2, 5))
+    _worded(b, root, word, "inside", ["txt", "log"], b.distractor_count(1))
+    _tree(b, root, ["txt", "md"], b.distractor_count(2))
+    hits = _matching(b, root, f"{word}*")
+    others = sorted(set(_matching(b, root, "*")) - set(hits))
+    if intent == "list_prefix":
+        out = b.output(b.name("txt"))
+        b.say("list_prefix", word=word, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -name '{word}*' | sort > {q(out)}")
+        b.primary(out, lines_text(hits), "text")
+    else:
+        b.say("delete_prefix", word=word, root=show(root))
+        b.step(f"find {q(root)} -type f -name '{word}*' -delete")
+        b.expect_absent(*hits)
+        b.unchanged(*others)
+
+
 def _level2(b: TaskBuilder) -> None:
     rng = b.rng
     root = b.dirname(awkward=b.awkward(2, 0.3))
-    intent = rng.choice(["empty", "iname", "dirs"])
-    if intent == "empty":
+    intent = rng.choice(["empty", "iname", "dirs", "contains", "lines"])
+    if intent == "contains":
+        word = rng.choice(_WORDS)
+        _worded(b, root, word, "inside", ["txt", "log", "csv"], rng.randrange(2, 5))
+        _tree(b, root, ["txt", "log"], b.distractor_count(3))
+        out = b.output(b.name("txt"))
+        b.say("list_contains", word=word, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -name '*{word}*' | sort > {q(out)}")
+        b.primary(out, lines_text(_matching(b, root, f"*{word}*")), "text")
+    elif intent == "lines":
+        ext = rng.choice(["py", "php", "c", "md"])
+        total = 0
+        for rel in _tree(b, root, [ext], rng.randrange(2, 5)):
+            n = rng.randrange(1, 7)
+            b.file(rel, lines_text([words.sentence(rng) for _ in range(n)]))
+            total += n
+        _tree(b, root, ["txt", f"{ext}.bak"], b.distractor_count(2))
+        out = b.output(b.name("txt"))
+        b.say("lines", ext=ext, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -name '*.{ext}' -exec cat {{}} + | wc -l > {q(out)}")
+        b.primary(out, str(total), "strip")
+    elif intent == "empty":
         empty = _tree(b, root, ["txt", "log", "dat"], rng.randrange(2, 5), content="")
         full = _tree(b, root, ["txt", "log", "dat"], b.distractor_count(3))
         b.say("empty", root=show(root))
@@ -90,8 +165,28 @@ def _level3(b: TaskBuilder) -> None:
     rng = b.rng
     awk = b.awkward(p=0.5)
     root = b.dirname(awkward=awk)
-    out = b.output(b.name("txt"))
-    if rng.random() < 0.5:
+    kind = rng.choice(["size", "age", "age_delete", "prefix_ext"])
+    out = b.output(b.name("txt")) if kind != "age_delete" else ""
+    if kind == "prefix_ext":
+        word, ext = rng.choice(_WORDS), rng.choice(["log", "csv", "txt"])
+        _worded(b, root, word, "start", [ext], rng.randrange(2, 4), awkward=awk)
+        _worded(b, root, word, "start", [e for e in ("log", "csv", "txt") if e != ext], b.distractor_count(2))
+        _worded(b, root, word, "inside", [ext], b.distractor_count(1))
+        b.say("prefix_ext", word=word, ext=ext, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -name '{word}*.{ext}' | sort > {q(out)}")
+        b.primary(out, lines_text(_matching(b, root, f"{word}*.{ext}")), "text")
+    elif kind == "age_delete":
+        days = rng.choice([2, 7, 30])
+        old = _tree(b, root, ["log", "txt", "tmp"], rng.randrange(2, 5), awkward=awk)
+        new = _tree(b, root, ["log", "txt", "tmp"], b.distractor_count(3), awkward=awk)
+        for rel in old:
+            b.run_setup(f"touch -d '2021-0{rng.randrange(1, 9)}-1{rng.randrange(0, 9)} 12:00' {q(rel)}")
+        b.say("age_delete", days=days, root=show(root))
+        b.step(f"find {q(root)} -type f -mtime +{days} | sort")
+        b.step(f"find {q(root)} -type f -mtime +{days} -delete")
+        b.expect_absent(*old)
+        b.unchanged(*new)
+    elif kind == "size":
         # sizes stay far from the threshold so block rounding never matters
         big = _tree(b, root, ["bin", "dat", "log"], rng.randrange(2, 4), awkward=awk, content="")
         small = _tree(b, root, ["bin", "dat", "log"], b.distractor_count(3), awkward=awk, content="")

@@ -2,6 +2,6 @@
 # clawloop: the reference solution, one subshell per step
 WD="$PWD"
 (
-find storage -name '*.log' -delete
+find storage -type f -name 'tmp*' -delete
 )
 cd "$WD"

@@ -2,6 +2,6 @@
 # clawloop: the reference solution, one subshell per step
 WD="$PWD"
 (
-find yarrow -type f | wc -l > cheerful-drawer.txt
+find yarrow -type f -name 'tmp*' | sort > sandy-walnut.txt
 )
 cd "$WD"

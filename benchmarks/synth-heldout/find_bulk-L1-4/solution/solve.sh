@@ -2,6 +2,6 @@
 # clawloop: the reference solution, one subshell per step
 WD="$PWD"
 (
-find queue -name '*.log' -delete
+find queue -type f -name 'tmp*' -delete
 )
 cd "$WD"

@@ -2,6 +2,6 @@
 # clawloop: the reference solution, one subshell per step
 WD="$PWD"
 (
-find dns -iname '*.pdf' | sort > wise_bakery.txt
+find dns -type f -name '*note*' | sort > oasis_circuit.txt
 )
 cd "$WD"

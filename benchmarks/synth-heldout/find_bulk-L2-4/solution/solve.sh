@@ -2,10 +2,6 @@
 # clawloop: the reference solution, one subshell per step
 WD="$PWD"
 (
-find 'engine (5)' -type f -empty
-)
-cd "$WD"
-(
-find 'engine (5)' -type f -empty -delete
+find 'engine (5)' -iname '*.jpg' | sort > fossil12.txt
 )
 cd "$WD"

@@ -2,6 +2,6 @@
 # clawloop: the reference solution, one subshell per step
 WD="$PWD"
 (
-find 'łódź blanket' -type f -mtime +30 | sort > falcon_guitar.txt
+find 'łódź blanket' -type f -mtime +30 | sort > floral-guitar.txt
 )
 cd "$WD"

@@ -2,6 +2,10 @@
 # clawloop: the reference solution, one subshell per step
 WD="$PWD"
 (
-find quarry -type f -size +16k | sort > tidy-shore.txt
+find quarry -type f -mtime +30 | sort
+)
+cd "$WD"
+(
+find quarry -type f -mtime +30 -delete
 )
 cd "$WD"

@@ -2,6 +2,6 @@
 # clawloop: the reference solution, one subshell per step
 WD="$PWD"
 (
-find strawberry -type f -size +16k | sort > capsule_desert.txt
+find strawberry -type f -mtime +14 | sort > elegant_canvas.txt
 )
 cd "$WD"
