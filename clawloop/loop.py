@@ -87,6 +87,9 @@ class IterationMetrics(BaseModel):
     """Exact McNemar p of the checkpoint against iteration 0 (two-sided)."""
     gate_p_worse: float = Field(1.0, ge=0, le=1)
     """The gate's test: exact one-sided p that the checkpoint is worse than the policy."""
+    gate_worse_suites: list[str] = Field(default_factory=list)
+    """Held-out suites on which the checkpoint alone was worse than the policy (`worse_suites`,
+    gate.suite_alpha): a reason for the gate to keep the policy that the pooled p does not show."""
     vs_base_suites: dict[str, dict[str, float]] = Field(default_factory=dict)
     """Per held-out suite, the checkpoint against iteration 0 on the same tasks: base_rate, rate,
     diff with its 95% paired-bootstrap interval (diff_low, diff_high), p (exact McNemar) and
@@ -107,7 +110,8 @@ class EvalDetail(BaseModel):
 
 
 def headline(iteration: int, suites: dict[str, SuiteMetrics], *, promoted: bool, best: float,
-             policy_from: int, wall_s: float, record: HeldoutRecord | None = None) -> IterationMetrics:
+             policy_from: int, wall_s: float, record: HeldoutRecord | None = None,
+             worse_on: list[str] | None = None) -> IterationMetrics:
     """The metrics.json row of an iteration from its suite figures, the gate's decision and its
     paired comparisons (`record`)."""
     held = [s for s in suites.values() if s.heldout]
@@ -122,6 +126,7 @@ def headline(iteration: int, suites: dict[str, SuiteMetrics], *, promoted: bool,
         policy_from=policy_from, format_error_episodes=sum(s.format_error_episodes for s in held),
         vs_base_gained=vs_base.get("gained", 0), vs_base_lost=vs_base.get("lost", 0),
         vs_base_p=vs_base.get("p_two_sided", 1.0), gate_p_worse=vs_policy.get("p_worse", 1.0),
+        gate_worse_suites=list(worse_on or []),
         vs_base_suites=_per_suite(record) if record is not None and record.iteration > 0 else {}, wall_s=wall_s)
 
 
@@ -234,7 +239,7 @@ def settle(iteration: int, figures: dict[str, SuiteMetrics], verdicts: Outcomes,
     best = rate if promoted or prev is None else prev.best_heldout_pass_rate
     write_metrics(it_dir / "heldout.json", record)
     row = headline(iteration, figures, promoted=promoted, best=best, policy_from=record.policy_from,
-                   wall_s=wall_s, record=record)
+                   wall_s=wall_s, record=record, worse_on=blocked)
     write_metrics(it_dir / "metrics.json", row)
     vs = f" vs the policy {vs_policy.words()}," if vs_policy else ""
     verdict = "promoted" if promoted else "not promoted (the policy stays)"

@@ -120,6 +120,7 @@ def test_settle_chains_heldout_records_and_hands_the_winner_over(tmp_path: Path)
     row = loop.settle(2, _figures(0), _verdicts(set()), checkpoint=dirs[2] / "checkpoint", previous=dirs[1],
                       it_dir=dirs[2], gate_params=gate, wall_s=1.0)
     assert not row.promoted and row.policy_from == 1 and row.gate_p_worse == pytest.approx(0.125)
+    assert row.gate_worse_suites == ["shell-core"]                     # the one suite says so too
     assert (dirs[2] / "policy" / "weights").read_text() == "iteration 1"
     rec = loop.read_heldout(dirs[2] / "heldout.json")
     assert rec.base == _verdicts({0}) and rec.policy == _verdicts({0, 1, 2}) and rec.policy_from == 1

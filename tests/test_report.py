@@ -120,6 +120,14 @@ def test_summary_answers_did_it_improve(runs: Path) -> None:
     assert s["rows"][1]["wall"] == {"evaluate": 12.0, "train": 30.0}
 
 
+def test_summary_names_the_suite_that_made_the_gate_keep_the_policy(runs: Path) -> None:
+    data = collect(runs)
+    data["metrics"][1] = {**data["metrics"][1], "promoted": False, "policy_from": 0,
+                          "gate_worse_suites": ["intercode-bash"]}
+    s = summary(data)
+    assert s is not None and s["rows"][1]["gate"] == "rejected (kept iteration 0; worse on intercode-bash)"
+
+
 def test_chain_puts_recommendation_beside_synthesis(runs: Path) -> None:
     (c,) = chain(collect(runs))
     assert c["iteration"] == 1 and c["from"] == 0 and c["conditioned"]

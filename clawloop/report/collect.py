@@ -287,7 +287,8 @@ def summary(data: dict[str, Any]) -> dict[str, Any] | None:
         t = data["mtimes"].get(i)
         elapsed = t - prev_t if t is not None and prev_t is not None and t > prev_t else None
         prev_t = t if t is not None else prev_t
-        gate = "start" if i == first else ("promoted" if m["promoted"] else f"rejected (kept iteration {m['policy_from']})")
+        worse_on = "; worse on " + ", ".join(m["gate_worse_suites"]) if m.get("gate_worse_suites") else ""
+        gate = "start" if i == first else ("promoted" if m["promoted"] else f"rejected (kept iteration {m['policy_from']}{worse_on})")
         rows.append({"iteration": i, **held[i], "delta": held[i]["rate"] - f["rate"], "gate": gate,
                      "policy_from": m["policy_from"], "best": m["best_heldout_pass_rate"],
                      "format_errors": m.get("format_error_episodes", _suite_format_errors(data, i)),
