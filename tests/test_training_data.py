@@ -305,3 +305,17 @@ def test_bad_trajectory_files(tmp_path: Path, rows: list[dict[str, Any]] | None,
     (tmp_path / "junk.parquet").write_text("nope")
     with pytest.raises(ClawloopError, match="not a Parquet file"):
         tdata.load_self_trajectories([tmp_path / "junk.parquet"])
+
+
+def test_a_process_replay_may_drop_the_steps_that_preview_a_later_one() -> None:
+    from clawloop.training.reference import drop_previews, plan_calls
+
+    steps = ["find d -type f -empty", "find d -type f -empty -delete"]
+    assert [c.command for c in plan_calls(steps, "process", 8)] == ["ls -la", *steps, "find d -type f -empty"]
+    assert [c.command for c in plan_calls(steps, "process", 8, previews=False)] == [
+        "ls -la", "find d -type f -empty -delete", "find d -type f -empty"]
+    assert drop_previews(["find d -mtime +7 | sort", "find d -mtime +7 -delete"]) == ["find d -mtime +7 -delete"]
+    # a read that informs the change, a listing of something else, and a last step stay
+    kept = ["cat run.sh", "sed -i 's/x/y/' run.sh", "ls d", "for f in d/*.a; do mv \"$f\" \"${f%.a}.b\"; done",
+            "find d -name '*.b'"]
+    assert drop_previews(kept) == kept

@@ -61,6 +61,10 @@ class DataParams(_Params):
         "their files that first run their first step where the shell starts (its real 'No such file' error, no "
         "loss on that turn) and then fix it with a `cd`: the recovery InterCode's agent lacks. Only steps that "
         "fail without changing anything take it (clawloop.training.reference.relative_mistake).")
+    reference_previews: Literal["keep", "drop"] = Field(
+        "keep", description="Solution steps that only preview a later step (`find d -empty` before `find d -empty "
+        "-delete`): kept, or dropped from process replays (clawloop.training.reference.drop_previews). After "
+        "training on them the policy listed and submitted on delete tasks instead of deleting.")
     seed: int = Field(0, description="Seed of the sampling when mixing trajectories.")
 
 

@@ -26,7 +26,7 @@ from clawloop.executor import ExecutorParams, run_all
 from clawloop.policy.types import Generation
 from clawloop.tasks.answer import is_answer_task
 from clawloop.tasks.task import Task
-from clawloop.training.data import Conversation
+from clawloop.training.data import Conversation, is_write
 from sandbox.base import SandboxConfig
 
 
@@ -187,18 +187,38 @@ def relative_mistake(step: str) -> str | None:
     return bare if any(not o.startswith("/") for o in ops) else None
 
 
+def is_preview(look: str, act: str) -> bool:
+    """Whether solution step `look` only shows what the later step `act` then changes: `look` writes
+    nothing and `act` is its first command (before any pipe) with an action added, as `find d -empty`
+    (or `find d -mtime +7 | sort`) before `find d -empty -delete`."""
+    head = look.split("|", 1)[0].strip()
+    return bool(head) and not is_write(look) and is_write(act) and act.startswith(head + " ")
+
+
+def drop_previews(steps: Sequence[str]) -> list[str]:
+    """The steps without those that preview a later step (`is_preview`). The process replay already
+    looks first and checks last; a preview in between ends on the listing an answer task submits
+    after, and the trained policy listed and submitted on delete tasks (`find peach -type f -empty`
+    three times, never `-delete`; docs/experiments/2026-12-05-find-breadth-and-the-suite-guard.md)."""
+    return [s for i, s in enumerate(steps) if not any(is_preview(s, later) for later in steps[i + 1:])]
+
+
 def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bool = False,
-               data: str | None = None, mistake: bool = False) -> list[Call]:
+               data: str | None = None, mistake: bool = False, previews: bool = True) -> list[Call]:
     """The bash calls of the replay. The process shape needs two more turns than the plain one (and
     the submit one): a solution too long for `max_turns` is replayed plain. An answer task
     (clawloop.tasks.answer) is graded on its last command's output, so its replay ends on the step
     that prints the answer: look -> act -> submit. With `data` (the shell starts away from the task's
     files), the look and the check are of that folder; with `mistake` too, the first step is first
     run where the shell starts (relative_mistake: untrained, its real error follows) and then fixed,
-    when that is safe and one more turn fits."""
+    when that is safe and one more turn fits. `previews` False drops the steps that only preview a
+    later one (`drop_previews`) from a process replay."""
     plain = [Call("", step) for step in steps]
     if shape == "plain" or len(steps) + 3 > max_turns:
         return plain
+    if not previews and not answer:
+        steps = drop_previews(steps)
+        plain = [Call("", step) for step in steps]
     where = f"cd {shlex.quote(data)} && " if data else ""
     first = Call(INSPECT[0], f"ls -la {shlex.quote(data)}" if data else INSPECT[1])
     wrong = relative_mistake(steps[0]) if data and mistake and len(steps) + 4 <= max_turns else None
@@ -215,7 +235,7 @@ def takes_mistake(task_id: str, share: float) -> bool:
     return share > 0 and int(hashlib.sha256(f"mistake/{task_id}".encode()).hexdigest()[:8], 16) < share * 2**32
 
 
-def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0) -> None:
+def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0, previews: bool = True) -> None:
     """Drive a begun episode's turns with its task's solution steps (`shape`, a planned mistake for
     `mistakes` of the tasks that allow one), then submit. A turn planned as a mistake is marked
     `"train": false` (the chat templates keep it out of the loss); if it did not fail, the replay
@@ -224,7 +244,7 @@ def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0) -> N
     if task.solution is None or state is None:
         raise ClawloopError(f"task {task.id}: has no reference solution or no harness to replay it in")
     for call in plan_calls(task.solution.steps, shape, state.max_turns, answer=is_answer_task(task),
-                           data=data_dir(task), mistake=takes_mistake(task.id, mistakes)):
+                           data=data_dir(task), mistake=takes_mistake(task.id, mistakes), previews=previews):
         text = call_text("bash", {"command": call.command})
         at = len(state.messages)
         if episode.step(_reply(f"{call.thought}\n{text}" if call.thought else text)) is None:
@@ -239,7 +259,7 @@ def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0) -> N
 
 def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
                       harness_config: HarnessConfig | None = None, shape: Shape = "plain",
-                      mistakes: float = 0.0) -> ReferenceResult:
+                      mistakes: float = 0.0, previews: bool = True) -> ReferenceResult:
     """One episode (clawloop.agent.episode) replaying the task's solution. Never raises for task trouble."""
     t0 = time.monotonic()
 
@@ -250,7 +270,7 @@ def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Sandbo
         return result("skipped", "no reference solution")
     episode = Episode(task, backend, sandbox_config, harness_config or HarnessConfig())
     if episode.begin():
-        replay(episode, shape, mistakes)
+        replay(episode, shape, mistakes, previews)
         assert episode.state is not None
         if episode.state.termination not in ("submit", "error"):
             episode.close()
@@ -268,11 +288,11 @@ def reference_trajectories(tasks: Sequence[Task], backend: str = "bwrap", *,
                            sandbox_config: SandboxConfig | None = None,
                            harness_config: HarnessConfig | None = None, workers: int = 4,
                            executor: ExecutorParams | str | None = None, shape: Shape = "plain",
-                           mistakes: float = 0.0) -> tuple[list[Conversation], list[ReferenceResult]]:
+                           mistakes: float = 0.0, previews: bool = True) -> tuple[list[Conversation], list[ReferenceResult]]:
     """Replay every task's reference solution, `workers` at a time on the local executor (or as
     Ray tasks: clawloop.executor); returns (kept conversations, all results), in task order."""
     one = partial(reference_episode, backend=backend, sandbox_config=sandbox_config, harness_config=harness_config,
-                  shape=shape, mistakes=mistakes)
+                  shape=shape, mistakes=mistakes, previews=previews)
     results = [replace(r.value, node=r.node) for r in run_all(one, list(tasks), jobs=workers, executor=executor)]
     kept = [r.conversation for r in results if r.conversation is not None]
     return kept, results

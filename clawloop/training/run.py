@@ -199,8 +199,10 @@ class _Run:
         else:
             refs, results = reference_trajectories(
                 tasks, setup.backend, harness_config=setup.harness_config, workers=setup.jobs, executor=setup.executor,
-                shape=data.reference_shape, mistakes=data.reference_mistakes)
+                shape=data.reference_shape, mistakes=data.reference_mistakes,
+                previews=data.reference_previews == "keep")
             self.meta["reference"] = {**Counter(r.outcome for r in results), "shape": data.reference_shape,
+                                      "previews": data.reference_previews,
                                       "with_mistake": sum(tdata.has_untrained_turn(r.conversation.messages)
                                                           for r in results if r.conversation)}
         if any(tdata.has_untrained_turn(c.messages) for c in refs) and not tdata.masks_untrained_turns(
