@@ -152,20 +152,20 @@ def heldout_rate(suites: dict[str, SuiteMetrics]) -> float:
     return sum(s.pass_at_1 * s.graded for s in held) / graded if graded else 0.0
 
 
-def gate(candidate: Outcomes, policy: Outcomes | None, alpha: float,
-         enabled: bool = True, suite_alpha: float | None = None) -> tuple[bool, Comparison | None]:
+def gate(candidate: Outcomes, policy: Outcomes | None, alpha: float, enabled: bool = True,
+         suite_alpha: float | None = None) -> tuple[bool, Comparison | None, list[str]]:
     """Promote the checkpoint unless the paired comparison with the promoted `policy` on the same
     held-out tasks says it is worse: the exact one-sided sign test p <= `alpha` over all of them,
     or over one suite's alone p <= `suite_alpha` (`worse_suites`), or nothing of it was graded
     where the policy was. No policy yet (iteration 0): promoted.
 
-    Returns (promoted, the comparison of the checkpoint against the policy)."""
+    Returns (promoted, the comparison of the checkpoint against the policy, the suites found worse)."""
     if policy is None:
-        return True, None
+        return True, None, []
     cmp = paired.compare(policy, candidate)
-    worse = (cmp.p_worse <= alpha or (cmp.paired == 0 and bool(policy))
-             or bool(worse_suites(candidate, policy, suite_alpha)))
-    return (not enabled) or not worse, cmp
+    worse_on = worse_suites(candidate, policy, suite_alpha)
+    worse = cmp.p_worse <= alpha or (cmp.paired == 0 and bool(policy)) or bool(worse_on)
+    return (not enabled) or not worse, cmp, worse_on
 
 
 def worse_suites(candidate: Outcomes, policy: Outcomes, suite_alpha: float | None) -> list[str]:
@@ -230,9 +230,8 @@ def settle(iteration: int, figures: dict[str, SuiteMetrics], verdicts: Outcomes,
     rate = heldout_rate(figures)
     prev = read_metrics(previous / "metrics.json") if previous else None
     before = read_heldout(previous / "heldout.json") if previous else None
-    promoted, vs_policy = gate(verdicts, before.policy if before else None, gate_params.alpha,
-                               gate_params.enabled, gate_params.suite_alpha)
-    blocked = worse_suites(verdicts, before.policy, gate_params.suite_alpha) if before else []
+    promoted, vs_policy, blocked = gate(verdicts, before.policy if before else None, gate_params.alpha,
+                                        gate_params.enabled, gate_params.suite_alpha)
     record = heldout_record(iteration, verdicts, before, promoted=promoted, vs_policy=vs_policy, levels=levels)
     if previous is not None:
         hand_over(checkpoint if promoted else previous / "policy", it_dir / "policy")

@@ -71,11 +71,11 @@ def test_gate_decides_on_the_paired_comparison() -> None:
     wobble = {**policy, "s/0": 0.0}                                       # 1 lost: a raw 0.02 tolerance rejects
     assert loop.gate(wobble, policy, 0.2)[0] is True
     worse = {**policy, "s/0": 0.0, "s/1": 0.0, "s/2": 0.0}                # 3 lost, 0 gained: p = 0.125
-    promoted, cmp = loop.gate(worse, policy, 0.2)
+    promoted, cmp, _ = loop.gate(worse, policy, 0.2)
     assert promoted is False and cmp is not None and cmp.p_worse == pytest.approx(0.125)
     assert loop.gate(worse, policy, 0.1)[0] is True                       # alpha decides
     assert loop.gate(worse, policy, 0.2, enabled=False)[0] is True
-    assert loop.gate(worse, None, 0.2) == (True, None)                    # iteration 0: nothing to beat
+    assert loop.gate(worse, None, 0.2) == (True, None, [])                  # iteration 0: nothing to beat
     assert loop.gate({}, policy, 0.2)[0] is False                         # nothing graded (all errors)
     better = {**policy, **{f"s/{i}": 1.0 for i in range(10, 20)}}
     assert loop.gate(better, policy, 0.2)[0] is True

@@ -213,12 +213,11 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
     run where the shell starts (relative_mistake: untrained, its real error follows) and then fixed,
     when that is safe and one more turn fits. `previews` False drops the steps that only preview a
     later one (`drop_previews`) from a process replay."""
-    plain = [Call("", step) for step in steps]
     if shape == "plain" or len(steps) + 3 > max_turns:
-        return plain
+        return [Call("", step) for step in steps]
     if not previews and not answer:
         steps = drop_previews(steps)
-        plain = [Call("", step) for step in steps]
+    plain = [Call("", step) for step in steps]
     where = f"cd {shlex.quote(data)} && " if data else ""
     first = Call(INSPECT[0], f"ls -la {shlex.quote(data)}" if data else INSPECT[1])
     wrong = relative_mistake(steps[0]) if data and mistake and len(steps) + 4 <= max_turns else None
