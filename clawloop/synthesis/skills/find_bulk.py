@@ -161,6 +161,15 @@ def _level2(b: TaskBuilder) -> None:
         b.primary(out, lines_text(dirs), "text")
 
 
+def _dated(b: TaskBuilder, root: str, exts: list[str], awkward: bool) -> tuple[list[str], list[str]]:
+    """(old, new): files over `root` dated years back at setup, and recent distractors."""
+    old = _tree(b, root, exts, b.rng.randrange(2, 5), awkward=awkward)
+    new = _tree(b, root, exts, b.distractor_count(3), awkward=awkward)
+    for rel in old:
+        b.run_setup(f"touch -d '2021-0{b.rng.randrange(1, 9)}-1{b.rng.randrange(0, 9)} 12:00' {q(rel)}")
+    return old, new
+
+
 def _level3(b: TaskBuilder) -> None:
     rng = b.rng
     awk = b.awkward(p=0.5)
@@ -177,10 +186,7 @@ def _level3(b: TaskBuilder) -> None:
         b.primary(out, lines_text(_matching(b, root, f"{word}*.{ext}")), "text")
     elif kind == "age_delete":
         days = rng.choice([2, 7, 30])
-        old = _tree(b, root, ["log", "txt", "tmp"], rng.randrange(2, 5), awkward=awk)
-        new = _tree(b, root, ["log", "txt", "tmp"], b.distractor_count(3), awkward=awk)
-        for rel in old:
-            b.run_setup(f"touch -d '2021-0{rng.randrange(1, 9)}-1{rng.randrange(0, 9)} 12:00' {q(rel)}")
+        old, new = _dated(b, root, ["log", "txt", "tmp"], awk)
         b.say("age_delete", days=days, root=show(root))
         b.step(f"find {q(root)} -type f -mtime +{days} | sort")
         b.step(f"find {q(root)} -type f -mtime +{days} -delete")
@@ -199,10 +205,7 @@ def _level3(b: TaskBuilder) -> None:
         b.primary(out, lines_text(sorted(big)), "text")
     else:
         days = rng.choice([7, 14, 30])
-        old = _tree(b, root, ["log", "txt"], rng.randrange(2, 5), awkward=awk)
-        new = _tree(b, root, ["log", "txt"], b.distractor_count(3), awkward=awk)
-        for rel in old:
-            b.run_setup(f"touch -d '2021-0{rng.randrange(1, 9)}-1{rng.randrange(0, 9)} 12:00' {q(rel)}")
+        old, new = _dated(b, root, ["log", "txt"], awk)
         b.say("age", days=days, root=show(root), out=show(out))
         b.step(f"find {q(root)} -type f -mtime +{days} | sort > {q(out)}")
         b.primary(out, lines_text(sorted(old)), "text")
