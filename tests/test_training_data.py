@@ -319,3 +319,30 @@ def test_a_process_replay_may_drop_the_steps_that_preview_a_later_one() -> None:
     kept = ["cat run.sh", "sed -i 's/x/y/' run.sh", "ls d", "for f in d/*.a; do mv \"$f\" \"${f%.a}.b\"; done",
             "find d -name '*.b'"]
     assert drop_previews(kept) == kept
+
+
+def test_a_process_replay_may_restate_the_instruction_before_its_first_act() -> None:
+    """`reference_thoughts: restate`: the first act's thought is the instruction on one line (long ones
+    cut at a sentence), ahead of the answer's thought; the look, the later acts and the check are as
+    before, and a replayed episode still passes with the restatement in the trained reply."""
+    from clawloop.training.reference import ANSWER_THOUGHT, CHECK_THOUGHT, INSPECT, plan_calls, restatement
+
+    assert restatement("Remove the\n empty files  under d.") == "The task: Remove the empty files under d."
+    long = "Sort a.txt into b.txt. " * 20
+    assert restatement(long).endswith("b.txt.") and len(restatement(long)) <= len("The task: ") + 240
+    assert restatement("x" * 300).endswith(" ...")
+    steps = ["mkdir -p out", "sort a > out/b"]
+    plain = plan_calls(steps, "process", 8)
+    told = plan_calls(steps, "process", 8, instruction="Sort a into out/b.")
+    assert [c.command for c in told] == [c.command for c in plain]
+    assert [c.thought for c in told] == [INSPECT[0], "The task: Sort a into out/b.", "", CHECK_THOUGHT]
+    answer = plan_calls(["wc -l < a"], "process", 8, answer=True, instruction="How many lines has a?")
+    assert answer[-1].thought == f"The task: How many lines has a? {ANSWER_THOUGHT}"
+    assert plan_calls(steps, "plain", 8, instruction="Sort a.")[0].thought == ""  # plain replays have no thoughts
+
+    task = make_task("a.txt", "alpha")
+    kept, results = reference_trajectories([task], "bwrap", workers=1, shape="process", restate=True)
+    assert [r.outcome for r in results] == ["passed"], results
+    acts = [m for m in kept[0].messages if m["role"] == "assistant"]
+    assert acts[1]["content"].startswith("The task: Write alpha into a.txt.")
+    assert acts[1]["tool_calls"][0]["function"]["arguments"]["command"] == "echo alpha > a.txt"

@@ -65,6 +65,10 @@ class DataParams(_Params):
         "keep", description="Solution steps that only preview a later step (`find d -empty` before `find d -empty "
         "-delete`): kept, or dropped from process replays (clawloop.training.reference.drop_previews). After "
         "training on them the policy listed and submitted on delete tasks instead of deleting.")
+    reference_thoughts: Literal["none", "restate"] = Field(
+        "none", description="The thought before a process replay's first act: none, or the instruction restated "
+        "on one line (clawloop.training.reference.restatement), so that the command is written right after "
+        "what the task asks; the trained policy swapped InterCode's requests for the nearest pool template.")
     seed: int = Field(0, description="Seed of the sampling when mixing trajectories.")
 
 

@@ -64,6 +64,20 @@ INSPECT = ("Let me look at the workspace before changing anything.", "ls -la")
 CHECK_THOUGHT = "Let me check the result before I submit."
 FIX_THOUGHT = "No such file here: my shell is not where the files are, so I cd there first."
 ANSWER_THOUGHT = "The task asks for the answer itself: my last command prints it."
+RESTATE = "The task: {}"
+"""The thought before a replay's first act (`train.data.reference_thoughts: restate`): the instruction
+in the agent's own words, so the command that follows is written right after what the task asks."""
+RESTATE_CHARS = 240
+
+
+def restatement(instruction: str, limit: int = RESTATE_CHARS) -> str:
+    """The instruction on one line, as the thought before the first act: whole when it is short, else
+    its sentences that fit `limit`, else its first `limit` characters cut at a word."""
+    text = " ".join(instruction.split())
+    if len(text) > limit:
+        ends = [m.end() for m in re.finditer(r"[.?!:](?=\s)", text[:limit + 1])]
+        text = text[:ends[-1]] if ends else text[:limit].rsplit(" ", 1)[0] + " ..."
+    return RESTATE.format(text)
 # `> out`, `>> out`, `tee [-a] out`, `-o out` / `--output=out`: paths a step writes. Quoted or
 # variable paths are left alone (no check of a path we cannot name).
 _WRITES = re.compile(r"(?:>>?|\btee(?:\s+-a)?|\s-o|--output=?)\s*([A-Za-z0-9_./-]+)")
@@ -204,7 +218,8 @@ def drop_previews(steps: Sequence[str]) -> list[str]:
 
 
 def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bool = False,
-               data: str | None = None, mistake: bool = False, previews: bool = True) -> list[Call]:
+               data: str | None = None, mistake: bool = False, previews: bool = True,
+               instruction: str | None = None) -> list[Call]:
     """The bash calls of the replay. The process shape needs two more turns than the plain one (and
     the submit one): a solution too long for `max_turns` is replayed plain. An answer task
     (clawloop.tasks.answer) is graded on its last command's output, so its replay ends on the step
@@ -212,7 +227,8 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
     files), the look and the check are of that folder; with `mistake` too, the first step is first
     run where the shell starts (relative_mistake: untrained, its real error follows) and then fixed,
     when that is safe and one more turn fits. `previews` False drops the steps that only preview a
-    later one (`drop_previews`) from a process replay."""
+    later one (`drop_previews`) from a process replay. With `instruction`, the first act's thought
+    restates it (`restatement`), ahead of the fix's or the answer's thought when the act has one."""
     if shape == "plain" or len(steps) + 3 > max_turns:
         return [Call("", step) for step in steps]
     if not previews and not answer:
@@ -224,7 +240,11 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
     if wrong:
         plain = [Call("", wrong, trained=False), Call(FIX_THOUGHT, steps[0]), *plain[1:]]
     if answer:
-        return [first, *plain[:-1], plain[-1]._replace(thought=plain[-1].thought or ANSWER_THOUGHT)]
+        plain[-1] = plain[-1]._replace(thought=plain[-1].thought or ANSWER_THOUGHT)
+    if instruction:
+        plain[0] = plain[0]._replace(thought=" ".join(filter(None, [restatement(instruction), plain[0].thought])))
+    if answer:
+        return [first, *plain]
     check = check_command(steps)
     return [first, *plain, Call(CHECK_THOUGHT, check if check.startswith("cd ") else where + check)]
 
@@ -234,16 +254,19 @@ def takes_mistake(task_id: str, share: float) -> bool:
     return share > 0 and int(hashlib.sha256(f"mistake/{task_id}".encode()).hexdigest()[:8], 16) < share * 2**32
 
 
-def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0, previews: bool = True) -> None:
+def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0, previews: bool = True,
+           restate: bool = False) -> None:
     """Drive a begun episode's turns with its task's solution steps (`shape`, a planned mistake for
-    `mistakes` of the tasks that allow one), then submit. A turn planned as a mistake is marked
+    `mistakes` of the tasks that allow one, the instruction restated before the first act when
+    `restate`), then submit. A turn planned as a mistake is marked
     `"train": false` (the chat templates keep it out of the loss); if it did not fail, the replay
     stops there without submitting (the caller skips it)."""
     task, state = episode.task, episode.state
     if task.solution is None or state is None:
         raise ClawloopError(f"task {task.id}: has no reference solution or no harness to replay it in")
     for call in plan_calls(task.solution.steps, shape, state.max_turns, answer=is_answer_task(task),
-                           data=data_dir(task), mistake=takes_mistake(task.id, mistakes), previews=previews):
+                           data=data_dir(task), mistake=takes_mistake(task.id, mistakes), previews=previews,
+                           instruction=task.instruction if restate else None):
         text = call_text("bash", {"command": call.command})
         at = len(state.messages)
         if episode.step(_reply(f"{call.thought}\n{text}" if call.thought else text)) is None:
@@ -258,7 +281,7 @@ def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0, prev
 
 def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
                       harness_config: HarnessConfig | None = None, shape: Shape = "plain",
-                      mistakes: float = 0.0, previews: bool = True) -> ReferenceResult:
+                      mistakes: float = 0.0, previews: bool = True, restate: bool = False) -> ReferenceResult:
     """One episode (clawloop.agent.episode) replaying the task's solution. Never raises for task trouble."""
     t0 = time.monotonic()
 
@@ -269,7 +292,7 @@ def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Sandbo
         return result("skipped", "no reference solution")
     episode = Episode(task, backend, sandbox_config, harness_config or HarnessConfig())
     if episode.begin():
-        replay(episode, shape, mistakes, previews)
+        replay(episode, shape, mistakes, previews, restate)
         assert episode.state is not None
         if episode.state.termination not in ("submit", "error"):
             episode.close()
@@ -287,11 +310,12 @@ def reference_trajectories(tasks: Sequence[Task], backend: str = "bwrap", *,
                            sandbox_config: SandboxConfig | None = None,
                            harness_config: HarnessConfig | None = None, workers: int = 4,
                            executor: ExecutorParams | str | None = None, shape: Shape = "plain",
-                           mistakes: float = 0.0, previews: bool = True) -> tuple[list[Conversation], list[ReferenceResult]]:
+                           mistakes: float = 0.0, previews: bool = True,
+                           restate: bool = False) -> tuple[list[Conversation], list[ReferenceResult]]:
     """Replay every task's reference solution, `workers` at a time on the local executor (or as
     Ray tasks: clawloop.executor); returns (kept conversations, all results), in task order."""
     one = partial(reference_episode, backend=backend, sandbox_config=sandbox_config, harness_config=harness_config,
-                  shape=shape, mistakes=mistakes, previews=previews)
+                  shape=shape, mistakes=mistakes, previews=previews, restate=restate)
     results = [replace(r.value, node=r.node) for r in run_all(one, list(tasks), jobs=workers, executor=executor)]
     kept = [r.conversation for r in results if r.conversation is not None]
     return kept, results
