@@ -310,7 +310,8 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
         print(f"[learning] iter {i} train: {metrics.get('steps')} steps, loss {metrics.get('sft_train_loss')}"
               f" in {rows[-1]['wall_s']} s", flush=True)
         verdicts = evaluate(ckpt, i)
-        promoted, vs, _ = loop.gate(verdicts, best, params.gate.alpha, params.gate.enabled)
+        # the loop's gate, suite guard included (one held-out suite here: it adds nothing to the pooled test)
+        promoted, vs, _ = loop.gate(verdicts, best, params.gate.alpha, params.gate.enabled, params.gate.suite_alpha)
         rows[-1]["promoted"] = promoted
         if vs is not None:
             rows[-1]["vs_policy"] = vs.words()
