@@ -339,6 +339,9 @@ def test_a_process_replay_may_restate_the_instruction_before_its_first_act() -> 
     answer = plan_calls(["wc -l < a"], "process", 8, answer=True, instruction="How many lines has a?")
     assert answer[-1].thought == f"The task: How many lines has a? {ANSWER_THOUGHT}"
     assert plan_calls(steps, "plain", 8, instruction="Sort a.")[0].thought == ""  # plain replays have no thoughts
+    # a planned mistake is the first act: the restatement goes with it, outside the loss
+    wrong, fix = plan_calls(["cd /w && sort a.txt"], "process", 8, data="/w", mistake=True, instruction="Sort a.txt.")[1:3]
+    assert (wrong.thought, wrong.trained) == ("The task: Sort a.txt.", False) and fix.trained
 
     task = make_task("a.txt", "alpha")
     kept, results = reference_trajectories([task], "bwrap", workers=1, shape="process", restate=True)

@@ -228,7 +228,9 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
     run where the shell starts (relative_mistake: untrained, its real error follows) and then fixed,
     when that is safe and one more turn fits. `previews` False drops the steps that only preview a
     later one (`drop_previews`) from a process replay. With `instruction`, the first act's thought
-    restates it (`restatement`), ahead of the fix's or the answer's thought when the act has one."""
+    restates it (`restatement`), ahead of the answer's thought when that act is also the last; with a
+    planned mistake the first act is the mistaken one, so the restatement is in context but outside
+    the loss."""
     if shape == "plain" or len(steps) + 3 > max_turns:
         return [Call("", step) for step in steps]
     if not previews and not answer:
@@ -239,7 +241,7 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
     wrong = relative_mistake(steps[0]) if data and mistake and len(steps) + 4 <= max_turns else None
     if wrong:
         plain = [Call("", wrong, trained=False), Call(FIX_THOUGHT, steps[0]), *plain[1:]]
-    if answer:
+    if answer:  # before the restatement: a one-step answer keeps both thoughts
         plain[-1] = plain[-1]._replace(thought=plain[-1].thought or ANSWER_THOUGHT)
     if instruction:
         plain[0] = plain[0]._replace(thought=" ".join(filter(None, [restatement(instruction), plain[0].thought])))
