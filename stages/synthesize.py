@@ -40,7 +40,7 @@ def main(params: Params) -> None:
                       current_policy)
     fresh = fresh_tasks(pool.tasks, params.eval.fresh, seed=params.synthesis.seed, iteration=args.iteration,
                         conversational=params.synthesis.conversational, answer=params.synthesis.answer,
-                        elsewhere=params.synthesis.elsewhere)
+                        elsewhere=params.synthesis.elsewhere, detailed=params.synthesis.detailed)
     with output_dir(args.out) as tmp:
         write_pool(tmp / "pool.jsonl", pool.tasks)
         write_pool(tmp / FRESH_TASKS, fresh)

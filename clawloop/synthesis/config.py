@@ -167,6 +167,10 @@ class SynthesisParams(BaseModel):
     """Share of procedural tasks whose agent starts in `/` instead of beside its files in /workspace
     (the instruction says where they are), as InterCode-Bash's agent starts in `/`
     (clawloop/synthesis/procedural/register.py: start_elsewhere). 0 = always in /workspace."""
+    detailed: float = Field(0.0, ge=0, le=1)
+    """Share of procedural tasks written at length as shell-core's are: a sentence of context, the
+    request, a closing remark, hard-wrapped over several lines (register.in_detail), so that the
+    pool is not only one short line each. 0 = the one-line forms only."""
     curriculum: CurriculumParams = Field(default_factory=CurriculumParams)
     """Thresholds of the procedural plan (clawloop.synthesis.steering)."""
     hindsight: HindsightParams = Field(default_factory=HindsightParams)

@@ -41,7 +41,8 @@ def fresh_cells(pool: Iterable[Task]) -> list[tuple[str, int]]:
 
 
 def fresh_tasks(pool: list[Task], per_cell: int, *, seed: int, iteration: int, conversational: float = 0.0,
-                exclude: Iterable[Task] = (), answer: float = 0.0, elsewhere: float = 0.0) -> list[Task]:
+                exclude: Iterable[Task] = (), answer: float = 0.0, elsewhere: float = 0.0,
+                detailed: float = 0.0) -> list[Task]:
     """`per_cell` new instances of each of fresh_cells(pool), minus any task equal to
     one of the pool's or of `exclude`: same instruction and files, same id. (The evaluate stage
     drops those equal to a held-out task.)"""
@@ -50,6 +51,6 @@ def fresh_tasks(pool: list[Task], per_cell: int, *, seed: int, iteration: int, c
         return []
     drawn = synthesize(Plan(quotas=dict.fromkeys(cells, per_cell)), seed, iteration=iteration,
                        conversational=conversational, namespace=FRESH_NAMESPACE, answer=answer,
-                       elsewhere=elsewhere)
+                       elsewhere=elsewhere, detailed=detailed)
     known = {t.id for t in pool} | {t.id for t in exclude}
     return [t for t in drawn if t.id not in known]

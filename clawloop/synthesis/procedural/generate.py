@@ -18,7 +18,7 @@ from typing import Any
 from clawloop.diagnosis.schema import Diversity
 from clawloop.progress import Progress, progress_for
 from clawloop.synthesis.knobs import NO_KNOBS
-from clawloop.synthesis.procedural.register import restyle, start_elsewhere
+from clawloop.synthesis.procedural.register import in_detail, restyle, start_elsewhere
 from clawloop.synthesis.skills import check_level, families, family
 from clawloop.synthesis.steering import Plan
 from clawloop.tasks.task import Provenance, Task
@@ -45,11 +45,12 @@ def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, att
 
 def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progress = False,
                conversational: float = 0.0, namespace: str = "", answer: float = 0.0,
-               elsewhere: float = 0.0) -> list[Task]:
+               elsewhere: float = 0.0, detailed: float = 0.0) -> list[Task]:
     """Tasks for every (skill, level) quota of `plan`, in skill then level order; a share
     `conversational` of them rephrased in the conversational register (register.py), a share
     `answer` asked in the answer form where the task allows it (clawloop.synthesis.builder), a share
-    `elsewhere` with the agent starting in `/`, away from its files (register.start_elsewhere).
+    `elsewhere` with the agent starting in `/`, away from its files (register.start_elsewhere), a share
+    `detailed` written at length over several lines as shell-core's are (register.in_detail).
     `progress` shows tasks made (clawloop.progress): a large pool takes a while. `namespace`
     separates the seeds of a held-out split (HELDOUT_NAMESPACE) from the loop's."""
     order = list(families())
@@ -63,13 +64,14 @@ def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progr
         out = []
         for skill, level, i in slots:
             out.append(_draw(plan, seed, iteration, skill, level, i, seen, conversational, namespace, answer,
-                             elsewhere))
+                             elsewhere, detailed))
             bar.advance()
     return out
 
 
 def _draw(plan: Plan, seed: int, iteration: int, skill: str, level: int, index: int, seen: set[str],
-          conversational: float = 0.0, namespace: str = "", answer: float = 0.0, elsewhere: float = 0.0) -> Task:
+          conversational: float = 0.0, namespace: str = "", answer: float = 0.0, elsewhere: float = 0.0,
+          detailed: float = 0.0) -> Task:
     """Task `index` of (skill, level): redrawn until its instruction is new to `seen`."""
     fam = family(skill)
     knobs = plan.knobs.get(skill, NO_KNOBS)
@@ -87,6 +89,9 @@ def _draw(plan: Plan, seed: int, iteration: int, skill: str, level: int, index: 
         erng = random.Random(f"elsewhere/{s}")  # its own rng too; after restyle, which reads the workdir
         if elsewhere and erng.random() < elsewhere:
             task = start_elsewhere(task, erng)
+        drng = random.Random(f"detailed/{s}")  # last: the forms above leave multi-line instructions alone
+        if detailed and drng.random() < detailed:
+            task = in_detail(task, drng)
         key = " ".join(task.instruction.split())
         if key not in seen:
             seen.add(key)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import re
+import textwrap
 
 from clawloop.tasks.task import Task
 
@@ -90,3 +91,43 @@ def start_elsewhere(task: Task, rng: random.Random, start: str = "/") -> Task:
     return task.model_copy(update={"instruction": f"{task.instruction} {note}", "workdir": start,
                                    "solution": task.solution.model_copy(update={"steps": steps}),
                                    "tags": (*task.tags, "elsewhere")})
+
+
+DETAIL_CONTEXTS = (
+    "I'm cleaning up this workspace before I hand it over to a colleague.",
+    "We're getting the files ready for tomorrow's release.",
+    "This is one of the chores on today's maintenance list.",
+    "A teammate asked me for this and I'm short on time.",
+    "I'm putting together a quick summary for the team.",
+    "Our nightly job expects this to be done before it runs.",
+    "I inherited this folder from someone who has left, and I'm sorting it out.",
+    "Some context: a script further down the line depends on this.",
+)
+DETAIL_ASIDES = ("", "The folder isn't under version control, so there is no undo.",
+                 "Take a look at the files first if you're not sure what's in there.",
+                 "Use the usual command-line tools; nothing fancy is installed.",
+                 "The file names are exactly as written here.", "It's a small folder, nothing is huge.")
+DETAIL_CLOSERS = ("", "Please leave everything else as it is.", "Nothing else in there needs to change.",
+                  "I'll look at the result afterwards.", "Let me know if anything looks off.")
+_LITERAL = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|(?<!\w)'[^'\n]*'(?!\w)")
+_GLUE = "\x00"
+DETAIL_WIDTHS = (80, 88, 96, 100)
+"""Columns shell-core's instruction.md files are wrapped at (most at ~100)."""
+
+
+def in_detail(task: Task, rng: random.Random) -> Task:
+    """`task` with its instruction written the way shell-core's are: a sentence of context first, an
+    aside and a closing remark (either may be left out), the whole hard-wrapped over several lines. Generated instructions are one short
+    line while 52 of shell-core's 72 are over 240 characters on 3-5 lines; a policy trained on short
+    lines only restated those in full before its first call (measured: 18 of 71 such replies ran out
+    of tokens before the call, docs/experiments/2026-12-05-restating-the-task.md). Only the surface
+    changes, as in `restyle`; unchanged when the instruction carries a literal block."""
+    if "\n" in task.instruction.strip():
+        return task
+    parts = [DETAIL_CONTEXTS[rng.randrange(len(DETAIL_CONTEXTS))], task.instruction.strip(),
+             DETAIL_ASIDES[rng.randrange(len(DETAIL_ASIDES))], DETAIL_CLOSERS[rng.randrange(len(DETAIL_CLOSERS))]]
+    width = DETAIL_WIDTHS[rng.randrange(len(DETAIL_WIDTHS))]
+    # a line break inside a literal (`a b`, "a b") would change what the task asks for: keep them whole
+    glued = _LITERAL.sub(lambda m: m.group(0).replace(" ", _GLUE), " ".join(p for p in parts if p))
+    text = textwrap.fill(glued, width=width, break_long_words=False, break_on_hyphens=False).replace(_GLUE, " ")
+    return task.model_copy(update={"instruction": text, "tags": (*task.tags, "detailed")})
