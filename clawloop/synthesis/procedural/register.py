@@ -117,11 +117,12 @@ DETAIL_WIDTHS = (80, 88, 96, 100)
 
 def in_detail(task: Task, rng: random.Random) -> Task:
     """`task` with its instruction written the way shell-core's are: a sentence of context first, an
-    aside and a closing remark (either may be left out), the whole hard-wrapped over several lines. Generated instructions are one short
-    line while 52 of shell-core's 72 are over 240 characters on 3-5 lines; a policy trained on short
-    lines only restated those in full before its first call (measured: 18 of 71 such replies ran out
-    of tokens before the call, docs/experiments/2026-12-05-restating-the-task.md). Only the surface
-    changes, as in `restyle`; unchanged when the instruction carries a literal block."""
+    aside and a closing remark (either may be left out), the whole hard-wrapped over several lines.
+    Generated instructions are one short line while 52 of shell-core's 72 are over 240 characters on
+    3-5 lines; a policy trained on short lines only restated those in full before its first call
+    (measured: 18 of 71 such replies ran out of tokens before the call,
+    docs/experiments/2026-12-05-restating-the-task.md). Only the surface changes, as in `restyle`;
+    unchanged when the instruction carries a literal block."""
     if "\n" in task.instruction.strip():
         return task
     parts = [DETAIL_CONTEXTS[rng.randrange(len(DETAIL_CONTEXTS))], task.instruction.strip(),
