@@ -50,16 +50,21 @@ def untied(base: Path, out: Path) -> Path:
     return out
 
 
-@pytest.mark.parametrize("checkpointing", [False, True])
+@pytest.mark.parametrize(("checkpointing", "lora"), [(False, False), (True, False), (False, True)],
+                         ids=["plain", "checkpointing", "lora"])
 def test_one_batch_has_the_same_loss_gradients_and_metrics(tiny_model: Path, tmp_path: Path,
-                                                         checkpointing: bool) -> None:
+                                                         checkpointing: bool, lora: bool) -> None:
     """Every padded batch of an epoch through both forwards of one model: loss, per-token log-probs,
-    entropy, top-1 and every trainable weight's gradient agree."""
+    entropy, top-1 and every trainable weight's gradient agree (with LoRA: the adapters' of the top
+    layers, the peft model calling the base model's forward)."""
     import torch
 
-    tr = trainer(tiny_model, tmp_path / "o", gradient_checkpointing=checkpointing)
+    over: dict[str, Any] = {"lora": LoraParams(r=4, alpha=8, dropout=0.0)} if lora else {}
+    tr = trainer(tiny_model, tmp_path / "o", gradient_checkpointing=checkpointing, **over)
     model, trunk = tr.model, tr.frozen_trunk
     assert trunk is not None and trunk.first == 2
+    trained = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert not lora or (trained and all("lora_" in n and (".layers.2." in n or ".layers.3." in n) for n in trained))
     if checkpointing:  # what Trainer.train does with activation_checkpointing
         model.activation_checkpointing_enable()
     model.train()
@@ -78,7 +83,7 @@ def test_one_batch_has_the_same_loss_gradients_and_metrics(tiny_model: Path, tmp
         for field in ("log_probs", "entropy"):
             torch.testing.assert_close(getattr(fast, field), getattr(slow, field), rtol=1e-5, atol=1e-5)
         assert torch.equal(fast.is_top1, slow.is_top1) and torch.equal(fast.label_mask, slow.label_mask)
-        assert set(fast_grads) == set(slow_grads) and any(n.startswith("model.layers.3.") for n in slow_grads)
+        assert set(fast_grads) == set(slow_grads) and any("model.layers.3." in n for n in slow_grads)
         for name, g in slow_grads.items():
             torch.testing.assert_close(fast_grads[name], g, rtol=1e-4, atol=1e-6 * float(g.abs().max()), msg=name)
     assert trunk.stats.fast_calls == len(batches) and trunk.stats.trunk_rows == 4
@@ -133,7 +138,25 @@ def test_run_sft_saves_the_real_model_and_records_the_fast_path(tiny_model: Path
     assert moved and all(k.startswith(("model.layers.2.", "model.layers.3.", "model.norm.")) for k in moved)
 
 
-@pytest.mark.parametrize("over", [{"lora": LoraParams(r=4, alpha=8)}, {"trainable_layers": None},
+def test_lora_on_the_top_layers_trains_from_the_trunk_and_merges_there(tiny_model: Path, tmp_path: Path) -> None:
+    """lora + trainable_layers: adapters on the top layers only, served by the frozen trunk, merged
+    into a plain checkpoint in which only those layers' linear weights moved."""
+    from safetensors.torch import load_file
+
+    from clawloop.training.sft import run_sft
+
+    dest = tmp_path / "ckpt"
+    meta = run_sft(tiny_model, dataset(), params(max_steps=2, learning_rate=1e-2, lora=LoraParams(r=4, alpha=8)),
+                   tmp_path / "stage", dest)
+    assert meta["frozen_trunk"]["fast_calls"] == 2 and meta["frozen_trunk"]["trunk_rows"] == 4
+    before, after = load_file(str(tiny_model / "model.safetensors")), load_file(str(dest / "model.safetensors"))
+    assert sorted(before) == sorted(after)
+    moved = {k for k in before if not (before[k] == after[k]).all()}
+    assert moved and all(k.startswith(("model.layers.2.", "model.layers.3.")) and k.endswith("proj.weight")
+                         for k in moved)
+
+
+@pytest.mark.parametrize("over", [{"lora": LoraParams(r=4, alpha=8), "trainable_layers": None}, {"trainable_layers": None},
                                   {"frozen_trunk": "off"}, {"packing": True}],
                          ids=["lora", "all-layers", "off", "packing"])
 def test_trls_path_where_it_does_not_apply(tiny_model: Path, tmp_path: Path, over: dict[str, Any]) -> None:

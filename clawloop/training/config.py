@@ -94,11 +94,13 @@ class TrainerParams(_Params):
         "bf16 (AVX512-BF16/AMX), off otherwise (emulated bf16 is far slower than fp32: benchmarks/perf/README.md).")
     save_total_limit: int = Field(2, gt=0, description="Checkpoints kept in OUT.tmp while training.")
     seed: int = Field(0, description="Seed of initialization, data order and (GRPO) rollout sampling.")
-    lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights.")
+    lora: LoraParams | None = Field(
+        None, description="Train LoRA adapters instead of the weights (never the head); with trainable_layers, "
+        "adapters on the top N layers only.")
     trainable_layers: int | None = Field(
-        None, gt=0, description="Train only the top N transformer layers and the final norm; the embeddings "
-        "(and a tied head) and lower layers stay frozen, so the backward pass stops at layer N from the top. "
-        "None = all weights.")
+        None, gt=0, description="Train only the top N transformer layers and the final norm (with lora: their "
+        "adapters); the embeddings (and a tied head) and lower layers stay frozen, so the backward pass stops "
+        "at layer N from the top. None = all weights.")
     train_head: bool = Field(
         True, description="With trainable_layers: an untied output head trains too. false: the head stays "
         "the base's (Qwen2.5-Coder-0.5B's untied head is 136M of the 226M weights its top 6 layers and head "
@@ -106,9 +108,9 @@ class TrainerParams(_Params):
 
     @model_validator(mode="after")
     def _head_needs_layers(self) -> TrainerParams:
-        if not self.train_head and (self.trainable_layers is None or self.lora is not None):
-            raise ValueError("train_head: false needs trainable_layers (and no lora): it freezes the head of "
-                             "a top-layers run")
+        if not self.train_head and self.trainable_layers is None and self.lora is None:
+            raise ValueError("train_head: false needs trainable_layers or lora: it freezes the head of a "
+                             "top-layers run (LoRA never trains the head)")
         return self
 
 
@@ -127,7 +129,7 @@ class SFTParams(TrainerParams):
     logging_steps: int = Field(10, gt=0, description="Steps between metric logs.")
     save_steps: int = Field(200, gt=0, description="Steps between checkpoints (for resuming).")
     frozen_trunk: Literal["auto", "off"] = Field(
-        "auto", description="With trainable_layers (no LoRA, no packing, on a CPU): compute the frozen "
+        "auto", description="With trainable_layers (no packing, on a CPU): compute the frozen "
         "layers' output once per conversation and train the top layers from it, scoring the head only where "
         "the loss is (same loss and gradients; clawloop/training/frozen_trunk.py, "
         "benchmarks/perf/sft_step.py). off: TRL's path, every layer forward at every step.")

@@ -1,8 +1,8 @@
-"""Frozen-trunk SFT: with `trainable_layers` (and no LoRA) the embeddings and the lower decoder
-layers never change during a train stage, so their output, the hidden states entering the lowest
-trainable layer, is computed once per conversation (batched, without grad, kept in memory) and
-every step runs only the top layers from it; the head (final norm + lm_head) is scored only at the
-positions whose next token carries loss (on a CPU TRL scores every position).
+"""Frozen-trunk SFT: with `trainable_layers` (their weights, or LoRA adapters on them) the
+embeddings and the lower decoder layers never change during a train stage, so their output, the
+hidden states entering the lowest trainable layer, is computed once per conversation (batched,
+without grad, kept in memory) and every step runs only the top layers from it; the head (final
+norm + lm_head) is scored only at the positions whose next token carries loss (on a CPU TRL scores every position).
 
 A thin layer over TRL: SFTTrainer.compute_loss calls `model(**batch, fused_lm_head=True)` (TRL's
 fused LM head, `trl.trainer.utils.add_fused_lm_head`). `install` puts a forward in front of that
@@ -63,16 +63,20 @@ def _passthrough(hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
     return hidden_states
 
 
+def unwrapped(model: Any) -> Any:
+    """The causal LM itself: a peft model's base model (its adapters in place), else `model`."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
 def why_not(params: Any, model: Any, *, packing: bool = False, lengths: list[int] | None = None) -> str | None:
     """Why the fast path does not apply to this SFT run, or None when it does."""
     import torch
 
+    model = unwrapped(model)
     if getattr(params, "frozen_trunk", "auto") == "off":
         return "frozen_trunk: off"
     if params.trainable_layers is None:
         return "all layers train"
-    if params.lora is not None:
-        return "LoRA"
     if torch.cuda.is_available():
         return "GPU (TRL's fused head scores only the loss positions there)"
     if packing:
@@ -226,16 +230,18 @@ class FrozenTrunk:
         """The rows' lengths when this call is a training forward of a padded batch, else None."""
         import torch
 
+        given = {k for k, v in kwargs.items() if v is not None}  # a peft model passes its unused inputs as None
         if not (self.enabled and fused and self.model.training and torch.is_grad_enabled()) or args or labels is None \
-                or shift_labels is not None or not set(kwargs) <= SERVED_KWARGS or kwargs.get("input_ids") is None:
+                or shift_labels is not None or not given <= SERVED_KWARGS or kwargs.get("input_ids") is None:
             return None
         return self.lengths(kwargs.get("attention_mask"))
 
 
 def install(trainer: Any, params: Any) -> FrozenTrunk | None:
     """Put the frozen-trunk forward in front of the model's (TRL's fused) forward when it applies
-    (`why_not`); returns it (its `stats` say what it did), or None."""
-    model = trainer.model
+    (`why_not`); returns it (its `stats` say what it did), or None. Under peft the forward goes in
+    front of the base model's, which the peft model calls with TRL's arguments."""
+    model = unwrapped(trainer.model)
     lengths = [len(ids) for ids in trainer.train_dataset["input_ids"]]
     if why_not(params, model, packing=bool(getattr(trainer.args, "packing", False)), lengths=lengths) is not None:
         return None

@@ -248,7 +248,7 @@ def build_trainer(base: Path, tasks: Sequence[Task], params: GRPOParams, output_
             args=args,
             train_dataset=grpo_dataset(tasks, harness_config),
             processing_class=tokenizer,
-            peft_config=peft_config(params.lora),
+            peft_config=peft_config(params.lora, base, params.trainable_layers),
             environment_factory=env_cls,
             callbacks=callbacks or None,
         )

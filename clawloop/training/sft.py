@@ -20,14 +20,42 @@ if TYPE_CHECKING:
     import datasets
 
 
-def peft_config(lora: LoraParams | None) -> Any:
-    """A peft LoraConfig for causal LM, or None."""
+def peft_config(lora: LoraParams | None, base: Path | None = None, top_layers: int | None = None) -> Any:
+    """A peft LoraConfig for causal LM, or None; with `top_layers`, adapters on the top layers of
+    `base` only (so the backward pass stops there, and the frozen trunk below can be cached)."""
     if lora is None:
         return None
     from peft import LoraConfig
 
-    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                      target_modules=lora.target_modules, task_type="CAUSAL_LM")
+    targets, layers = lora.target_modules, None
+    if top_layers is not None:
+        if base is None:
+            raise ValueError("peft_config: top_layers needs the base model's path")
+        n_layers, linear = layer_linears(base)
+        layers = list(range(max(n_layers - top_layers, 0), n_layers))
+        if targets == "all-linear":  # peft takes a layer range with a list of names only
+            targets = linear
+        elif isinstance(targets, str):
+            raise ClawloopError(f"lora.target_modules {targets!r} is a pattern: with trainable_layers give a list "
+                                "of module names (or all-linear)")
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets,
+                      task_type="CAUSAL_LM", layers_to_transform=layers,
+                      layers_pattern="layers" if layers is not None else None)
+
+
+def layer_linears(base: Path) -> tuple[int, list[str]]:
+    """The decoder's layer count and the names of the linear modules inside a layer (what peft's
+    all-linear targets there), read from an empty model built from `base`'s config."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(str(base))
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    layers = model.get_decoder().layers
+    names = sorted({name.rsplit(".", 1)[-1] for name, m in layers[0].named_modules()
+                    if isinstance(m, torch.nn.Linear)})
+    return len(layers), names
 
 
 def model_dtype(bf16: bool) -> Any:
@@ -132,7 +160,7 @@ def build_trainer(base: Path, dataset: datasets.Dataset, params: SFTParams, outp
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=peft_config(params.lora),
+        peft_config=peft_config(params.lora, base, params.trainable_layers),
         callbacks=callbacks or None,
     )
     trainer.frozen_trunk = frozen_trunk.install(trainer, params)  # None: TRL's path
