@@ -57,13 +57,26 @@ def evaluate_suites(params: Params, ctx: LoopContext, suites: Suites, *, policy:
     return results
 
 
-def heldout_pass_at_1(ctx: LoopContext, policy: Policy, suites: list[tuple[str, list[Task]]]) -> float:
-    """The mean over the held-out `suites` of `policy`'s pass@1 (one sample per task, the plain harness)."""
+def heldout_verdicts(ctx: LoopContext, policy: Policy, suites: list[tuple[str, list[Task]]]) -> tuple[Outcomes, float]:
+    """`policy`'s per-task verdicts on the held-out `suites` (one sample per task, the plain harness;
+    keyed `suite/task` as clawloop.paired keys them) and the mean of the suites' pass@1."""
+    verdicts: Outcomes = {}
     rates = []
     for suite, tasks in suites:
         summaries = ctx.rollouts(tasks, policy, suite=suite, progress=True)
+        verdicts |= outcomes_of(summaries, suite)
         rates.append(suite_metrics(summaries, heldout=True).pass_at_1)
-    return sum(rates) / len(rates) if rates else 0.0
+    return verdicts, (sum(rates) / len(rates) if rates else 0.0)
+
+
+def paired_rows(before: Outcomes, after: Outcomes) -> dict[str, dict[str, Any]]:
+    """Per suite (and "all"), `after` against `before` on the tasks both graded: the rates, the paired
+    difference with its 95% bootstrap interval, the flips and the exact McNemar p (the transfer stage's
+    first vs final)."""
+    return {name: {"tasks": c.paired, "before": round(c.before_rate, 4), "after": round(c.after_rate, 4),
+                   "diff": round(c.diff, 4), "diff_low": round(c.diff_low, 4), "diff_high": round(c.diff_high, 4),
+                   "gained": c.gained, "lost": c.lost, "p_mcnemar": round(c.p_two_sided, 6)}
+            for name, c in compare_suites(before, after).items()}
 
 
 SAMPLED_OUTCOMES = "outcomes.json"

@@ -5,7 +5,9 @@
 
 A fresh copy of the loop's base (`--base`, i.e. runs/iter-0/policy; or `transfer.base`, any
 `model.base` value such as scratch-tiny for a smaller model) is trained with the same budget on
-iteration 1's validated task set and on the final one, then both are evaluated on the held-out suites.
+iteration 1's validated task set and on the final one, then both are evaluated on the held-out
+suites; transfer.json gives per suite the final set's model against the first's: the paired
+difference, its interval, the flips and the exact McNemar p.
 The same task sets can come from another repository through the DVC remote (`dvc get`/`dvc import`
 of runs/iter-N/validated), which is how a smaller model is trained on them elsewhere.
 """
@@ -15,7 +17,7 @@ from pathlib import Path
 from clawloop.bootstrap.base import make_base
 from clawloop.io import write_json
 from clawloop.loop import loop_context
-from clawloop.loop_eval import heldout_pass_at_1
+from clawloop.loop_eval import heldout_verdicts, paired_rows
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.suite_manifest import eval_suites
@@ -34,6 +36,7 @@ def main(params: Params) -> None:
     tr = params.transfer
     base_name = tr.base or params.model.base
     result: dict = {"base": base_name, "pass_at_1": {}, "tasks": {}}
+    verdicts = {}
     if not tr.enabled:
         print("[transfer] disabled (transfer.enabled: false)")
     heldout = [(name, tasks) for name, tasks, held in eval_suites(params, args.suites) if held]
@@ -47,12 +50,13 @@ def main(params: Params) -> None:
             tasks = read_pool(validated / "valid.jsonl")
             train(TrainJob("sft", fresh, tasks, tmp / name), tr.train, EpisodeSetup.of_loop(ctx, params.executor))
             policy = ctx.load_policy(tmp / name, policy_id=f"transfer-{name}")
-            result["pass_at_1"][name] = heldout_pass_at_1(ctx, policy, heldout)
+            verdicts[name], result["pass_at_1"][name] = heldout_verdicts(ctx, policy, heldout)
             result["tasks"][name] = len(tasks)
             print(f"[transfer] fresh {base_name} trained on {name} ({len(tasks)} tasks): "
                   f"held-out pass@1 {result['pass_at_1'][name]:.3f}")
     if tr.enabled:
         result["gain"] = result["pass_at_1"]["final"] - result["pass_at_1"]["first"]
+        result["paired"] = paired_rows(verdicts["first"], verdicts["final"])  # before: first, after: final
     write_json(args.out / "transfer.json", result)
 
 

@@ -316,3 +316,19 @@ def test_the_report_shows_what_the_harness_learned(runs: Path, tmp_path: Path) -
     assert 'href="#learned"' in html and "held-in dev tasks" not in html.split("What the harness learned")[0]
     plain = write_report(runs, tmp_path / "plain").read_text()  # no playbook artifacts: no section
     assert "What the harness learned" not in plain
+
+
+def test_the_report_gives_the_transfers_paired_test(runs: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    write_json(copy / "transfer" / "transfer.json", {
+        "base": "smollm2-135m-instruct", "pass_at_1": {"first": 0.1, "final": 0.2}, "tasks": {"first": 9, "final": 9},
+        "gain": 0.1, "paired": {"synth-heldout": {"tasks": 112, "before": 0.1, "after": 0.2, "diff": 0.1,
+                                                  "diff_low": 0.02, "diff_high": 0.18, "gained": 14, "lost": 3,
+                                                  "p_mcnemar": 0.0127}}})
+    write_report(copy, tmp_path / "report")
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "| synth-heldout | 112 | 0.100 | 0.200 | +0.100 [+0.020, +0.180] | 14 | 3 | 0.0127 |" in md
+    assert "0.0127" in (tmp_path / "report" / "report.html").read_text()
