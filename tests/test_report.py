@@ -319,8 +319,6 @@ def test_the_report_shows_what_the_harness_learned(runs: Path, tmp_path: Path) -
 
 
 def test_the_report_gives_the_transfers_paired_test(runs: Path, tmp_path: Path) -> None:
-    import shutil
-
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy)
     write_json(copy / "transfer" / "transfer.json", {
