@@ -2,7 +2,8 @@
 embeddings and the lower decoder layers never change during a train stage, so their output, the
 hidden states entering the lowest trainable layer, is computed once per conversation (batched,
 without grad, kept in memory) and every step runs only the top layers from it; the head (final
-norm + lm_head) is scored only at the positions whose next token carries loss (on a CPU TRL scores every position).
+norm + lm_head) is scored only at the positions whose next token carries loss (on a CPU TRL scores
+every position).
 
 A thin layer over TRL: SFTTrainer.compute_loss calls `model(**batch, fused_lm_head=True)` (TRL's
 fused LM head, `trl.trainer.utils.add_fused_lm_head`). `install` puts a forward in front of that
