@@ -39,8 +39,7 @@ def main(params: Params) -> None:
     pool = build_pool(params.synthesis, args.iteration, last, str(args.report) if args.report else None,
                       current_policy)
     fresh = fresh_tasks(pool.tasks, params.eval.fresh, seed=params.synthesis.seed, iteration=args.iteration,
-                        conversational=params.synthesis.conversational, answer=params.synthesis.answer,
-                        elsewhere=params.synthesis.elsewhere, detailed=params.synthesis.detailed)
+                        forms=params.synthesis.forms())
     with output_dir(args.out) as tmp:
         write_pool(tmp / "pool.jsonl", pool.tasks)
         write_pool(tmp / FRESH_TASKS, fresh)

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 
 import pytest
 
 import sandbox
 from clawloop.errors import ClawloopError
 from clawloop.synthesis.builder import ANSWER_PREFIX
+from clawloop.synthesis.config import Forms
 from clawloop.synthesis.knobs import NO_KNOBS
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.skills import families, family
@@ -42,7 +44,7 @@ def _count_task() -> Task:
 
 def _pool(share: float) -> list[Task]:
     cells = {(s, lvl): 3 for s in families() for lvl in range(1, 6)}
-    return synthesize(Plan(quotas=cells), 0, 1, answer=share)
+    return synthesize(Plan(quotas=cells), 0, 1, forms=Forms(answer=share))
 
 
 def test_answer_form_changes_only_the_tasks_that_take_it() -> None:
@@ -55,6 +57,53 @@ def test_answer_form_changes_only_the_tasks_that_take_it() -> None:
         if not answer.is_answer_task(a):
             assert a.id == b.id  # the main rng stream is untouched: pools do not move
     assert not any(answer.is_answer_task(t) for t in files_only)
+
+
+def _twins(share: float = 1.0, **forms: float) -> list[Task]:
+    cells = {(s, lvl): 4 for s in families() for lvl in (1, 2, 3)}
+    return synthesize(Plan(quotas=cells), 0, 1, forms=Forms(answer=0.5, twins=share, **forms))
+
+
+def test_a_twin_asks_the_same_draw_for_its_file_in_the_next_slot() -> None:
+    """synthesis.twins: an answer-form task is followed by the same workspace asked for the file,
+    so only the instruction says which form is wanted; the cells keep their sizes."""
+    pool, single = _twins(1.0, conversational=0.5, elsewhere=0.25), _twins(0.0, conversational=0.5, elsewhere=0.25)
+    assert Counter((t.skill, t.level) for t in pool) == Counter((t.skill, t.level) for t in single)
+    twins = []
+    for a, b in zip(pool, pool[1:], strict=False):
+        if not answer.is_answer_task(a) or (a.skill, a.level) != (b.skill, b.level):
+            continue
+        assert not answer.is_answer_task(b) and b.files == a.files and b.workdir == a.workdir
+        assert b.provenance.seed == a.provenance.seed and b.instruction != a.instruction
+        gone = next(c["path"] for c in json.loads(a.verifier.files["spec.json"].content)["checks"]
+                    if c["t"] == "absent")
+        out = gone.rsplit("/", 1)[-1]
+        assert out in b.instruction and out not in a.instruction
+        assert b.solution.steps[:-1] == a.solution.steps[:-1]
+        assert b.solution.steps[-1].startswith(a.solution.steps[-1]) and out in b.solution.steps[-1]
+        twins.append(b.id)
+    answered = sum(answer.is_answer_task(t) for t in pool)
+    assert len(twins) >= 0.8 * answered > 10  # all but an answer task in a cell's last slot
+    # a twin takes the slot of the draw after it; every other task is the draw it was without twins
+    assert {t.id for t in pool} - set(twins) <= {t.id for t in single}
+    assert _twins(0.0) == synthesize(Plan(quotas={(s, lvl): 4 for s in families() for lvl in (1, 2, 3)}), 0, 1,
+                                     forms=Forms(answer=0.5))
+
+
+def test_fresh_instances_draw_no_twins() -> None:
+    from clawloop.synthesis.fresh import fresh_tasks
+
+    pool = _twins(1.0)
+    with_twins = fresh_tasks(pool, 3, seed=0, iteration=1, forms=Forms(answer=0.5, twins=1.0))
+    assert with_twins == fresh_tasks(pool, 3, seed=0, iteration=1, forms=Forms(answer=0.5))
+
+
+def test_forms_are_shares() -> None:
+    with pytest.raises(ValueError, match="twins"):
+        Forms(twins=1.5)
+    from clawloop.synthesis.config import SynthesisParams
+
+    assert SynthesisParams(twins=0.5).forms().twins == 0.5
 
 
 def test_answer_task_shape() -> None:
@@ -87,6 +136,18 @@ def test_harbor_cannot_carry_an_answer_task(tmp_path) -> None:
     with pytest.raises(ClawloopError, match="answer adapter"):
         export_harbor_task(_count_task(), tmp_path / "t")
     assert not (tmp_path / "t").exists()
+
+
+@needs_bwrap
+def test_both_twins_pass_agent_free_validation() -> None:
+    pool = _twins(1.0)
+    pairs = [(a, b) for a, b in zip(pool, pool[1:], strict=False) if answer.is_answer_task(a) and b.files == a.files]
+    tasks = [t for pair in pairs[::4] for t in pair]
+    kept, report = validate_pool(tasks, "bwrap", jobs=2, params=AgentFreeParams(determinism=False,
+                                                                                 heldout_threshold=1.0))
+    # a pair whose instructions and files are nearly the same text is one near-duplicate task
+    assert set(report["rejected"]) <= {"near_duplicate"}, report["examples"]
+    assert len(kept) >= len(tasks) - len(pairs[::4]) // 3
 
 
 @needs_bwrap

@@ -7,7 +7,7 @@ import random
 import pytest
 
 import sandbox
-from clawloop.synthesis.config import SynthesisParams
+from clawloop.synthesis.config import Forms, SynthesisParams
 from clawloop.synthesis.knobs import NO_KNOBS
 from clawloop.synthesis.pool import build_pool
 from clawloop.synthesis.procedural.generate import synthesize
@@ -26,7 +26,8 @@ CELLS = {(s, lvl): 2 for s in families() for lvl in range(1, 5)}
 
 
 def _pool(share: float) -> list[Task]:
-    return synthesize(Plan(quotas=CELLS), 0, 1, conversational=0.5, answer=0.5, elsewhere=0.25, detailed=share)
+    return synthesize(Plan(quotas=CELLS), 0, 1,
+                      forms=Forms(conversational=0.5, answer=0.5, elsewhere=0.25, detailed=share))
 
 
 def test_in_detail_wraps_the_request_in_context_over_lines_and_keeps_the_task() -> None:
@@ -55,8 +56,8 @@ def test_share_changes_only_the_tasks_that_take_it_and_zero_changes_nothing() ->
     took = [t for t in long if "detailed" in t.tags]
     assert 0.3 * len(long) < len(took) < 0.7 * len(long)
     assert all(a.id == b.id for a, b in zip(long, short, strict=True) if "detailed" not in a.tags)
-    assert [t.id for t in short] == [t.id for t in synthesize(Plan(quotas=CELLS), 0, 1, conversational=0.5,
-                                                              answer=0.5, elsewhere=0.25)]  # the default is 0
+    plain = synthesize(Plan(quotas=CELLS), 0, 1, forms=Forms(conversational=0.5, answer=0.5, elsewhere=0.25))
+    assert [t.id for t in short] == [t.id for t in plain]  # the default is 0
 
 
 def test_the_synthesis_param_reaches_the_pool() -> None:

@@ -11,6 +11,7 @@ import re
 import pytest
 
 import sandbox
+from clawloop.synthesis.config import Forms
 from clawloop.synthesis.knobs import NO_KNOBS
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.procedural.register import start_elsewhere
@@ -38,7 +39,7 @@ needs_bwrap = pytest.mark.skipif(sandbox.unavailable_reason("bwrap") is not None
 
 def _pool(share: float) -> list[Task]:
     cells = {(s, lvl): 2 for s in families() for lvl in range(1, 6)}
-    return synthesize(Plan(quotas=cells), 0, 1, answer=0.5, elsewhere=share)
+    return synthesize(Plan(quotas=cells), 0, 1, forms=Forms(answer=0.5, elsewhere=share))
 
 
 def test_start_elsewhere_moves_the_shell_and_says_where_the_files_are() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from clawloop.agent.harness import initial_messages
 from clawloop.agent.hints import HINT_PREFIX, hint_for, strip_hint, tools_and_options, with_hint
+from clawloop.synthesis.config import Forms
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import Plan
@@ -35,7 +36,7 @@ def test_a_hint_names_programs_and_options_never_the_task_s_names_or_values() ->
     """Over every family and level: no file or folder name of the task, and nothing but the
     programs and options of its reference, appears in the hint."""
     tasks = synthesize(Plan(quotas={(s, lv): 2 for s in families() for lv in (1, 2, 3, 4, 5)}), 11, 1,
-                       conversational=0.5)
+                       forms=Forms(conversational=0.5))
     hinted = 0
     for t in tasks:
         hint = hint_for(t)

@@ -13,6 +13,7 @@ import pytest
 from clawloop.evaluation import EvalConfig, evaluate
 from clawloop.params import load_params
 from clawloop.suite_manifest import heldout_tasks
+from clawloop.synthesis.config import Forms
 from clawloop.synthesis.procedural.generate import HELDOUT_NAMESPACE, synthesize
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import Plan
@@ -55,10 +56,10 @@ def test_synthesis_never_draws_its_instances(suite: list) -> None:
     """The loop synthesizes in the empty namespace: even at the suite's own seed and iteration and
     the same plan, no task is one of the suite's."""
     plan = Plan(quotas={(s, lv): 4 for s in families() for lv in (1, 2, 3, 4)})
-    loop = synthesize(plan, 0, 0, conversational=0.5)
+    loop = synthesize(plan, 0, 0, forms=Forms(conversational=0.5))
     held = {exact_key(t) for t in suite}
     assert not held & {exact_key(t) for t in loop}
-    assert {exact_key(t) for t in synthesize(plan, 0, 0, conversational=0.5, namespace=HELDOUT_NAMESPACE)} == held
+    assert {exact_key(t) for t in synthesize(plan, 0, 0, namespace=HELDOUT_NAMESPACE, forms=Forms(conversational=0.5))} == held
 
 
 def test_validation_drops_the_same_task_and_keeps_its_template_siblings(suite: list) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from clawloop.synthesis import words
 from clawloop.synthesis.builder import TEST_SH, _checker_source
-from clawloop.synthesis.config import CurriculumParams
+from clawloop.synthesis.config import CurriculumParams, Forms
 from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.procedural.generate import diversity, manifest, synthesize
 from clawloop.synthesis.skills import LEVELS, families, git_available
@@ -240,12 +240,12 @@ def test_conversational_register_changes_only_the_surface() -> None:
 
     the_plan = plan(None, 42, CurriculumParams(conditioning=False))
     plain = synthesize(the_plan, seed=11)
-    chatty = synthesize(the_plan, seed=11, conversational=1.0)
+    chatty = synthesize(the_plan, seed=11, forms=Forms(conversational=1.0))
     assert not any("`" in t.instruction for t in plain)
     styled = [t for t in chatty if "`" in t.instruction]
     assert len(styled) >= len(chatty) // 2
     assert any("`/workspace/" in t.instruction for t in styled)
-    assert synthesize(the_plan, seed=11, conversational=1.0) == chatty  # deterministic
+    assert synthesize(the_plan, seed=11, forms=Forms(conversational=1.0)) == chatty  # deterministic
     t = plain[0]
     r = restyle(t, random.Random(3))
     assert (r.files, r.verifier, r.solution, r.skill, r.level) == (t.files, t.verifier, t.solution, t.skill, t.level)

@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from clawloop.io import write_text
+from clawloop.synthesis.config import Forms
 from clawloop.synthesis.procedural.generate import HELDOUT_NAMESPACE, synthesize
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import Plan
@@ -39,7 +40,7 @@ CONVERSATIONAL = 0.5
 def make_tasks(per_cell: int, seed: int) -> list[Task]:
     """`per_cell` tasks per (skill, level), levels 1-4, in the held-out seed namespace."""
     quotas = {(skill, level): per_cell for skill in families() for level in LEVELS}
-    return synthesize(Plan(quotas=quotas), seed, iteration=0, conversational=CONVERSATIONAL,
+    return synthesize(Plan(quotas=quotas), seed, iteration=0, forms=Forms(conversational=CONVERSATIONAL),
                       namespace=HELDOUT_NAMESPACE)
 
 

@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from clawloop.synthesis.config import CurriculumParams
+from clawloop.synthesis.config import CurriculumParams, Forms
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.steering import plan
 from clawloop.tasks.suite import load_suite
@@ -49,7 +49,7 @@ def main() -> None:
     n = same_task = near_dup = same_words = half = 0
     closest = 0.0
     for i in range(1, args.iterations + 1):
-        for t in synthesize(uniform, i, i, conversational=0.5):
+        for t in synthesize(uniform, i, i, forms=Forms(conversational=0.5)):
             n += 1
             same_task += exact_key(t) in same
             same_words += " ".join(_norm_words(t.instruction)) in words

@@ -10,7 +10,7 @@ from clawloop.commands import tasks_app
 from clawloop.diagnosis.schema import load_report
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
-from clawloop.synthesis.config import ROUTINES, CurriculumParams
+from clawloop.synthesis.config import ROUTINES, CurriculumParams, Forms
 from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.run import synth_command
 from clawloop.synthesis.procedural.generate import manifest, synthesize
@@ -33,6 +33,8 @@ def synth(
                                          help="Share rephrased as people write requests (backticked paths)."),
     answer: float = typer.Option(0.5, "--answer", min=0.0, max=1.0,
                                  help="Share asked to print the answer (graded on the last output) where a task allows."),
+    twins: float = typer.Option(0.0, "--twins", min=0.0, max=1.0,
+                                help="Share of the answer-form tasks also asked in the file form, in the next slot."),
     elsewhere: float = typer.Option(0.25, "--elsewhere", min=0.0, max=1.0,
                                     help="Share whose shell starts in / instead of beside the task's files."),
     # --- grounded routines hook (clawloop/synthesis/grounded/run.py) ---
@@ -64,8 +66,8 @@ def synth(
     rep = load_report(report) if report is not None else None
     params = CurriculumParams(conditioning=conditioning)
     the_plan = plan(rep, n, params, skills=skills.split(",") if skills is not None else None)
-    tasks = synthesize(the_plan, seed, iteration, progress=True, conversational=conversational, answer=answer,
-                       elsewhere=elsewhere)
+    forms = Forms(conversational=conversational, answer=answer, twins=twins, elsewhere=elsewhere)
+    tasks = synthesize(the_plan, seed, iteration, progress=True, forms=forms)
     write_pool(out, tasks)
     info = manifest(the_plan, tasks, seed=seed, iteration=iteration,
                     report=str(report) if report else None, params=params.model_dump())

@@ -7,6 +7,7 @@ section through it, so every stage imports it; the code that runs the routines l
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -139,6 +140,38 @@ class ProposerParams(BaseModel):
     """Instructions of earlier proposals for the same skill shown as 'make it different'."""
 
 
+FORM_NAMES = ("conversational", "answer", "twins", "elsewhere", "detailed")
+
+
+@dataclass(frozen=True)
+class Forms:
+    """How a procedural pool is worded and shaped beyond its plan: the share of draws given each form
+    (clawloop.synthesis.procedural.generate). Each share draws from an rng of its own keyed by the
+    task's seed, so turning one on never moves the tasks another made; `Forms()` is the generators'
+    terse phrasing, byte-identical to the pools made before any of these existed."""
+
+    conversational: float = field(default=0.0, metadata={"help": "rephrased as people write requests "
+                                                                 "(register.restyle)"})
+    answer: float = field(default=0.0, metadata={"help": "asked to print the answer where the task allows it "
+                                                         "(builder: answer form)"})
+    twins: float = field(default=0.0, metadata={"help": "of the answer-form draws, also asked in the file form "
+                                                        "in the next slot of the same cell: the same workspace, "
+                                                        "the form named only by the instruction"})
+    elsewhere: float = field(default=0.0, metadata={"help": "whose shell starts in / (register.start_elsewhere)"})
+    detailed: float = field(default=0.0, metadata={"help": "written at length over several lines "
+                                                           "(register.in_detail)"})
+
+    def __post_init__(self) -> None:
+        for name in FORM_NAMES:
+            share = getattr(self, name)
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"{name}: a share in [0, 1], got {share}")
+
+    def without_twins(self) -> Forms:
+        """The same forms, each draw on its own (samples whose tasks should be independent)."""
+        return replace(self, twins=0.0)
+
+
 class SynthesisParams(BaseModel):
     """Task synthesis: how many tasks, from which routines, steered by the last capability report."""
 
@@ -167,6 +200,10 @@ class SynthesisParams(BaseModel):
     """Share of procedural tasks whose agent starts in `/` instead of beside its files in /workspace
     (the instruction says where they are), as InterCode-Bash's agent starts in `/`
     (clawloop/synthesis/procedural/register.py: start_elsewhere). 0 = always in /workspace."""
+    twins: float = Field(0.0, ge=0, le=1)
+    """Share of the answer-form draws whose file-form twin (the same workspace, asked to write the
+    file) takes the next slot of their cell, so that only the instruction says which form is
+    wanted (clawloop.synthesis.config.Forms). 0 = each draw in one form."""
     detailed: float = Field(0.0, ge=0, le=1)
     """Share of procedural tasks written at length as shell-core's are: a sentence of context, the
     request, a closing remark, hard-wrapped over several lines (register.in_detail), so that the
@@ -186,6 +223,10 @@ class SynthesisParams(BaseModel):
         if not any(v > 0 for v in self.routines.values()) or any(v < 0 for v in self.routines.values()):
             raise ValueError("routines: shares must be >= 0 with at least one > 0")
         return self
+
+    def forms(self) -> Forms:
+        """The wording and shape shares of the procedural routine."""
+        return Forms(**{name: getattr(self, name) for name in FORM_NAMES})
 
     def steering(self) -> CurriculumParams:
         """The curriculum thresholds with `conditioning` switched as this section says."""

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from clawloop.synthesis.config import Forms
 from clawloop.synthesis.knobs import LEVELS
-from clawloop.synthesis.procedural.generate import FRESH_NAMESPACE, synthesize
+from clawloop.synthesis.procedural.generate import FRESH_NAMESPACE, PLAIN, synthesize
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import Plan
 from clawloop.tasks.task import Task
@@ -40,17 +41,15 @@ def fresh_cells(pool: Iterable[Task]) -> list[tuple[str, int]]:
     return sorted(top.items())
 
 
-def fresh_tasks(pool: list[Task], per_cell: int, *, seed: int, iteration: int, conversational: float = 0.0,
-                exclude: Iterable[Task] = (), answer: float = 0.0, elsewhere: float = 0.0,
-                detailed: float = 0.0) -> list[Task]:
-    """`per_cell` new instances of each of fresh_cells(pool), minus any task equal to
-    one of the pool's or of `exclude`: same instruction and files, same id. (The evaluate stage
-    drops those equal to a held-out task.)"""
+def fresh_tasks(pool: list[Task], per_cell: int, *, seed: int, iteration: int, forms: Forms = PLAIN,
+                exclude: Iterable[Task] = ()) -> list[Task]:
+    """`per_cell` new instances of each of fresh_cells(pool) in the pool's `forms`, minus any task
+    equal to one of the pool's or of `exclude`: same instruction and files, same id. (The evaluate
+    stage drops those equal to a held-out task.) No twins: each instance is its own evidence."""
     cells = fresh_cells(pool)
     if per_cell <= 0 or not cells:
         return []
     drawn = synthesize(Plan(quotas=dict.fromkeys(cells, per_cell)), seed, iteration=iteration,
-                       conversational=conversational, namespace=FRESH_NAMESPACE, answer=answer,
-                       elsewhere=elsewhere, detailed=detailed)
+                       forms=forms.without_twins(), namespace=FRESH_NAMESPACE)
     known = {t.id for t in pool} | {t.id for t in exclude}
     return [t for t in drawn if t.id not in known]

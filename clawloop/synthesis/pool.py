@@ -80,8 +80,7 @@ def build_pool(params: SynthesisParams, iteration: int, last: CapabilityReport |
 
     refill = sum(budgets[r] - produced[r] for r in produced)
     the_plan = plan(report, budgets.get("procedural", 0) + refill, params.steering(), params.skills)
-    made = synthesize(the_plan, seed, iteration, progress=True, conversational=params.conversational,
-                      answer=params.answer, elsewhere=params.elsewhere, detailed=params.detailed)
+    made = synthesize(the_plan, seed, iteration, progress=True, forms=params.forms())
     produced["procedural"] = len(made)
     routines["procedural"] = {**manifest(the_plan, made, seed=seed, iteration=iteration,
                                          report=report_path if report else None), "refill": refill}

@@ -17,13 +17,16 @@ from typing import Any
 
 from clawloop.diagnosis.schema import Diversity
 from clawloop.progress import Progress, progress_for
-from clawloop.synthesis.knobs import NO_KNOBS
+from clawloop.synthesis.config import Forms
+from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.procedural.register import in_detail, restyle, start_elsewhere
-from clawloop.synthesis.skills import check_level, families, family
+from clawloop.synthesis.skills import SkillFamily, check_level, families, family
 from clawloop.synthesis.steering import Plan
 from clawloop.tasks.task import Provenance, Task
 
 MAX_ATTEMPTS = 50
+PLAIN = Forms()
+"""The generators' terse phrasing, every task in /workspace with its output in a file."""
 
 
 HELDOUT_NAMESPACE = "synth-heldout"
@@ -44,61 +47,82 @@ def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, att
 
 
 def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progress = False,
-               conversational: float = 0.0, namespace: str = "", answer: float = 0.0,
-               elsewhere: float = 0.0, detailed: float = 0.0) -> list[Task]:
-    """Tasks for every (skill, level) quota of `plan`, in skill then level order; a share
-    `conversational` of them rephrased in the conversational register (register.py), a share
-    `answer` asked in the answer form where the task allows it (clawloop.synthesis.builder), a share
-    `elsewhere` with the agent starting in `/`, away from its files (register.start_elsewhere), a share
-    `detailed` written at length over several lines as shell-core's are (register.in_detail).
-    `progress` shows tasks made (clawloop.progress): a large pool takes a while. `namespace`
-    separates the seeds of a held-out split (HELDOUT_NAMESPACE) from the loop's."""
+               forms: Forms = PLAIN, namespace: str = "") -> list[Task]:
+    """Tasks for every (skill, level) quota of `plan`, in skill then level order, worded and shaped
+    as `forms` says (clawloop.synthesis.config.Forms: conversational register, answer form and its file-form
+    twin, starting elsewhere, at length). `progress` shows tasks made (clawloop.progress): a large
+    pool takes a while. `namespace` separates the seeds of a held-out split (HELDOUT_NAMESPACE)
+    from the loop's."""
     order = list(families())
     keys = sorted(plan.quotas, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
     for skill, level in keys:  # unknown skills and levels fail before any draw
         family(skill)
         check_level(level)
-    slots = [(skill, level, i) for skill, level in keys for i in range(plan.quotas[(skill, level)])]
     seen: set[str] = set()
-    with progress_for(progress, "synth", len(slots), "tasks") as bar:
-        out = []
-        for skill, level, i in slots:
-            out.append(_draw(plan, seed, iteration, skill, level, i, seen, conversational, namespace, answer,
-                             elsewhere, detailed))
-            bar.advance()
+    out: list[Task] = []
+    with progress_for(progress, "synth", sum(plan.quotas[k] for k in keys), "tasks") as bar:
+        for skill, level in keys:
+            twin: Task | None = None
+            for i in range(plan.quotas[(skill, level)]):
+                if twin is not None:  # the slot goes to the last draw's file-form twin
+                    out.append(twin)
+                    twin = None
+                else:
+                    task, twin = _draw(plan, seed, iteration, skill, level, i, seen, forms, namespace)
+                    out.append(task)
+                bar.advance()
     return out
 
 
 def _draw(plan: Plan, seed: int, iteration: int, skill: str, level: int, index: int, seen: set[str],
-          conversational: float = 0.0, namespace: str = "", answer: float = 0.0, elsewhere: float = 0.0,
-          detailed: float = 0.0) -> Task:
-    """Task `index` of (skill, level): redrawn until its instruction is new to `seen`."""
+          forms: Forms = PLAIN, namespace: str = "") -> tuple[Task, Task | None]:
+    """Task `index` of (skill, level), redrawn until its instruction is new to `seen`, and its
+    file-form twin when it took the answer form and the twins share drew it (None otherwise)."""
     fam = family(skill)
     knobs = plan.knobs.get(skill, NO_KNOBS)
     for attempt in range(MAX_ATTEMPTS):
         s = task_seed(seed, iteration, skill, level, index, attempt, namespace)
-        rng = random.Random(s)
-        # only a share of a skill's tasks carry its knobs, so the pool keeps plain tasks too
-        use = knobs if knobs != NO_KNOBS and rng.random() < plan.knob_fraction else NO_KNOBS
-        # the answer form draws from an rng of its own, so the main stream (and every task that
-        # does not take the form) stays what it was without it
-        arng = random.Random(f"answer/{s}")
-        task = fam.generate(level, rng, use, arng if answer and arng.random() < answer else None)
-        if conversational and rng.random() < conversational:
-            task = restyle(task, rng)
-        erng = random.Random(f"elsewhere/{s}")  # its own rng too; after restyle, which reads the workdir
-        if elsewhere and erng.random() < elsewhere:
-            task = start_elsewhere(task, erng)
-        drng = random.Random(f"detailed/{s}")  # last: the forms above leave multi-line instructions alone
-        if detailed and drng.random() < detailed:
-            task = in_detail(task, drng)
+        task = _build(fam, level, s, knobs, plan.knob_fraction, forms)
         key = " ".join(task.instruction.split())
-        if key not in seen:
-            seen.add(key)
-            return task.model_copy(update={"provenance": Provenance(
-                routine="procedural", generator=fam.generator_id, iteration=iteration, seed=s)})
+        if key in seen:
+            continue
+        seen.add(key)
+        provenance = Provenance(routine="procedural", generator=fam.generator_id, iteration=iteration, seed=s)
+        twin = None
+        if "answer" in task.tags and forms.twins and random.Random(f"twins/{s}").random() < forms.twins:
+            twin = _build(fam, level, s, knobs, plan.knob_fraction, forms, file_form=True)
+            if (twin_key := " ".join(twin.instruction.split())) in seen:
+                twin = None
+            else:
+                seen.add(twin_key)
+                twin = twin.model_copy(update={"provenance": provenance})
+        return task.model_copy(update={"provenance": provenance}), twin
     raise RuntimeError(f"{fam.generator_id} level {level}: {MAX_ATTEMPTS} draws gave no new "
                        "instruction (generator lacks diversity)")
+
+
+def _build(fam: SkillFamily, level: int, s: int, knobs: Knobs, knob_fraction: float, forms: Forms,
+           file_form: bool = False) -> Task:
+    """The task of seed `s` in `forms`; `file_form`: the same draw asked for its file even where
+    the answer share picked the answer form (every rng below is consumed as without it, so the
+    twin has the same workspace, wording slots, register and start)."""
+    rng = random.Random(s)
+    # only a share of a skill's tasks carry its knobs, so the pool keeps plain tasks too
+    use = knobs if knobs != NO_KNOBS and rng.random() < knob_fraction else NO_KNOBS
+    # the answer form draws from an rng of its own, so the main stream (and every task that
+    # does not take the form) stays what it was without it
+    arng = random.Random(f"answer/{s}")
+    asked = bool(forms.answer) and arng.random() < forms.answer
+    task = fam.generate(level, rng, use, arng if asked and not file_form else None)
+    if forms.conversational and rng.random() < forms.conversational:
+        task = restyle(task, rng)
+    erng = random.Random(f"elsewhere/{s}")  # its own rng too; after restyle, which reads the workdir
+    if forms.elsewhere and erng.random() < forms.elsewhere:
+        task = start_elsewhere(task, erng)
+    drng = random.Random(f"detailed/{s}")  # last: the forms above leave multi-line instructions alone
+    if forms.detailed and drng.random() < forms.detailed:
+        task = in_detail(task, drng)
+    return task
 
 
 def diversity(tasks: Iterable[Task]) -> Diversity:
