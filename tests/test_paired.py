@@ -217,9 +217,11 @@ def test_compare_command_pairs_two_evaluations_per_suite(tmp_path: Path) -> None
     assert table.exit_code == 0 and "2/3" in table.output and "1 tasks graded in only one" in table.output
     assert "gained: intercode-bash/x, shell-core/a, shell-core/b" in table.output
     # per level: the levels the records carry (synth-heldout's names are content ids)
-    lv_before = {"synth-heldout/p": 0.0, "synth-heldout/q": 1.0, "synth-heldout/r": 0.0, "intercode-bash/x": 0.0}
+    lv_before = {"synth-heldout/p": 0.0, "synth-heldout/q": 1.0, "synth-heldout/r": 0.0, "intercode-bash/x": 0.0,
+                 "shell-core/s": 0.0, "shell-core/t": 1.0}  # shell-core: evaluated before only
     lv_after = {"synth-heldout/p": 1.0, "synth-heldout/q": 1.0, "synth-heldout/r": 1.0, "intercode-bash/x": 1.0}
-    levels = {"synth-heldout/p": 1, "synth-heldout/q": 1, "synth-heldout/r": 3, "intercode-bash/x": 1}
+    levels = {"synth-heldout/p": 1, "synth-heldout/q": 1, "synth-heldout/r": 3, "intercode-bash/x": 1,
+              "shell-core/s": 1, "shell-core/t": 2}
     for name, verdicts in (("c", lv_before), ("d", lv_after)):
         (tmp_path / name / "policy").mkdir(parents=True)
         loop.settle(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
@@ -228,6 +230,7 @@ def test_compare_command_pairs_two_evaluations_per_suite(tmp_path: Path) -> None
                                           "--json"]).output.strip().splitlines()[-1])
     assert got["by_level"]["synth-heldout"]["1"]["gained"] == 1 and got["by_level"]["synth-heldout"]["3"]["gained"] == 1
     assert "intercode-bash" not in got["by_level"]  # one level: no table of its own
+    assert "shell-core" not in got["by_level"]  # graded in one run only: nothing paired at any level
     shown = runner.invoke(app, ["compare", str(tmp_path / "c"), str(tmp_path / "d"), "--levels"])
     assert shown.exit_code == 0 and "synth-heldout per level" in shown.output and "1/2" in shown.output
     assert "per level" not in runner.invoke(app, ["compare", str(tmp_path / "c"), str(tmp_path / "d")]).output

@@ -82,7 +82,8 @@ def compare(before: Path = typer.Argument(..., help="an iteration directory (run
     first, second = _heldout(before), _heldout(after)
     res = paired.compare_suites(first.checkpoint, second.checkpoint)
     known = first.levels | second.levels
-    per_level = {name: got for name in res if name != "all"
+    # a suite graded in one run only has no paired task at any level: no table
+    per_level = {name: got for name in res if name != "all" and res[name].paired
                  and len(got := paired.by_level(first.checkpoint, second.checkpoint, name, known)) > 1} if levels else {}
     if json_out:
         out = {k: c.to_dict() for k, c in res.items()}
