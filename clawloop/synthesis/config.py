@@ -7,7 +7,7 @@ section through it, so every stage imports it; the code that runs the routines l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -140,9 +140,6 @@ class ProposerParams(BaseModel):
     """Instructions of earlier proposals for the same skill shown as 'make it different'."""
 
 
-FORM_NAMES = ("conversational", "answer", "twins", "elsewhere", "detailed")
-
-
 @dataclass(frozen=True)
 class Forms:
     """How a procedural pool is worded and shaped beyond its plan: the share of draws given each form
@@ -162,10 +159,10 @@ class Forms:
                                                            "(register.in_detail)"})
 
     def __post_init__(self) -> None:
-        for name in FORM_NAMES:
-            share = getattr(self, name)
+        for f in fields(self):
+            share = getattr(self, f.name)
             if not 0.0 <= share <= 1.0:
-                raise ValueError(f"{name}: a share in [0, 1], got {share}")
+                raise ValueError(f"{f.name}: a share in [0, 1], got {share}")
 
     def without_twins(self) -> Forms:
         """The same forms, each draw on its own (samples whose tasks should be independent)."""
@@ -226,7 +223,7 @@ class SynthesisParams(BaseModel):
 
     def forms(self) -> Forms:
         """The wording and shape shares of the procedural routine."""
-        return Forms(**{name: getattr(self, name) for name in FORM_NAMES})
+        return Forms(**{f.name: getattr(self, f.name) for f in fields(Forms)})
 
     def steering(self) -> CurriculumParams:
         """The curriculum thresholds with `conditioning` switched as this section says."""

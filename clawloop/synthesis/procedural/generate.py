@@ -22,6 +22,7 @@ from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.procedural.register import in_detail, restyle, start_elsewhere
 from clawloop.synthesis.skills import SkillFamily, check_level, families, family
 from clawloop.synthesis.steering import Plan
+from clawloop.tasks.answer import is_answer_task
 from clawloop.tasks.task import Provenance, Task
 
 MAX_ATTEMPTS = 50
@@ -89,7 +90,7 @@ def _draw(plan: Plan, seed: int, iteration: int, skill: str, level: int, index: 
         seen.add(key)
         provenance = Provenance(routine="procedural", generator=fam.generator_id, iteration=iteration, seed=s)
         twin = None
-        if "answer" in task.tags and forms.twins and random.Random(f"twins/{s}").random() < forms.twins:
+        if is_answer_task(task) and forms.twins and random.Random(f"twins/{s}").random() < forms.twins:
             twin = _build(fam, level, s, knobs, plan.knob_fraction, forms, file_form=True)
             if (twin_key := " ".join(twin.instruction.split())) in seen:
                 twin = None
