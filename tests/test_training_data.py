@@ -132,6 +132,39 @@ def test_the_closing_check_names_what_the_last_step_changed() -> None:
     assert check_command(["rm -f x"]) == "ls -la"
 
 
+def test_quiet_checks_print_nothing_when_the_act_worked() -> None:
+    """`checks: quiet` ends a change on a test, not a look: InterCode grades the last command's output,
+    empty after a change. Each is still a look (process_score counts it), keeps the step's `cd`, and a
+    replay with nothing named to test ends without a check. In a real sandbox the test prints nothing
+    and the verifier still passes."""
+    from clawloop.training.reference import check_command, named_check, plan_calls
+
+    cases = {
+        "mv a.txt b.txt": "test -e b.txt", "cp -r src dst/": "test -e dst/", "mkdir -p a/b": "test -d a/b",
+        "chmod +x run.sh": "test -e run.sh", "ln -s target link": "test -L link", "touch x": "test -e x",
+        "sed -i '/^$/d' notes.md": "test -s notes.md", "gzip app.log": "test -s app.log.gz",
+        "tar -czf out.tgz logs": "tar -tzf out.tgz > /dev/null", "find src -name '*.pyc' -delete": "find src -name '*.pyc'",
+        "git commit -am 'Fix it'": "git diff --cached --quiet", "git init repo": "test -d repo/.git",
+        "cd /workspace && mv a b": "cd /workspace && test -e b",
+    }
+    for step, check in cases.items():
+        assert named_check(step, "quiet") == check, step
+        assert not tdata.is_write(check), check
+    assert check_command(["sort a > out.txt", "wc -l a | tee n.txt"], "quiet") == "test -s out.txt && test -s n.txt"
+    assert check_command(["rm -f x"], "quiet") is None
+    assert [c.command for c in plan_calls(["rm -f x"], "process", 6, checks="quiet")] == ["ls -la", "rm -f x"]
+    assert plan_calls(["mv a b"], "process", 6, data="/srv", checks="quiet")[-1].command == "cd /srv && test -e b"
+
+    task = make_task("out/s.txt", "alpha", ["mkdir -p out", "echo alpha | sort > out/s.txt"])
+    kept, results = reference_trajectories([task], "bwrap", workers=1, shape="process", checks="quiet",
+                                           harness_config=HarnessConfig(max_turns=6))
+    assert [r.outcome for r in results] == ["passed"], results
+    commands = [c["tool_calls"][0]["function"]["arguments"].get("command")
+                for c in kept[0].messages if c["role"] == "assistant"]
+    assert commands[-2:] == ["test -s out/s.txt", None]  # the check, then submit
+    assert [x["content"] for x in kept[0].messages if x["role"] == "tool"][-1] == "[exit code 0]"  # printed nothing
+
+
 def test_writes_and_looks() -> None:
     looks = ["ls -la", "cd /workspace && ls -la -- b", "git -C repo status", "cat a.txt | sort | uniq -c", "grep -rn x . | head", "git status", "find . -name '*.md'",
              "python3 -c 'print(1)'", "tar -tzf a.tgz", "wc -l < a.txt", "echo hi 2>/dev/null"]

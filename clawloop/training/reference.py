@@ -93,20 +93,31 @@ def written_paths(steps: Sequence[str]) -> list[str]:
     return out
 
 
-def check_command(steps: Sequence[str]) -> str:
+Checks = Literal["look", "quiet"]
+"""What a process replay's check prints: `look` (the head of the written file, the listing of the moved
+one) or `quiet` (a test that prints nothing when the act worked and fails loudly when it did not:
+`test -s out`, `test -e new`). InterCode grades the last command's output against the gold command's,
+which is empty after a change, and the trained policy ended changes on `ls -la dir` or `head -n 20 --
+file` (docs/experiments/2026-12-06-a-second-seed-end-to-end.md)."""
+
+
+def check_command(steps: Sequence[str], checks: Checks = "look") -> str | None:
     """What a careful agent runs after the last step: the head of each file the steps wrote (at most
     three); else a look at what the last step that changes something changed, by name (the moved
     file, the edited file, the archive's listing, the mode, the log); else the workspace's listing.
     A generic closing `ls -la` was 39 of 96 process references, and the trained policy ended on it
-    even after it had printed an answer (docs/experiments/2026-12-05-answer-form-and-starting-elsewhere.md)."""
+    even after it had printed an answer (docs/experiments/2026-12-05-answer-form-and-starting-elsewhere.md).
+    With `checks` quiet, the same checks as tests that print nothing when they pass, and None (no
+    check) where there is nothing named to test."""
     paths = written_paths(steps)[:3]
     if paths:
-        return " && ".join(f"head -n 20 -- {shlex.quote(p)}" for p in paths)
+        each = "test -s {}" if checks == "quiet" else "head -n 20 -- {}"
+        return " && ".join(each.format(shlex.quote(p)) for p in paths)
     for step in reversed(steps):
-        check = named_check(step)
+        check = named_check(step, checks)
         if check:
             return check
-    return "ls -la"
+    return None if checks == "quiet" else "ls -la"
 
 
 def _operands(args: Sequence[str]) -> list[str]:
@@ -140,6 +151,34 @@ def _check_of(argv: list[str]) -> str | None:
     return None
 
 
+def _quiet_check_of(argv: list[str]) -> str | None:
+    """`_check_of` as a test: silent when the change is there, an error or a non-zero exit when not."""
+    verb, args = argv[0], argv[1:]
+    ops = _operands(args)
+    q = shlex.quote
+    if verb in ("mv", "cp", "touch", "chmod", "chown", "chgrp") and len(ops) >= (1 if verb == "touch" else 2):
+        return f"test -e {q(ops[-1])}"
+    if verb == "mkdir" and ops:
+        return f"test -d {q(ops[-1])}"
+    if verb == "ln" and len(ops) >= 2:
+        return f"test -L {q(ops[-1])}" if any(a.startswith("-") and "s" in a for a in args) else f"test -e {q(ops[-1])}"
+    if verb == "sed" and any(a.startswith("-i") for a in args) and len(ops) >= 2:
+        return f"test -s {q(ops[-1])}"
+    if verb == "gzip" and len(args) == len(ops) == 1:
+        return f"test -s {q(ops[0] + '.gz')}"
+    flags = args[0].lstrip("-") if args else ""
+    if verb == "tar" and len(args) > 1 and "c" in flags and flags.endswith("f"):
+        return f"tar -t{'z' if 'z' in flags else ''}f {q(args[1])} > /dev/null"
+    if verb == "find" and args and args[-1] == "-delete":
+        return shlex.join(argv[:-1])  # the selector again: it prints nothing once they are gone
+    if verb == "git" and args:
+        if args[0] == "init" and len(ops) == 2:
+            return f"test -d {q(ops[1] + '/.git')}"
+        if args[0] == "commit":
+            return "git diff --cached --quiet"
+    return None
+
+
 def _argv(command: str) -> list[str] | None:
     """The words of one simple command, or None for a pipeline, a redirection, a list or a substitution."""
     if "`" in command or "$(" in command:
@@ -153,14 +192,15 @@ def _argv(command: str) -> list[str] | None:
     return None if any(t and set(t) <= set("();<>|&") for t in argv) else argv
 
 
-def named_check(step: str) -> str | None:
-    """A read-only look at what one solution step changed, or None when the step is not a single
-    command we know (a pipeline, a loop, an unknown verb). Keeps the step's leading `cd DIR &&`."""
+def named_check(step: str, checks: Checks = "look") -> str | None:
+    """A read-only look at what one solution step changed (`checks` quiet: a silent test of it), or
+    None when the step is not a single command we know (a pipeline, a loop, an unknown verb). Keeps
+    the step's leading `cd DIR &&`."""
     parts = step.split(" && ")
     if any(not p.startswith("cd ") for p in parts[:-1]):
         return None
     argv = _argv(parts[-1])
-    check = _check_of(argv) if argv else None
+    check = (_quiet_check_of if checks == "quiet" else _check_of)(argv) if argv else None
     return " && ".join([*parts[:-1], check]) if check else None
 
 
@@ -219,7 +259,7 @@ def drop_previews(steps: Sequence[str]) -> list[str]:
 
 def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bool = False,
                data: str | None = None, mistake: bool = False, previews: bool = True,
-               instruction: str | None = None) -> list[Call]:
+               instruction: str | None = None, checks: Checks = "look") -> list[Call]:
     """The bash calls of the replay. The process shape needs two more turns than the plain one (and
     the submit one): a solution too long for `max_turns` is replayed plain. An answer task
     (clawloop.tasks.answer) is graded on its last command's output, so its replay ends on the step
@@ -230,7 +270,8 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
     later one (`drop_previews`) from a process replay. With `instruction`, the first act's thought
     restates it (`restatement`), ahead of the answer's thought when that act is also the last; with a
     planned mistake the first act is the mistaken one, so the restatement is in context but outside
-    the loss."""
+    the loss. `checks` picks the check's kind (`check_command`); a quiet replay with nothing named to
+    test ends look -> act -> submit."""
     if shape == "plain" or len(steps) + 3 > max_turns:
         return [Call("", step) for step in steps]
     if not previews and not answer:
@@ -247,7 +288,9 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
         plain[0] = plain[0]._replace(thought=" ".join(filter(None, [restatement(instruction), plain[0].thought])))
     if answer:
         return [first, *plain]
-    check = check_command(steps)
+    check = check_command(steps, checks)
+    if check is None:
+        return [first, *plain]
     return [first, *plain, Call(CHECK_THOUGHT, check if check.startswith("cd ") else where + check)]
 
 
@@ -257,7 +300,7 @@ def takes_mistake(task_id: str, share: float) -> bool:
 
 
 def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0, previews: bool = True,
-           restate: bool = False) -> None:
+           restate: bool = False, checks: Checks = "look") -> None:
     """Drive a begun episode's turns with its task's solution steps (`shape`, a planned mistake for
     `mistakes` of the tasks that allow one, the instruction restated before the first act when
     `restate`), then submit. A turn planned as a mistake is marked
@@ -268,7 +311,7 @@ def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0, prev
         raise ClawloopError(f"task {task.id}: has no reference solution or no harness to replay it in")
     for call in plan_calls(task.solution.steps, shape, state.max_turns, answer=is_answer_task(task),
                            data=data_dir(task), mistake=takes_mistake(task.id, mistakes), previews=previews,
-                           instruction=task.instruction if restate else None):
+                           instruction=task.instruction if restate else None, checks=checks):
         text = call_text("bash", {"command": call.command})
         at = len(state.messages)
         if episode.step(_reply(f"{call.thought}\n{text}" if call.thought else text)) is None:
@@ -283,7 +326,8 @@ def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0, prev
 
 def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
                       harness_config: HarnessConfig | None = None, shape: Shape = "plain",
-                      mistakes: float = 0.0, previews: bool = True, restate: bool = False) -> ReferenceResult:
+                      mistakes: float = 0.0, previews: bool = True, restate: bool = False,
+                      checks: Checks = "look") -> ReferenceResult:
     """One episode (clawloop.agent.episode) replaying the task's solution. Never raises for task trouble."""
     t0 = time.monotonic()
 
@@ -294,7 +338,7 @@ def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: Sandbo
         return result("skipped", "no reference solution")
     episode = Episode(task, backend, sandbox_config, harness_config or HarnessConfig())
     if episode.begin():
-        replay(episode, shape, mistakes, previews, restate)
+        replay(episode, shape, mistakes, previews, restate, checks)
         assert episode.state is not None
         if episode.state.termination not in ("submit", "error"):
             episode.close()
@@ -313,11 +357,12 @@ def reference_trajectories(tasks: Sequence[Task], backend: str = "bwrap", *,
                            harness_config: HarnessConfig | None = None, workers: int = 4,
                            executor: ExecutorParams | str | None = None, shape: Shape = "plain",
                            mistakes: float = 0.0, previews: bool = True,
-                           restate: bool = False) -> tuple[list[Conversation], list[ReferenceResult]]:
+                           restate: bool = False,
+                           checks: Checks = "look") -> tuple[list[Conversation], list[ReferenceResult]]:
     """Replay every task's reference solution, `workers` at a time on the local executor (or as
     Ray tasks: clawloop.executor); returns (kept conversations, all results), in task order."""
     one = partial(reference_episode, backend=backend, sandbox_config=sandbox_config, harness_config=harness_config,
-                  shape=shape, mistakes=mistakes, previews=previews, restate=restate)
+                  shape=shape, mistakes=mistakes, previews=previews, restate=restate, checks=checks)
     results = [replace(r.value, node=r.node) for r in run_all(one, list(tasks), jobs=workers, executor=executor)]
     kept = [r.conversation for r in results if r.conversation is not None]
     return kept, results

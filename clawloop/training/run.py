@@ -200,9 +200,11 @@ class _Run:
             refs, results = reference_trajectories(
                 tasks, setup.backend, harness_config=setup.harness_config, workers=setup.jobs, executor=setup.executor,
                 shape=data.reference_shape, mistakes=data.reference_mistakes,
-                previews=data.reference_previews == "keep", restate=data.reference_thoughts == "restate")
+                previews=data.reference_previews == "keep", restate=data.reference_thoughts == "restate",
+                checks=data.reference_checks)
             self.meta["reference"] = {**Counter(r.outcome for r in results), "shape": data.reference_shape,
                                       "previews": data.reference_previews, "thoughts": data.reference_thoughts,
+                                      "checks": data.reference_checks,
                                       "with_mistake": sum(tdata.has_untrained_turn(r.conversation.messages)
                                                           for r in results if r.conversation)}
         if any(tdata.has_untrained_turn(c.messages) for c in refs) and not tdata.masks_untrained_turns(
