@@ -18,7 +18,8 @@ from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.pool import write_pool
 from clawloop.trajectory import EpisodeRecord
 
-FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "harbor"
 runner = CliRunner()
 
 
@@ -143,6 +144,30 @@ def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.Monkey
     assert s["completion_tokens"] == 2 * (len(submit.split()) + 1) and s["prompt_tokens"] > 0
     assert s["tokens_per_s"] > 0 and s["episodes_per_s"] > 0
     assert "tokens generated" in res.output and "[eval model] 2/2 episodes (100%) · failed 2 · " in res.output
+
+
+def test_model_agent_takes_the_loops_harness_from_params(backend: str, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    """`eval --agent model` runs the harness of params.yaml's `rollout` section (./params.yaml by default),
+    so a CLI figure measures what the loop measures; --no-params gives the library's defaults. A policy
+    that never calls a tool shows it: the episode ends after rollout.max_format_errors replies."""
+    from clawloop.agent import model_agent as policy_mod
+    from clawloop.policy.scripted import ScriptedPolicy
+
+    policy = ScriptedPolicy([], default="I would count the words.")
+    monkeypatch.setattr(policy_mod, "load_policy", lambda spec: policy)
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text().replace(
+        "max_format_errors: 2", "max_format_errors: 1"))
+    monkeypatch.chdir(tmp_path)
+    base = ["eval", str(FIXTURES / "word-count"), "--agent", "model", "--model", "any", "--backend", backend]
+    for extra, replies in [([], 1), (["--no-params"], 3), (["--params", str(ROOT / "params.yaml")], 2)]:
+        policy.calls.clear()
+        res = runner.invoke(app, [*base, *extra])
+        assert res.exit_code == 0, res.output
+        assert len(policy.calls) == replies, (extra, policy.calls)
+    (tmp_path / "params.yaml").write_text("rollout: {max_turns: 0}\n")
+    res = runner.invoke(app, base)
+    assert isinstance(res.exception, ClawloopError) and "params.yaml" in str(res.exception), res.output
 
 
 def test_policy_set_reaches_the_backend_options_and_bad_keys_are_named(backend: str,

@@ -30,8 +30,10 @@ def run_model_agent(items: Sequence[SuiteItem], options: dict[str, Any], *, back
     """`clawloop eval --agent model`: rollouts of a policy over suite items, as EpisodeRecords.
 
     options: model (policy spec string or PolicySpec, required), samples (k, default 1), batch (default 32),
-    temperature (default 0), max_new_tokens, max_turns, out_dir (trajectory directory), playbook
-    (a playbook.json; default: the one a model directory carries, clawloop.agent.playbook).
+    temperature (default 0), max_new_tokens (default 256), seed, harness (a HarnessConfig to start from:
+    the loop's, from params.yaml; default the library's), max_turns (overrides the harness's), out_dir
+    (trajectory directory), playbook (a playbook.json; default: the one a model directory carries,
+    clawloop.agent.playbook).
     `progress` (the eval's) is advanced per episode and by the tokens generated.
     """
     policy = agent_policy(options)
@@ -39,8 +41,7 @@ def run_model_agent(items: Sequence[SuiteItem], options: dict[str, Any], *, back
                               max_new_tokens=int(options.get("max_new_tokens") or 256),
                               seed=options.get("seed"))
     config = RolloutConfig(k=int(options.get("samples") or 1), batch_size=int(options.get("batch") or 32),
-                           backend=backend, harness=HarnessConfig(max_turns=options.get("max_turns"),
-                                                                  playbook=_playbook(options)),
+                           backend=backend, harness=_harness(options),
                            sampling=sampling, sandbox_config=sandbox_config)
     groups: dict[str, list[SuiteItem]] = {}
     for it in items:
@@ -54,6 +55,12 @@ def run_model_agent(items: Sequence[SuiteItem], options: dict[str, Any], *, back
             r.name = by_id[r.task_id].name
         records += res
     return records
+
+
+def _harness(options: dict[str, Any]) -> HarnessConfig:
+    base: HarnessConfig = options.get("harness") or HarnessConfig()
+    turns = {"max_turns": options["max_turns"]} if options.get("max_turns") else {}
+    return base.model_copy(update={"playbook": _playbook(options), **turns})
 
 
 def _playbook(options: dict[str, Any]) -> Playbook | None:

@@ -5,6 +5,9 @@ command functions, never at module level, nor any project module that imports on
 `clawloop --help` has to stay fast.
 """
 
+from pathlib import Path
+from typing import Any
+
 import typer
 import yaml
 
@@ -46,3 +49,19 @@ def parse_sets(sets: list[str], flag: str = "--set") -> dict:
                 raise ClawloopError(f"{flag}: {key}: conflicts with another {flag}")
         node[parts[-1]] = value
     return out
+
+
+def loop_rollout(params: Path | None, no_params: bool = False) -> dict[str, Any]:
+    """The model agent's options from a params.yaml's `rollout` section (`--params`, else ./params.yaml
+    when there is one, unless `no_params`): the loop's harness, reply tokens, seed, batch and temperature.
+    {} without one: the library's defaults."""
+    if params is None and (no_params or not Path("params.yaml").is_file()):
+        return {}
+    from clawloop.loop import loop_context
+    from clawloop.params import load_params
+
+    path = params or Path("params.yaml")
+    ctx = loop_context(load_params(path))
+    typer.echo(f"harness and sampling: rollout section of {path}", err=True)
+    return {"harness": ctx.harness, "max_new_tokens": ctx.sampling.max_new_tokens, "seed": ctx.sampling.seed,
+            "batch": ctx.batch, "temperature": ctx.sampling.temperature}

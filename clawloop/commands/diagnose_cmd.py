@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
+from clawloop.agent.harness import HarnessConfig
 from clawloop.agent.rollout import RolloutConfig
-from clawloop.commands import app, tasks_app
+from clawloop.commands import app, loop_rollout, tasks_app
 from clawloop.diagnosis.diagnose import diagnose as write_diagnosis
 from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.policy.load import load_policy
@@ -57,12 +58,17 @@ def probe(
         None, "--trajectories", help="Write the probe rollouts here (an empty directory; default: not kept)."),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0, help="Sampling temperature."),
     iteration: int = typer.Option(-1, "--iteration", help="Loop iteration written into the trajectories."),
+    params: Path | None = typer.Option(None, "--params", help="The params.yaml whose `rollout` section sets the "
+                                       "harness and reply tokens (default: ./params.yaml when there is one)."),
+    no_params: bool = typer.Option(False, "--no-params", help="The library's harness defaults, not ./params.yaml's."),
 ) -> None:
     """Label each task too_easy (k/k), learnable (0<p<k) or frontier (0/k) with the current policy."""
     tasks = read_pool(pool)
+    loop = loop_rollout(params, no_params)
     policy = load_policy(model)
-    sampling = SamplingParams(temperature=temperature)
-    probing = RolloutConfig(k=k, batch_size=batch, backend=backend or "bwrap", sampling=sampling, iteration=iteration)
+    sampling = SamplingParams(temperature=temperature, **{k: loop[k] for k in ("max_new_tokens", "seed") if k in loop})
+    probing = RolloutConfig(k=k, batch_size=batch, backend=backend or "bwrap", sampling=sampling, iteration=iteration,
+                            harness=loop.get("harness") or HarnessConfig())
     results = probe_tasks(tasks, policy, probing, out_dir=trajectories, progress=True)
     write_probe(out, results)
     counts = summarize(results)

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from clawloop.commands import POLICY_SET_HELP, app, parse_sets, tasks_app
+from clawloop.commands import POLICY_SET_HELP, app, loop_rollout, parse_sets, tasks_app
 from clawloop.errors import ClawloopError
 from clawloop.evaluation import EvalConfig, evaluate
 from clawloop.executor import executor_params
@@ -162,8 +162,16 @@ def eval_(
                                     "(--agent model: a directory for the Parquet trajectories and episodes.jsonl)."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON line last."),
     samples: int = typer.Option(1, "--samples", "-k", min=1, help="--agent model: episodes per task."),
-    batch: int = typer.Option(32, "--batch", min=1, help="--agent model: episodes stepped in lockstep."),
-    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="--agent model: sampling temperature."),
+    batch: int | None = typer.Option(None, "--batch", min=1, help="--agent model: episodes stepped in lockstep "
+                                     "(default: rollout.batch of the params, else 32)."),
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="--agent model: sampling "
+                                             "temperature (default: rollout.temperature of the params, else 0)."),
+    params: Path | None = typer.Option(None, "--params", help="--agent model: the params.yaml whose `rollout` "
+                                       "section sets the harness (turns, format errors, hint, repeat note), reply "
+                                       "tokens and seed, so a figure measures the loop's harness (default: "
+                                       "./params.yaml when there is one)."),
+    no_params: bool = typer.Option(False, "--no-params", help="--agent model: the library's harness defaults, "
+                                   "not ./params.yaml's."),
     playbook: Path | None = typer.Option(None, "--playbook", help="--agent model: a playbook.json rendered into "
                                          "the system prompt (default: the one a model DIR carries, if any)."),
     # --- formats hook (issue #10): benchmark layouts (clawloop.tasks.formats)
@@ -188,7 +196,10 @@ def eval_(
             raise ClawloopError("--policy-set needs --agent model --model")
         options["model"] = with_options(parse_spec(model), parse_sets(policy_sets, "--policy-set"))
     if agent == "model":  # the model agent's knobs (clawloop.agent.model_agent.run_model_agent)
-        options.update(samples=samples, batch=batch, temperature=temperature, out_dir=out, playbook=playbook)
+        options.update(loop_rollout(params, no_params))
+        options.update(samples=samples, out_dir=out, playbook=playbook,
+                       batch=batch if batch is not None else options.get("batch", 32),
+                       temperature=temperature if temperature is not None else options.get("temperature", 0.0))
         out = out / "episodes.jsonl" if out is not None else None
     config = EvalConfig(backend=backend, jobs=jobs, fmt=fmt, executor=executor_params(executor),
                         format_options={"grader_root": grader_root, "skills": skills},  # formats hook (issue #10)
