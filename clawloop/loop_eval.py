@@ -59,14 +59,13 @@ def evaluate_suites(params: Params, ctx: LoopContext, suites: Suites, *, policy:
 
 def heldout_verdicts(ctx: LoopContext, policy: Policy, suites: list[tuple[str, list[Task]]]) -> tuple[Outcomes, float]:
     """`policy`'s per-task verdicts on the held-out `suites` (one sample per task, the plain harness;
-    keyed `suite/task` as clawloop.paired keys them) and the mean of the suites' pass@1."""
+    keyed `suite/task` as clawloop.paired keys them) and their pass@1 pooled over every graded task, as
+    metrics.json's held-out pass@1 is (a mean of the suites' rates would weigh InterCode's 50 tasks as
+    synth-heldout's 112)."""
     verdicts: Outcomes = {}
-    rates = []
     for suite, tasks in suites:
-        summaries = ctx.rollouts(tasks, policy, suite=suite, progress=True)
-        verdicts |= outcomes_of(summaries, suite)
-        rates.append(suite_metrics(summaries, heldout=True).pass_at_1)
-    return verdicts, (sum(rates) / len(rates) if rates else 0.0)
+        verdicts |= outcomes_of(ctx.rollouts(tasks, policy, suite=suite, progress=True), suite)
+    return verdicts, (sum(verdicts.values()) / len(verdicts) if verdicts else 0.0)
 
 
 def paired_rows(before: Outcomes, after: Outcomes) -> dict[str, dict[str, Any]]:
