@@ -14,6 +14,7 @@ and never steer synthesis or training.
 from pathlib import Path
 
 from clawloop.diagnosis.diagnose import diagnose, write_report
+from clawloop.errors import ClawloopError
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.trajectory import FRESH_SUITE, HELD_IN_SUITES
@@ -26,6 +27,9 @@ def main(params: Params) -> None:
     ap.add_argument("--pool", type=Path, help="validated pool, for diversity figures")
     ap.add_argument("--previous", type=Path, help="previous iteration's diagnosis.json")
     args = ap.parse_args()
+    if params.diagnosis.options.narrative:  # a knob that would otherwise do nothing here
+        raise ClawloopError("params.yaml: diagnosis.options.narrative: the diagnose stage loads no policy, so it "
+                            "writes no narrative; set it false (`clawloop diagnose --narrative-model DIR` writes one)")
 
     # A probe that rolled out nothing (no task kept) leaves no episode parts: nothing to read there.
     rollouts = [p for p in args.eval if not p.is_dir() or any(p.rglob("episodes*.parquet"))]

@@ -286,3 +286,16 @@ def test_transfer_reports_the_paired_difference_of_the_two_task_sets(tmp_path: P
     assert row["diff_low"] <= row["diff"] <= row["diff_high"]
     # pooled over the 16 held-out tasks, as metrics.json's held-out pass@1 is (not the mean of the suites' rates)
     assert out["pass_at_1"] == pytest.approx({"first": 3 / 16, "final": 10 / 16}) and out["gain"] == pytest.approx(7 / 16)
+
+
+def test_the_diagnose_stage_refuses_the_narrative_it_cannot_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """diagnosis.options.narrative needs a policy the stage never loads: a clear error, not a silent no-op."""
+    import importlib
+
+    params = _params(tmp_path, lambda r: r["diagnosis"].setdefault("options", {}).update(narrative=True))
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.setattr(sys, "argv", ["stages/diagnose.py", "--iteration", "1", "--eval", str(tmp_path),
+                                      "--out", str(tmp_path / "diagnosis")])
+    with pytest.raises(ClawloopError, match=r"diagnosis\.options\.narrative: the diagnose stage loads no policy"):
+        importlib.import_module("stages.diagnose").main(params)
+    assert not (tmp_path / "diagnosis").exists()
