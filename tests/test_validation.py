@@ -126,3 +126,17 @@ def test_validate_refuses_unreadable_input(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [*args, "--skip-bad-lines"])
     assert res.exit_code == 0, res.output
     assert "kept 0 of 2" in res.output and json.loads(report.read_text())["rejected"] == {"parse": 2}
+
+
+def test_the_old_flag_name_still_runs_with_a_warning(tmp_path: Path) -> None:
+    """`tasks validate --report` was renamed --rejections: scripts calling the old name keep running
+    (a hidden alias that warns); leaving both out is typer's usage error, exit 2."""
+    pool = tmp_path / "pool.jsonl"
+    write_pool(pool, _pool()[:1])
+    out, report = tmp_path / "valid.jsonl", tmp_path / "rejections.json"
+    res = CliRunner().invoke(app, ["tasks", "validate", str(pool), "--out", str(out), "--report", str(report),
+                                   "--no-heldout"])
+    assert res.exit_code == 0, res.output
+    assert "warning: --report is now --rejections" in res.output and json.loads(report.read_text())["kept"] == 1
+    res = CliRunner().invoke(app, ["tasks", "validate", str(pool), "--out", str(out), "--no-heldout"])
+    assert res.exit_code == 2 and "'--rejections': this option is required" in res.output, res.output

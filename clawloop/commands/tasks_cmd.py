@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from clawloop.commands import POLICY_SET_HELP, app, loop_rollout, parse_sets, tasks_app
+from clawloop.commands import POLICY_SET_HELP, app, loop_rollout, parse_sets, renamed, tasks_app
 from clawloop.errors import ClawloopError
 from clawloop.evaluation import EvalConfig, evaluate
 from clawloop.executor import executor_params
@@ -105,7 +105,9 @@ def export(
 def validate(
     pool: Path = typer.Argument(..., help="Pool JSONL to validate."),
     out: Path = typer.Option(..., "--out", help="JSONL of the tasks kept."),
-    rejections: Path = typer.Option(..., "--rejections", help="JSON: counts kept and rejected per reason, with example ids."),
+    rejections: Path | None = typer.Option(None, "--rejections", help="JSON: counts kept and rejected per reason, "
+                                           "with example ids. Required."),
+    old_report: Path | None = typer.Option(None, "--report", hidden=True, help="The old name of --rejections."),
     backend: str = typer.Option("bwrap", "--backend", help=_BACKEND_HELP),
     jobs: int = typer.Option(2, "--jobs", "-j", min=1, help="Sandboxes in parallel."),
     executor: str = typer.Option("local", "--executor", help=_EXECUTOR_HELP),
@@ -120,6 +122,7 @@ def validate(
                                         + " Left-out lines count as rejected (parse)."),
 ) -> None:
     """Agent-free validation: oracle passes, no-op fails, deterministic, no duplicates, no held-out overlap."""
+    rejections = renamed(rejections, old_report, "--rejections", "--report")
     tasks, parse_errors = read_pool_lenient(pool)
     _refuse_bad_lines(pool, parse_errors, len(tasks), skip_bad_lines)
     held = [] if no_heldout else load_heldout(heldout if heldout else default_heldout())
