@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.agent.model_agent import agent_policy, run_model_agent
+from clawloop.agent.oracle import SIMPLE_AGENTS, run_episode
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, executor_params, run_all
 from clawloop.progress import Progress, progress_for
 from clawloop.stats import pass_figures
 from clawloop.tasks.environment import open_sandbox
-from clawloop.tasks.episode import SIMPLE_AGENTS, run_episode
 from clawloop.tasks.formats import load_suite_any, score_fields
 from clawloop.tasks.suite import Suite, SuiteItem, load_suite  # noqa: F401  (re-exported)
 from clawloop.trajectory import EpisodeRecord

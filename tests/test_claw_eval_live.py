@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from clawloop.agent.oracle import run_episode
 from clawloop.errors import ClawloopError
 from clawloop.tasks import claw_eval_grading as ceg
 from clawloop.tasks import claw_eval_live as cel
-from clawloop.tasks.episode import run_episode
 from clawloop.tasks.formats import load_suite_any
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.agent.oracle import run_episode
 from clawloop.errors import ClawloopError
 from clawloop.tasks.clawgym import WORKSPACE, load_clawgym_task, reward_error
-from clawloop.tasks.episode import run_episode
 from clawloop.tasks.formats import load_suite_any
 
 ROOT = Path(__file__).resolve().parents[1]

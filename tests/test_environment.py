@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from clawloop.agent.oracle import run_oracle
 from clawloop.errors import ClawloopError
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.steering import Plan
@@ -14,7 +15,6 @@ from clawloop.tasks import claw_eval_live as cel
 from clawloop.tasks import harbor_docker
 from clawloop.tasks.adapters import ADAPTERS, STANDARD, FormatAdapter, adapter_for
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
-from clawloop.tasks.episode import run_oracle
 from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.pool import read_pool, write_pool
 from clawloop.tasks.task import Task

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.agent.oracle import check_oracle, run_episode, run_oracle
 from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.episode import check_oracle, run_episode, run_oracle
 from clawloop.tasks.harbor import load_harbor_task
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.tasks.verifier import read_reward

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.agent.oracle import run_episode
 from clawloop.errors import ClawloopError
-from clawloop.tasks.episode import run_episode
 from clawloop.tasks.formats import apply_skills, detect_format, load_suite_any, score_fields
 from clawloop.tasks.pool import write_pool
 from clawloop.trajectory import EpisodeRecord

@@ -260,7 +260,7 @@ def test_offline_template_fixture_oracle_passes_noop_fails() -> None:
     """A hand-made task with public Harbor tasks' features runs on bwrap as Harbor would run it:
     0644 scripts, the uv verifier template, /app, /etc edits, a python symlink, pip -r."""
     import sandbox
-    from clawloop.tasks.episode import run_episode
+    from clawloop.agent.oracle import run_episode
     from clawloop.tasks.shell_lite import default_runtime_dir
 
     if why := sandbox.unavailable_reason("bwrap"):
@@ -330,7 +330,7 @@ def test_a_known_base_images_workdir_starts_the_build(text: str, workdir: str, c
 
 def _run_both(task):  # noqa: ANN001, ANN202
     import sandbox
-    from clawloop.tasks.episode import run_episode
+    from clawloop.agent.oracle import run_episode
 
     if why := sandbox.unavailable_reason("bwrap"):
         pytest.skip(f"bwrap backend unavailable: {why}")

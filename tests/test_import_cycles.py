@@ -73,6 +73,26 @@ def test_no_import_cycles_in_clawloop(package: str) -> None:
     assert not cycles, f"{len(cycles)} import cycles:\n" + "\n".join(show(c) for c in cycles)
 
 
+def test_no_cycles_between_the_packages_of_clawloop() -> None:
+    """One level up: clawloop.agent, clawloop.tasks, clawloop.params ... (a subpackage or a top-level
+    module each) depend one way. `agent <-> tasks` (the oracle's episode lived in tasks/) and the ring
+    params -> training -> executor -> params (ExecutorParams lived in params.py) were two such cycles."""
+    def unit(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    graph: dict[str, set[str]] = {}
+    for module, targets in package_graph("clawloop").items():
+        graph.setdefault(unit(module), set()).update(unit(t) for t in targets if unit(t) != unit(module))
+    for targets in list(graph.values()):
+        for t in targets:
+            graph.setdefault(t, set())
+    assert {"clawloop.agent", "clawloop.tasks", "clawloop.params", "clawloop.training"} <= set(graph)
+    cycles = _cycles(graph)
+    edges = [f"{relpath(m)}:{i.line} imports {i.target}" for c in cycles for m in modules()
+             if unit(m) in c for i in imports(m) if unit(i.target) in c and unit(i.target) != unit(m)]
+    assert not cycles, f"package cycles {cycles}:\n  " + "\n  ".join(edges)
+
+
 def test_the_cycle_finder_finds_cycles() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"f"}, "f": {"e"}, "g": set()}
     assert sorted(_cycles(graph)) == [["a", "b", "c"], ["e", "f"]]

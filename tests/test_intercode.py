@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.agent.oracle import run_episode
 from clawloop.errors import ClawloopError
 from clawloop.tasks import intercode as ic
 from clawloop.tasks import intercode_reward as icr
 from clawloop.tasks.adapters import adapter_for
-from clawloop.tasks.episode import run_episode
 from clawloop.tasks.formats import detect_format, load_suite_any, score_fields
 
 ROOT = Path(__file__).resolve().parents[1]

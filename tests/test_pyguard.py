@@ -80,8 +80,8 @@ def test_installed_packages_win_over_project_modules(project: Path, tmp_path: Pa
 def test_harbor_project_imports_pass_with_the_oracle(backend: str) -> None:
     """`python3 -m tally` in /app and `python3 /app/main.py` (a sibling import) work in the
     verifier as under Harbor; the no-op agent still fails."""
+    from clawloop.agent.oracle import run_episode
     from clawloop.tasks.environment import image_skip_reason
-    from clawloop.tasks.episode import run_episode
     from clawloop.tasks.harbor import load_harbor_task
 
     if why := sandbox.unavailable_reason(backend):

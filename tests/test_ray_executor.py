@@ -236,7 +236,7 @@ class TestTwoNodes:
         """Kill node B once it has finished an episode and started another: the finished one is
         kept (not rerun), the interrupted one reruns on A (Ray task retry), every result comes
         back in item order."""
-        from clawloop.tasks.episode import run_episode
+        from clawloop.agent.oracle import run_episode
 
         items = [i for i in load_suite(SHELL_CORE).items if i.task is not None][:6]
         marks = tmp_path / "starts"

@@ -145,8 +145,8 @@ def test_a_task_with_a_local_base_image_runs_in_its_own_built_image(docker_clien
     oracle passes and the no-op fails in it, a second run reuses the image, /usr stays read-only."""
     import uuid
 
+    from clawloop.agent.oracle import run_episode
     from clawloop.tasks.environment import TaskEnvironment
-    from clawloop.tasks.episode import run_episode
     from clawloop.tasks.harbor_docker import task_image
     from sandbox.docker import image_name
 
@@ -178,8 +178,8 @@ def test_a_task_with_a_local_base_image_runs_in_its_own_built_image(docker_clien
 def test_task_image_build_failures_and_missing_bases(docker_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A failing RUN is outcome "error" with the build log's gist (no traceback); a base image
     the daemon lacks keeps the generic image, skipping what it cannot run and naming the base."""
+    from clawloop.agent.oracle import run_episode
     from clawloop.tasks.environment import image_skip_reason as skip_reason
-    from clawloop.tasks.episode import run_episode
     from sandbox.docker import image_name
 
     bad = _built_task(tmp_path / "bad", f"FROM {image_name()}\nRUN echo broken-$((6*7)) >&2; exit 3\n")

@@ -37,9 +37,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from clawloop.agent.oracle import run_episode
 from clawloop.tasks import intercode as ic
 from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.episode import run_episode
 from clawloop.tasks.task import FileSpec, Solution, Task
 from sandbox.base import ExecResult
 

@@ -1,7 +1,7 @@
 """One episode: a task in a sandbox from setup to verdict, `begin` → `step` … → `conclude`.
 
 Every runner drives an `Episode`: the lockstep scheduler (clawloop.agent.rollout) steps a model's
-replies through it, the oracle and no-op agents (clawloop.tasks.episode) `act` on its
+replies through it, the oracle and no-op agents (clawloop.agent.oracle) `act` on its
 environment, reference trajectories (clawloop.training.reference) replay a solution through its
 turns, and GRPO's environment (clawloop.training.grpo) runs TRL's tool calls with `run_command`.
 

@@ -29,10 +29,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clawloop.agent.oracle import LIST_TOUCHED, OracleCheck, check_oracle, run_oracle
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, Ran, executor_params, run_all
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
-from clawloop.tasks.episode import LIST_TOUCHED, OracleCheck, check_oracle, run_oracle
 from clawloop.tasks.harbor import find_task_dirs
 from clawloop.tasks.suite import load_suite
 from clawloop.tasks.task import Task

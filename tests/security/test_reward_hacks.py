@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.agent.oracle import run_episode
 from clawloop.tasks.environment import TaskEnvironment, open_sandbox
-from clawloop.tasks.episode import run_episode
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.trajectory import EpisodeRecord
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import pytest
 
+from clawloop.agent.oracle import run_episode
 from clawloop.tasks.environment import TaskEnvironment, open_sandbox
-from clawloop.tasks.episode import run_episode
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 from sandbox.base import ExecResult

@@ -81,7 +81,7 @@ def test_pool_line_grader_is_an_error_in_an_episode(tmp_path: Path) -> None:
     """What `tasks validate`, `eval` and the loop do with the line: the verdict is an error and
     nothing ran on the host (the no-op would have passed with the record's grader)."""
     import sandbox
-    from clawloop.tasks.episode import run_episode
+    from clawloop.agent.oracle import run_episode
 
     if why := sandbox.unavailable_reason("bwrap"):
         pytest.skip(why)

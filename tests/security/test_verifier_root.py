@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.agent.oracle import run_episode
 from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.episode import run_episode
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 from sandbox._paths import tmp_root
