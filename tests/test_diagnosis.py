@@ -202,7 +202,7 @@ def test_pool_diversity_and_expand(rollout: Path, tmp_path: Path) -> None:
 
 
 def test_narrative_by_the_loop_model(rollout: Path) -> None:
-    from clawloop.policy.scripted import ScriptedPolicy
+    from scripted_policy import ScriptedPolicy
 
     policy = ScriptedPolicy(["  I pass file tasks but submit too early.  "])
     r = diagnose([rollout], params=DiagnosisParams(narrative=True), policy=policy)

@@ -131,8 +131,9 @@ def test_json_summary_has_timings_and_progress_shows(backend: str) -> None:
 
 
 def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scripted_policy import ScriptedPolicy
+
     from clawloop.agent import model_agent as policy_mod  # where --agent model loads its policy
-    from clawloop.policy.scripted import ScriptedPolicy
 
     submit = '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'
     monkeypatch.setattr(policy_mod, "load_policy", lambda spec: ScriptedPolicy([submit]))
@@ -151,8 +152,9 @@ def test_model_agent_takes_the_loops_harness_from_params(backend: str, monkeypat
     """`eval --agent model` runs the harness of params.yaml's `rollout` section (./params.yaml by default),
     so a CLI figure measures what the loop measures; --no-params gives the library's defaults. A policy
     that never calls a tool shows it: the episode ends after rollout.max_format_errors replies."""
+    from scripted_policy import ScriptedPolicy
+
     from clawloop.agent import model_agent as policy_mod
-    from clawloop.policy.scripted import ScriptedPolicy
 
     policy = ScriptedPolicy([], default="I would count the words.")
     monkeypatch.setattr(policy_mod, "load_policy", lambda spec: policy)
@@ -172,8 +174,9 @@ def test_model_agent_takes_the_loops_harness_from_params(backend: str, monkeypat
 
 def test_policy_set_reaches_the_backend_options_and_bad_keys_are_named(backend: str,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from scripted_policy import ScriptedPolicy
+
     from clawloop.agent import model_agent as policy_mod  # where --agent model loads its policy
-    from clawloop.policy.scripted import ScriptedPolicy
 
     specs = []
     submit = '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_policy import ScriptedPolicy
 
-from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.synthesis.config import HindsightParams
 from clawloop.synthesis.grounded import state_diff as sd
 from clawloop.synthesis.grounded import state_probe

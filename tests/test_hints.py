@@ -72,8 +72,9 @@ def test_help_rollouts_pass_and_train_without_the_hint(tmp_path: Path) -> None:
     rollout passes, and SFT's conversation is the plain task's (the hint cut, marked `hinted`)."""
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
+    from scripted_policy import ScriptedPolicy
+
     from clawloop.agent.rollout import RolloutConfig
-    from clawloop.policy.scripted import ScriptedPolicy
     from clawloop.training.data import load_self_trajectories
     from clawloop.validation.probe import help_rollouts, probe_tasks
 

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_policy import ScriptedPolicy
 
 from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
 from clawloop.errors import ClawloopError
 from clawloop.policy.engine.config import EngineConfig
 from clawloop.policy.hf import HFPolicy, HFPolicyConfig
 from clawloop.policy.load import PolicySpec, load_policy
-from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.policy.types import OpenAIPolicyConfig, SamplingParams
 
 CONV = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "List the files."}]

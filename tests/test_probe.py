@@ -125,10 +125,10 @@ def test_probe_tasks_wiring(tmp_path: Path, fake_rollout: list[dict[str, Any]]) 
 
 
 def test_cli_probe(tmp_path: Path, fake_rollout: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    from scripted_policy import ScriptedPolicy
     from typer.testing import CliRunner
 
     from clawloop.commands import app, diagnose_cmd  # diagnose_cmd registers the commands
-    from clawloop.policy.scripted import ScriptedPolicy
     from clawloop.tasks.pool import read_pool, write_pool
 
     monkeypatch.setattr(diagnose_cmd, "load_policy", lambda spec: ScriptedPolicy([]))
@@ -148,8 +148,9 @@ def test_probe_and_diagnose_end_to_end(tmp_path: Path) -> None:
 
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
+    from scripted_policy import ScriptedPolicy
+
     from clawloop.diagnosis.diagnose import diagnose
-    from clawloop.policy.scripted import ScriptedPolicy
 
     test = "test -f /workspace/done && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt"
     v = Verifier(files={"test.sh": {"content": test}})

@@ -94,7 +94,8 @@ def test_track_closes_when_the_loop_raises() -> None:
 
 
 def test_proposer_shows_proposals_and_tokens(capsys: pytest.CaptureFixture[str]) -> None:
-    from clawloop.policy.scripted import ScriptedPolicy
+    from scripted_policy import ScriptedPolicy
+
     from clawloop.synthesis.grounded.attempts import Attempts
     from clawloop.synthesis.grounded.proposer import propose_tasks
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from scripted_policy import ScriptedPolicy
 
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, Recommendation
 from clawloop.errors import ClawloopError
-from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.policy.types import Generation
 from clawloop.synthesis.config import ProposerParams
 from clawloop.synthesis.grounded.attempts import Attempts

@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from scripted_policy import ScriptedPolicy
 
 from clawloop.agent.playbook import (
     POLICY_FILE,
@@ -21,7 +22,6 @@ from clawloop.agent.playbook import (
 )
 from clawloop.agent.tool_calls import assistant_message, tool_message
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
-from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.tasks.task import FileSpec, Task, Verifier
 from clawloop.training import guards
 from clawloop.training import playbook as pbk

@@ -10,11 +10,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from scripted_policy import ScriptedPolicy
 
 from clawloop.agent import episode
 from clawloop.agent.harness import HarnessConfig
 from clawloop.agent.rollout import RolloutConfig, run_rollouts
-from clawloop.policy.scripted import ScriptedPolicy
 from clawloop.policy.types import SamplingParams
 from clawloop.tasks.environment import TaskEnvironment
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier

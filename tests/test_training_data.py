@@ -215,8 +215,9 @@ def convo(task: Task, *commands: str) -> str:
 
 
 def test_self_trajectories_from_real_rollouts(tmp_path: Path) -> None:
+    from scripted_policy import ScriptedPolicy
+
     from clawloop.agent.rollout import RolloutConfig, run_rollouts
-    from clawloop.policy.scripted import ScriptedPolicy
 
     tasks = [make_task("a.txt", "alpha"), make_task("b.txt", "beta")]
 

