@@ -124,58 +124,36 @@ def _operands(args: Sequence[str]) -> list[str]:
     return [a for a in args if not a.startswith("-")]
 
 
-def _check_of(argv: list[str]) -> str | None:
+def _check_of(argv: list[str], checks: Checks = "look") -> str | None:
+    """The look at what one simple command changed, or (`checks` quiet) the test of it that prints
+    nothing when the change is there and fails when it is not; None for a verb we do not know."""
     verb, args = argv[0], argv[1:]
     ops = _operands(args)
     q = shlex.quote
+    quiet = checks == "quiet"
     if verb in ("mv", "cp") and len(ops) >= 2 or verb in ("mkdir", "touch") and ops:
+        if quiet:
+            return f"test -{'d' if verb == 'mkdir' else 'e'} {q(ops[-1])}"
         return f"ls -la -- {q(ops[-1])}"
     if verb in ("chmod", "chown", "chgrp", "ln") and len(ops) >= 2:
-        return f"ls -ld -- {q(ops[-1])}"
+        symlink = verb == "ln" and any(a.startswith("-") and "s" in a for a in args)
+        return f"test -{'L' if symlink else 'e'} {q(ops[-1])}" if quiet else f"ls -ld -- {q(ops[-1])}"
     if verb == "sed" and any(a.startswith("-i") for a in args) and len(ops) >= 2:
-        return f"head -n 20 -- {q(ops[-1])}"
+        return f"test -s {q(ops[-1])}" if quiet else f"head -n 20 -- {q(ops[-1])}"
     if verb == "gzip" and len(args) == len(ops) == 1:
-        return f"ls -la -- {q(ops[0] + '.gz')}"
+        return f"test -s {q(ops[0] + '.gz')}" if quiet else f"ls -la -- {q(ops[0] + '.gz')}"
     flags = args[0].lstrip("-") if args else ""
     if verb == "tar" and len(args) > 1 and "c" in flags and flags.endswith("f"):
-        return f"tar -t{'z' if 'z' in flags else ''}f {q(args[1])}"
-    if verb == "find" and args and args[-1] == "-delete":
-        return shlex.join(argv[:-1])
-    if verb == "git" and args:
-        if args[0] == "init" and len(ops) == 2:
-            return f"git -C {q(ops[1])} status --short --branch"
-        if args[0] == "commit":
-            return "git log --oneline -n 3"
-        if args[0] in ("add", "checkout", "restore", "rm", "mv", "reset"):
-            return "git status --short"
-    return None
-
-
-def _quiet_check_of(argv: list[str]) -> str | None:
-    """`_check_of` as a test: silent when the change is there, an error or a non-zero exit when not."""
-    verb, args = argv[0], argv[1:]
-    ops = _operands(args)
-    q = shlex.quote
-    if verb in ("mv", "cp", "touch", "chmod", "chown", "chgrp") and len(ops) >= (1 if verb == "touch" else 2):
-        return f"test -e {q(ops[-1])}"
-    if verb == "mkdir" and ops:
-        return f"test -d {q(ops[-1])}"
-    if verb == "ln" and len(ops) >= 2:
-        return f"test -L {q(ops[-1])}" if any(a.startswith("-") and "s" in a for a in args) else f"test -e {q(ops[-1])}"
-    if verb == "sed" and any(a.startswith("-i") for a in args) and len(ops) >= 2:
-        return f"test -s {q(ops[-1])}"
-    if verb == "gzip" and len(args) == len(ops) == 1:
-        return f"test -s {q(ops[0] + '.gz')}"
-    flags = args[0].lstrip("-") if args else ""
-    if verb == "tar" and len(args) > 1 and "c" in flags and flags.endswith("f"):
-        return f"tar -t{'z' if 'z' in flags else ''}f {q(args[1])} > /dev/null"
+        return f"tar -t{'z' if 'z' in flags else ''}f {q(args[1])}" + (" > /dev/null" if quiet else "")
     if verb == "find" and args and args[-1] == "-delete":
         return shlex.join(argv[:-1])  # the selector again: it prints nothing once they are gone
     if verb == "git" and args:
         if args[0] == "init" and len(ops) == 2:
-            return f"test -d {q(ops[1] + '/.git')}"
+            return f"test -d {q(ops[1] + '/.git')}" if quiet else f"git -C {q(ops[1])} status --short --branch"
         if args[0] == "commit":
-            return "git diff --cached --quiet"
+            return "git diff --cached --quiet" if quiet else "git log --oneline -n 3"
+        if args[0] in ("add", "checkout", "restore", "rm", "mv", "reset") and not quiet:
+            return "git status --short"
     return None
 
 
@@ -200,7 +178,7 @@ def named_check(step: str, checks: Checks = "look") -> str | None:
     if any(not p.startswith("cd ") for p in parts[:-1]):
         return None
     argv = _argv(parts[-1])
-    check = (_quiet_check_of if checks == "quiet" else _check_of)(argv) if argv else None
+    check = _check_of(argv, checks) if argv else None
     return " && ".join([*parts[:-1], check]) if check else None
 
 
