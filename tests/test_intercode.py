@@ -189,7 +189,7 @@ def test_snapshot_is_cached_by_content(tasks: dict[str, ic.Task], monkeypatch: p
     def boom(*a: object, **k: object) -> None:
         raise AssertionError("rebuilt")
 
-    monkeypatch.setattr(ic, "build_snapshot", boom)
+    monkeypatch.setattr("clawloop.tasks.intercode_fs.build_snapshot", boom)
     again = {t.metadata[ic.KEY]["name"]: t for t in ic.load_intercode(FIX)}
     assert again["fs1-00"].id == tasks["fs1-00"].id
     key = ic.snapshot_key((FIX / "docker/bash_scripts/setup_nl2b_fs_1.sh").read_bytes(), 1)
