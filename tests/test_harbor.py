@@ -11,7 +11,8 @@ from clawloop.errors import ClawloopError
 from clawloop.tasks.dockerfile_lite import DEFAULT_WORKDIR, parse_dockerfile
 from clawloop.tasks.harbor import find_task_dirs, load_harbor_task
 from clawloop.tasks.harbor_export import export_harbor_task, export_tasks, task_name
-from clawloop.tasks.shell_lite import Runtime, check_script, shell_segments
+from clawloop.tasks.shell_lite import Runtime, check_script
+from clawloop.tasks.shell_words import shell_segments
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"

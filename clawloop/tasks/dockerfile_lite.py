@@ -29,17 +29,15 @@ from dataclasses import dataclass, field
 from clawloop.errors import ClawloopError
 from clawloop.tasks.shell_lite import (  # noqa: F401  (re-exported: the runtime checks live there)
     ACCOUNTS_SETUP,
-    HEREDOC,
     LayerWants,
     Runtime,
-    Segment,
     check_script,
     classify,
     default_runtime_dir,
     detect_runtime,
     filter_run,
-    shell_segments,
 )
+from clawloop.tasks.shell_words import HEREDOC
 from clawloop.tasks.task import FileSpec
 
 TASK_FAULT = " (`docker build` of that context fails on this line too: the task's fault)"

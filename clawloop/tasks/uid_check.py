@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from clawloop.tasks.shell_lite import command_words, shell_segments
+from clawloop.tasks.shell_words import command_words, shell_segments
 from clawloop.tasks.task import FileSpec
 
 SPAWN_CALLS = frozenset({"run", "Popen", "call", "check_call", "check_output", "create_subprocess_exec"})
