@@ -32,20 +32,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from pydantic import ValidationError
 
-from clawloop.agent.harness import HarnessConfig, playbook_block, read_observation, with_edits
+from clawloop.agent.harness import HarnessConfig, playbook_block, with_edits
 from clawloop.agent.playbook import (
     POLICY_FILE,
-    ExampleStep,
     HarnessEdits,
     Playbook,
     PlaybookEntry,
@@ -63,7 +59,7 @@ from clawloop.training import reflect as rf
 from clawloop.training.config import PlaybookParams
 from clawloop.training.guards import BudgetLimits
 from clawloop.training.tips import TIPS, load_tips, mode_shares, skill_rates
-from clawloop.trajectory import episode_parts
+from clawloop.training.worked_examples import entry_id, example_key, load_examples
 
 __all__ = ["TIPS", "load_tips", "mode_shares", "skill_rates"]  # the rule tips, read here and by the reflector
 
@@ -95,10 +91,6 @@ def read_report(path: str | Path) -> CapabilityReport:
         raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
 
 
-def _entry_id(*parts: str) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
-
-
 def judge(entry: PlaybookEntry, rates: dict[str, tuple[int, int]], modes: dict[str, float],
           ) -> tuple[bool, float, str] | None:
     """(improved, new baseline, evidence) of a previous entry on the new report; None when the
@@ -116,55 +108,6 @@ def judge(entry: PlaybookEntry, rates: dict[str, tuple[int, int]], modes: dict[s
     return rate > entry.baseline, rate, f"{entry.skill} pass rate {entry.baseline:.3f} -> {rate:.3f} ({word}, {p}/{n})"
 
 
-def load_examples(rollouts: Sequence[str | Path], params: PlaybookParams) -> dict[str, list[WorkedExample]]:
-    """The agent's own passed episodes without format errors and with at most
-    `max_example_steps` commands, condensed, per skill, shortest first (then by episode id)."""
-    cols = ["episode_id", "skill", "passed", "n_format_errors", "messages"]
-    by_skill: dict[str, dict[str, WorkedExample]] = defaultdict(dict)
-    for _, rows in episode_parts(rollouts, cols):
-        for r in rows:
-            if not r["passed"] or r["n_format_errors"] or not r["skill"]:
-                continue
-            ex = condense(orjson.loads(r["messages"] or "[]"), r["episode_id"], params)
-            if ex is not None:
-                by_skill[r["skill"]].setdefault(_example_key(ex), ex)
-    return {s: sorted(d.values(), key=lambda e: (len(e.steps), sum(len(x.command) for x in e.steps),
-                                                  e.episode_id))
-            for s, d in sorted(by_skill.items())}
-
-
-def _example_key(ex: WorkedExample) -> str:
-    return _entry_id("example", ex.instruction, *(s.command for s in ex.steps))
-
-
-def condense(messages: list[dict[str, Any]], episode_id: str, params: PlaybookParams) -> WorkedExample | None:
-    """A worked example from one episode's messages: the user instruction and each bash command
-    with its exit code; None when it has no command or too many."""
-    instruction = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "").strip()
-    steps: list[ExampleStep] = []
-    for i, m in enumerate(messages):
-        for call in m.get("tool_calls") or [] if m.get("role") == "assistant" else []:
-            fn = call.get("function", call)
-            args = fn.get("arguments") or {}
-            if isinstance(args, str):
-                try:
-                    args = orjson.loads(args) if args.strip() else {}
-                except orjson.JSONDecodeError:
-                    return None  # not a call this harness wrote
-            if fn.get("name") != "bash" or not isinstance(args, dict) or not isinstance(args.get("command"), str):
-                continue
-            out = next((str(n.get("content") or "") for n in messages[i + 1:i + 2] if n.get("role") == "tool"), "")
-            head, code = read_observation(out)
-            steps.append(ExampleStep(command=args["command"], exit_code=code,
-                                     output=head.strip()[: params.example_output_chars].strip()))
-    if not instruction or not steps or len(steps) > params.max_example_steps:
-        return None
-    cut = params.example_instruction_chars
-    text = " ".join(instruction.split())
-    return WorkedExample(instruction=text if len(text) <= cut else text[: cut - 3].rstrip() + "...",
-                         steps=steps, episode_id=episode_id)
-
-
 def _candidates(report: CapabilityReport, rates: dict[str, tuple[int, int]], modes: dict[str, float],
                 examples: dict[str, list[WorkedExample]], taken: set[str], iteration: int,
                 params: PlaybookParams) -> list[PlaybookEntry]:
@@ -174,7 +117,7 @@ def _candidates(report: CapabilityReport, rates: dict[str, tuple[int, int]], mod
     for m in sorted((m for m in report.failure_modes if m.count and m.mode in tips["failure_modes"]),
                     key=lambda m: (-m.count, m.mode)):
         for text in tips["failure_modes"][m.mode]:
-            eid = _entry_id("tip", "mode", m.mode, text)
+            eid = entry_id("tip", "mode", m.mode, text)
             if eid not in taken:
                 out.append(PlaybookEntry(id=eid, kind="tip", failure_mode=m.mode, text=text,
                                          added_iteration=iteration, baseline=modes.get(m.mode, 0.0),
@@ -183,7 +126,7 @@ def _candidates(report: CapabilityReport, rates: dict[str, tuple[int, int]], mod
     weak = sorted(((p / n, -n, s) for s, (p, n) in rates.items() if n and p / n < params.weak_below))
     for rate, neg_n, skill in weak:
         for text in tips["skills"].get(skill, []):
-            eid = _entry_id("tip", "skill", skill, text)
+            eid = entry_id("tip", "skill", skill, text)
             if eid not in taken:
                 out.append(PlaybookEntry(id=eid, kind="tip", skill=skill, text=text, added_iteration=iteration,
                                          baseline=rate, evidence=f"{skill}: {rates[skill][0]}/{-neg_n} passed"))
@@ -192,7 +135,7 @@ def _candidates(report: CapabilityReport, rates: dict[str, tuple[int, int]], mod
     for skill in order:
         n = 0
         for ex in examples[skill]:
-            eid = _example_key(ex)
+            eid = example_key(ex)
             if eid in taken or n >= params.examples_per_skill:
                 continue
             p, total = rates.get(skill, (0, 0))
