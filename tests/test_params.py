@@ -133,3 +133,11 @@ def test_one_describer_for_every_pydantic_error() -> None:
         parse_playbook({"token_budget": 10, "bogus": 1}, "pb.json")
     with pytest.raises(ClawloopError, match=r"^pool.jsonl:3: instruction: "):
         parse_task({"instruction": 5}, "pool.jsonl:3")
+
+
+def test_one_answer_to_which_model_is_the_default() -> None:
+    """params.yaml and the schema name the same default base (a params file without a model section
+    gets the loop's model, not the former default's)."""
+    from clawloop.params import ModelParams
+
+    assert load_params(ROOT / "params.yaml").model.base == ModelParams().base == "qwen2.5-coder-0.5b-instruct"
