@@ -70,6 +70,22 @@ def test_environment_runs_commands_and_verifies_in_bwrap() -> None:
     assert dict(env_cls.stats) == {"passed": 1, "failed": 1}
 
 
+def test_grpo_episodes_follow_the_rollouts_turn_rules() -> None:
+    """GRPO's tool calls step through EpisodeState like every rollout's replies: the repeat note, the
+    submit check and the turn limit are the harness's, not TRL's own."""
+    from clawloop.agent.harness import HarnessConfig, submit_check_note
+
+    env = environment_factory("bwrap", harness_config=HarnessConfig(max_turns=4, submit_check=True))()
+    env.reset(**row(make_task()))
+    first = env.bash("ls /nonexistent")
+    assert first.endswith("[exit code 2]")
+    assert "same command" in env.bash("ls /nonexistent").lower()  # the repeat note, as rollouts write it
+    assert env.submit() == submit_check_note(2)  # the first submit after a failure is answered, not taken
+    assert env.bash("echo alpha > a.txt") == "[exit code 0]"  # turn 4 of 4: the episode ends after it
+    assert env.bash("ls") == "[the episode is over: max_turns]"
+    assert env.get_reward() == 1.0
+
+
 def test_grpo_sandboxes_mount_the_task_runtime() -> None:
     """Bug: GRPO opened its sandboxes with an empty config, so the task runtime (python3 with
     pytest, pandas, ...) that rollouts and reference trajectories see was missing there."""

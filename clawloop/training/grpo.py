@@ -10,9 +10,12 @@ turns it into NaN, leaves the row out of the group baseline and zeroes its advan
 than scored 0. A sandbox or verifier error after the agent's commands ran scores 0
 (`Episode.training_reward`): masking it would make breaking the judge better than failing.
 
-Where TRL's tool loop differs from the harness's episodes: a reply without a tool call ends the
-rollout (the harness sends a format hint and goes on), and after `submit` TRL asks the model for
-one more turn whose tool calls no longer run. `max_turns` bounds the tool-calling rounds.
+Each tool call TRL parses is stepped through the episode's `EpisodeState`, as a rollout's reply is
+(`ShellEnvironment._turn`): one set of turn rules for every driver (the turn limit and command
+budget, the observation's shape and harness edits, the repeat note, the submit check). Where TRL's
+tool loop still differs: a reply without a tool call ends the rollout (the harness sends a format
+hint and goes on), and after `submit` TRL asks the model for one more turn whose tool calls no
+longer run. `max_turns` also bounds TRL's tool-calling rounds.
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from clawloop.agent.episode import Episode
-from clawloop.agent.harness import HarnessConfig, format_observation, initial_messages
+from clawloop.agent.harness import HarnessConfig, initial_messages
 from clawloop.agent.tool_calls import BASH_TOOL, CALL_OPENERS, SUBMIT_TOOL, response_template
 from clawloop.errors import ClawloopError
+from clawloop.policy.types import Generation
 from clawloop.tasks.environment import sandbox_config as episode_config
 from clawloop.tasks.task import Task
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
 from clawloop.training.config import GRPOParams, resolve_bf16
+from clawloop.training.reference import call_text
 from clawloop.training.sft import peft_config, shared_args, trainer_model
 from sandbox.base import SandboxConfig
 
@@ -54,8 +59,6 @@ class ShellEnvironment:
 
     def __init__(self) -> None:
         self.episode: Episode | None = None
-        self.submitted = False
-        self.turns = 0
         with self.lock:
             self.registry.append(self)
 
@@ -68,32 +71,40 @@ class ShellEnvironment:
     def reset(self, **row: Any) -> str | None:
         """Close the previous episode, begin the row's task in a fresh one (open and prepare)."""
         self._close()
-        self.submitted, self.turns = False, 0
         try:
             task = Task.from_json(orjson.loads(row["task"]))
         except (KeyError, ValueError, orjson.JSONDecodeError) as e:
             raise ClawloopError(f"GRPO dataset row: task: {e}") from None
-        self.episode = Episode(task, self.backend, self.sandbox_config)
+        self.episode = Episode(task, self.backend, self.sandbox_config, self.harness_config)
         self.episode.begin()
         return None
 
     def bash(self, command: str):  # no return annotation: keeps the schema equal to tool_calls.BASH_TOOL
         """(Set from tool_calls.BASH_TOOL below.)"""
-        if self.episode is None or self.episode.outcome is not None:
-            return "[the sandbox is unavailable]"
-        if self.submitted:
-            return "[the task was already submitted]"
-        self.turns += 1
-        timeout = self.harness_config.command_timeout_s or self.episode.task.limits.command_timeout_s
-        result = self.episode.run_command(command, timeout)
-        if result is None:
-            return "[the sandbox is unavailable]"
-        return format_observation(result, limit=self.harness_config.observation_chars, timeout_s=timeout)
+        return self._turn(call_text("bash", {"command": command}))
 
     def submit(self):  # no return annotation: keeps the schema equal to tool_calls.SUBMIT_TOOL
         """(Set from tool_calls.SUBMIT_TOOL below.)"""
-        self.submitted = True
-        return "[submitted]"
+        return self._turn(call_text("submit", {}))
+
+    def _turn(self, reply: str) -> str:
+        """One tool call of TRL's loop, stepped through the episode's EpisodeState as every rollout's
+        reply is: the same turn limit and command budget, observation, repeat note and submit check.
+        Returns what the harness sends back (the tool turn, a note), or why nothing ran."""
+        ep = self.episode
+        if ep is None or ep.outcome is not None or ep.state is None:
+            return "[the sandbox is unavailable]"
+        if ep.state.done:
+            return ("[the task was already submitted]" if ep.state.termination == "submit"
+                    else f"[the episode is over: {ep.state.termination}]")
+        at = len(ep.state.messages)
+        ep.step(Generation(text=reply, prompt_tokens=0, completion_tokens=0))
+        if ep.outcome is not None:  # the sandbox broke while the command ran
+            return "[the sandbox is unavailable]"
+        sent = [m for m in ep.state.messages[at:] if m.get("role") != "assistant"]
+        if sent:
+            return str(sent[-1].get("content") or "")
+        return "[submitted]" if ep.state.termination == "submit" else f"[the episode is over: {ep.state.termination}]"
 
     def get_reward(self) -> float | None:
         """The verifier's reward on the workspace as left (`Episode.training_reward`): 0 for a
