@@ -1,5 +1,5 @@
 """Loop bookkeeping between stages: the held-out gate, iteration metrics, policy hand-over, and
-the context every stage runs its episodes in (`loop_context`).
+the context every stage runs its episodes in (`rollout_settings`).
 
 An iteration's `metrics.json` is what `dvc metrics show` reads, so it holds only the headline
 numbers (a table of 60+ columns answers nothing); the per-suite figures go to `eval/summary.json`
@@ -221,7 +221,7 @@ def read_heldout(path: str | Path) -> HeldoutRecord:
     return _read_model(HeldoutRecord, path)
 
 
-def settle(iteration: int, figures: dict[str, SuiteMetrics], verdicts: Outcomes, *, checkpoint: Path,
+def gate_and_promote(iteration: int, figures: dict[str, SuiteMetrics], verdicts: Outcomes, *, checkpoint: Path,
            previous: Path | None, it_dir: Path, gate_params: GateParams, wall_s: float,
            levels: dict[str, int] | None = None) -> IterationMetrics:
     """After an evaluation: gate the checkpoint against the policy of iteration dir `previous`,
@@ -292,8 +292,8 @@ def read_sampled(path: str | Path) -> SampledEval:
 
 
 @dataclass(frozen=True)
-class LoopContext:
-    """What every stage's episodes share, built once from params.yaml by `loop_context`: the harness
+class RolloutSettings:
+    """What every stage's episodes share, built once from params.yaml by `rollout_settings`: the harness
     and sampling of `rollout`, the policy spec of `rollout.backend`, the sandboxes of `sandbox`.
 
     Every stage takes these from here, so training renders the system prompt evaluation renders,
@@ -342,11 +342,11 @@ class LoopContext:
         return run_rollouts(tasks, policy, self.rollout_config(**changes), out_dir=out_dir, progress=progress)
 
 
-def loop_context(params: Params) -> LoopContext:
-    """The LoopContext of params.yaml's `rollout` and `sandbox` sections (a stage's Params)."""
+def rollout_settings(params: Params) -> RolloutSettings:
+    """The RolloutSettings of params.yaml's `rollout` and `sandbox` sections (a stage's Params)."""
     r, sb = params.rollout, params.sandbox
     threads = r.engine.threads or max(1, (os.cpu_count() or 2) // 2)
-    return LoopContext(
+    return RolloutSettings(
         harness=HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
                               max_format_errors=r.max_format_errors, format_hint=r.format_hint,
                               repeat_note=r.repeat_note, repeat_resample=r.repeat_resample,

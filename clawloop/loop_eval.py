@@ -15,7 +15,7 @@ from clawloop.tasks.task import Task
 
 if TYPE_CHECKING:
     from clawloop.agent.harness import HarnessConfig
-    from clawloop.loop import LoopContext
+    from clawloop.loop import RolloutSettings
     from clawloop.params import Params
     from clawloop.policy.types import Policy
 
@@ -39,7 +39,7 @@ class SuiteResults:
                           episodes_per_s=round(self.episodes / wall_s, 3) if wall_s else 0.0)
 
 
-def evaluate_suites(params: Params, ctx: LoopContext, suites: Suites, *, policy: Policy, harness: HarnessConfig,
+def evaluate_suites(params: Params, ctx: RolloutSettings, suites: Suites, *, policy: Policy, harness: HarnessConfig,
                     out_dir: Path, iteration: int) -> SuiteResults:
     """Roll `policy` out under `harness` on each suite, `eval.samples` per task, trajectories under
     `out_dir/<suite>`; each suite's figures carry the published baselines of its tasks."""
@@ -57,7 +57,7 @@ def evaluate_suites(params: Params, ctx: LoopContext, suites: Suites, *, policy:
     return results
 
 
-def heldout_verdicts(ctx: LoopContext, policy: Policy, suites: list[tuple[str, list[Task]]]) -> tuple[Outcomes, float]:
+def heldout_verdicts(ctx: RolloutSettings, policy: Policy, suites: list[tuple[str, list[Task]]]) -> tuple[Outcomes, float]:
     """`policy`'s per-task verdicts on the held-out `suites` (one sample per task, the plain harness;
     keyed `suite/task` as clawloop.paired keys them) and their pass@1 pooled over every graded task, as
     metrics.json's held-out pass@1 is (a mean of the suites' rates would weigh InterCode's 50 tasks as

@@ -19,7 +19,7 @@ iteration 0) there is nothing to gate.
 import time
 from pathlib import Path
 
-from clawloop.loop import loop_context, settle, write_metrics
+from clawloop.loop import gate_and_promote, rollout_settings, write_metrics
 from clawloop.loop_eval import evaluate_suites
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
@@ -45,7 +45,7 @@ def main(params: Params) -> None:
     if args.fresh and params.eval.fresh:
         heldout = {t.id for _, tasks, held in suites if held for t in tasks}
         suites.append((FRESH_SUITE, [t for t in read_pool(args.fresh) if t.id not in heldout], False))
-    ctx = loop_context(params)
+    ctx = rollout_settings(params)
     harness = ctx.harness_for(args.policy)  # its playbook, if any
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration}")
     with output_dir(args.out) as tmp:
@@ -53,7 +53,7 @@ def main(params: Params) -> None:
                                   iteration=args.iteration)
         wall = time.perf_counter() - t0
         write_metrics(tmp / "summary.json", results.detail(args.iteration, wall))
-    settle(args.iteration, results.figures, results.verdicts, checkpoint=args.policy, previous=args.previous,
+    gate_and_promote(args.iteration, results.figures, results.verdicts, checkpoint=args.policy, previous=args.previous,
            it_dir=args.out.parent, gate_params=params.gate, wall_s=round(wall, 1), levels=results.levels)
 
 

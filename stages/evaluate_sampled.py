@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from clawloop.io import write_json
-from clawloop.loop import SampledEval, loop_context, read_sampled, suite_metrics, write_metrics
+from clawloop.loop import SampledEval, read_sampled, rollout_settings, suite_metrics, write_metrics
 from clawloop.loop_eval import SAMPLED_OUTCOMES, vs_base
 from clawloop.paired import levels_of, outcomes_of
 from clawloop.params import Params
@@ -37,7 +37,7 @@ def main(params: Params) -> None:
     cfg = params.eval.sampled
     base = read_sampled(args.base / SAMPLED_OUTCOMES) if args.base else None  # a bad one fails before any rollout
     t0 = time.perf_counter()
-    ctx = loop_context(params)
+    ctx = rollout_settings(params)
     suites = eval_suites(params, args.suites, only=cfg.suites)
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration}") if suites else None
     harness = ctx.harness_for(args.policy)  # its playbook, if any

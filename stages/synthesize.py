@@ -14,7 +14,7 @@ from pathlib import Path
 from clawloop.diagnosis.schema import load_report
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
-from clawloop.loop import loop_context
+from clawloop.loop import rollout_settings
 from clawloop.params import Params
 from clawloop.policy.types import Policy
 from clawloop.stage import output_dir, run_stage, stage_parser
@@ -32,7 +32,7 @@ def main(params: Params) -> None:
     def current_policy(routine: str) -> tuple[Policy, str]:
         if args.policy is None:
             raise ClawloopError(f"--policy: routine {routine} needs the current policy")
-        ctx = loop_context(params)
+        ctx = rollout_settings(params)
         return ctx.load_policy(args.policy, policy_id=args.policy.name), ctx.backend
 
     last = load_report(args.report) if args.report else None

@@ -10,7 +10,7 @@ What each train.method does, reads and writes: clawloop/training/__init__.py.
 from pathlib import Path
 
 from clawloop.io import write_json
-from clawloop.loop import loop_context
+from clawloop.loop import rollout_settings
 from clawloop.params import Params
 from clawloop.stage import run_stage, stage_parser
 from clawloop.tasks.pool import read_pool
@@ -39,7 +39,7 @@ def main(params: Params) -> None:
     rollouts = held_in_rollouts(args.validated, args.self_rollouts)
     hinted = [d for d in (args.validated / "hinted",) if d.is_dir()]  # SFT only: the playbook reads no hint
     logs = args.logs or args.out.parent / "train-log"
-    ctx = loop_context(params)
+    ctx = rollout_settings(params)
     job = TrainJob(method, args.policy, tasks, args.out, trajectories=[*rollouts, *hinted], probe=probe, logs=logs,
                    sft_labels=labels, keep_base_without_tasks=True)
     metrics = train_weights(job, options, EpisodeSetup.of_loop(ctx, params.executor))

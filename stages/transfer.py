@@ -16,7 +16,7 @@ from pathlib import Path
 
 from clawloop.bootstrap.base import make_base
 from clawloop.io import write_json
-from clawloop.loop import loop_context
+from clawloop.loop import rollout_settings
 from clawloop.loop_eval import heldout_verdicts, paired_rows
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
@@ -40,7 +40,7 @@ def main(params: Params) -> None:
     if not tr.enabled:
         print("[transfer] disabled (transfer.enabled: false)")
     heldout = [(name, tasks) for name, tasks, held in eval_suites(params, args.suites) if held]
-    ctx = loop_context(params)
+    ctx = rollout_settings(params)
     with output_dir(args.out / "models") as tmp:
         fresh = args.base
         if tr.enabled and tr.base is not None:

@@ -14,12 +14,12 @@ reference solution (hinted/): training learns from the passes with the hint cut.
 from pathlib import Path
 
 from clawloop.io import write_json
-from clawloop.loop import loop_context
+from clawloop.loop import rollout_settings
 from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.tasks.pool import id_sample, write_pool
 from clawloop.validation.probe import help_rollouts, probe_tasks, summarize, write_probe
-from clawloop.validation.run import check_pool, figures, unprobed
+from clawloop.validation.run import check_pool, unprobed, validation_summary
 
 
 def main(params: Params) -> None:
@@ -30,7 +30,7 @@ def main(params: Params) -> None:
     ap.add_argument("--metrics", type=Path, help="default: <out>/../validation.json")
     args = ap.parse_args()
 
-    probe, hinted, ctx = params.validation.probe, params.validation.hinted, loop_context(params)
+    probe, hinted, ctx = params.validation.probe, params.validation.hinted, rollout_settings(params)
     kept, rejections = check_pool(params, ctx, args.pool, args.suites)
     probe_set = id_sample(kept, probe.max_tasks)
     policy = ctx.load_policy(args.policy, policy_id=f"iter-{args.iteration - 1}")
@@ -50,7 +50,7 @@ def main(params: Params) -> None:
         write_json(tmp / "rejections.json", rejections)
         write_probe(tmp / "probe.jsonl", results)
         labels = summarize(results)
-    metrics = figures(rejections, kept, {"k": probe.k, "tasks": len(probe_set), **labels})
+    metrics = validation_summary(rejections, kept, {"k": probe.k, "tasks": len(probe_set), **labels})
     if helped is not None:
         metrics["hinted"] = {"k": hinted.k, **helped}
     write_json(args.metrics or args.out.parent / "validation.json", metrics)

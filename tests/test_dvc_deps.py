@@ -249,7 +249,7 @@ def test_a_missing_dep_or_param_is_named() -> None:
     assert "clawloop/agent/templates  (" in missing
     missed = missing_params("evaluate@${key}", body)
     assert any(m.startswith("eval.") and "(read at stages/evaluate.py:" in m for m in missed), missed
-    assert any(m.startswith("rollout  (read at clawloop/loop.py:") for m in missed)  # loop_context
+    assert any(m.startswith("rollout  (read at clawloop/loop.py:") for m in missed)  # rollout_settings
 
 
 def test_every_stage_script_is_a_stage() -> None:

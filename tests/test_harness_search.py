@@ -133,7 +133,7 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
     the dev split, rejects the one that loses, and every later rollout of the policy dir uses it."""
     from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.io import write_json
-    from clawloop.loop import loop_context
+    from clawloop.loop import rollout_settings
     from clawloop.params import load_params
     from clawloop.training.playbook import PlaybookStep, evolve_checkpoint, write_artifact
 
@@ -172,7 +172,7 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
     md = (art / "playbook.md").read_text()
     assert "- system_template: configured -> steps" in md and "- rejected (rules): tool_descriptions" in md
     # the policy directory carries it: the loop's next rollouts (evaluation, probe) render the variant
-    ctx = loop_context(load_params(Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml"))
+    ctx = rollout_settings(load_params(Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml"))
     cfg = ctx.harness_for(out)
     assert "## Method" in system_prompt(pool[0], cfg) and tools_for(cfg) == TOOLS
     again = run_rollouts(pool, policy, RolloutConfig(backend=backend, harness=cfg, batch_size=6), progress=False)

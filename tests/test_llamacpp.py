@@ -275,12 +275,12 @@ def test_top_p_keeps_the_nucleus() -> None:
 
 @needs_server
 def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """params.yaml's rollout section → LoopContext.load_policy → lockstep rollouts in bwrap sandboxes."""
+    """params.yaml's rollout section → RolloutSettings.load_policy → lockstep rollouts in bwrap sandboxes."""
     import yaml
 
     from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.evaluation import load_suite
-    from clawloop.loop import loop_context
+    from clawloop.loop import rollout_settings
     from clawloop.params import load_params
     from clawloop.policy.llamacpp import LlamaCppPolicy
 
@@ -291,10 +291,10 @@ def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeyp
     raw["rollout"]["engine"]["threads"] = 1
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     params = load_params(tmp_path / "params.yaml")
-    policy = loop_context(params).load_policy(qwen3_dir, "it-0")
+    policy = rollout_settings(params).load_policy(qwen3_dir, "it-0")
     try:
         assert isinstance(policy, LlamaCppPolicy) and policy.config.parallel == 2
-        harness, sampling = loop_context(params).harness, loop_context(params).sampling
+        harness, sampling = rollout_settings(params).harness, rollout_settings(params).sampling
         tasks = [t for t in load_suite(root / "benchmarks" / "shell-core").tasks if not t.needs_image][:2]
         res = run_rollouts(tasks, policy,
                            RolloutConfig(k=1, batch_size=2, backend="bwrap", harness=harness, sampling=sampling),

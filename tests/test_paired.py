@@ -101,7 +101,7 @@ def _verdicts(passing: set[int], n: int = 4) -> dict[str, float]:
     return {f"shell-core/t{i}": float(i in passing) for i in range(n)}
 
 
-def test_settle_chains_heldout_records_and_hands_the_winner_over(tmp_path: Path) -> None:
+def test_gate_and_promote_chains_heldout_records_and_hands_the_winner_over(tmp_path: Path) -> None:
     gate = GateParams(alpha=0.2)
     dirs = {}
     for it in range(3):
@@ -110,14 +110,14 @@ def test_settle_chains_heldout_records_and_hands_the_winner_over(tmp_path: Path)
         (dirs[it] / "checkpoint" / "weights").write_text(f"iteration {it}")
     (dirs[0] / "policy").mkdir()
     (dirs[0] / "policy" / "weights").write_text("iteration 0")
-    loop.settle(0, _figures(1), _verdicts({0}), checkpoint=dirs[0] / "policy", previous=None, it_dir=dirs[0],
+    loop.gate_and_promote(0, _figures(1), _verdicts({0}), checkpoint=dirs[0] / "policy", previous=None, it_dir=dirs[0],
                 gate_params=gate, wall_s=1.0)
-    row = loop.settle(1, _figures(3), _verdicts({0, 1, 2}), checkpoint=dirs[1] / "checkpoint", previous=dirs[0],
+    row = loop.gate_and_promote(1, _figures(3), _verdicts({0, 1, 2}), checkpoint=dirs[1] / "checkpoint", previous=dirs[0],
                       it_dir=dirs[1], gate_params=gate, wall_s=1.0)
     assert row.promoted and (row.vs_base_gained, row.vs_base_lost) == (2, 0) and row.vs_base_p == 0.5
     assert (dirs[1] / "policy" / "weights").read_text() == "iteration 1"
     # Iteration 2 loses all three of iteration 1's passes: rejected, iteration 1 stays the policy.
-    row = loop.settle(2, _figures(0), _verdicts(set()), checkpoint=dirs[2] / "checkpoint", previous=dirs[1],
+    row = loop.gate_and_promote(2, _figures(0), _verdicts(set()), checkpoint=dirs[2] / "checkpoint", previous=dirs[1],
                       it_dir=dirs[2], gate_params=gate, wall_s=1.0)
     assert not row.promoted and row.policy_from == 1 and row.gate_p_worse == pytest.approx(0.125)
     assert row.gate_worse_suites == ["shell-core"]                     # the one suite says so too
@@ -161,12 +161,12 @@ def test_published_results_are_counted_on_the_evaluated_tasks() -> None:
 
 
 def _evaluated(runs: Path, it: int, suites: dict[str, loop.SuiteMetrics], verdicts: dict[str, float]) -> None:
-    """What evaluate@it leaves: eval/summary.json, then the gate's settle (heldout.json, metrics.json)."""
+    """What evaluate@it leaves: eval/summary.json, then the gate (gate_and_promote: heldout.json, metrics.json)."""
     d = runs / f"iter-{it}"
     loop.write_metrics(d / "eval" / "summary.json", loop.EvalDetail(iteration=it, suites=suites,
                                                                      episodes_per_s=1.0, wall_s=1.0))
     (d / "checkpoint").mkdir(parents=True)
-    loop.settle(it, suites, verdicts, checkpoint=d / "checkpoint", previous=runs / "iter-0" if it else None,
+    loop.gate_and_promote(it, suites, verdicts, checkpoint=d / "checkpoint", previous=runs / "iter-0" if it else None,
                 it_dir=d, gate_params=GateParams(), wall_s=1.0)
 
 
@@ -203,7 +203,7 @@ def test_compare_command_pairs_two_evaluations_per_suite(tmp_path: Path) -> None
              "intercode-bash/y": 1.0}  # y: graded only after (an error before)
     for name, verdicts in (("a", before), ("b", after)):
         (tmp_path / name / "policy").mkdir(parents=True)
-        loop.settle(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
+        loop.gate_and_promote(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
                     it_dir=tmp_path / name, gate_params=gate, wall_s=1.0)
     res = paired.compare_suites(before, after)
     assert list(res) == ["intercode-bash", "shell-core", "all"]
@@ -224,7 +224,7 @@ def test_compare_command_pairs_two_evaluations_per_suite(tmp_path: Path) -> None
               "shell-core/s": 1, "shell-core/t": 2}
     for name, verdicts in (("c", lv_before), ("d", lv_after)):
         (tmp_path / name / "policy").mkdir(parents=True)
-        loop.settle(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
+        loop.gate_and_promote(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
                     it_dir=tmp_path / name, gate_params=gate, wall_s=1.0, levels=levels)
     got = _json.loads(runner.invoke(app, ["compare", str(tmp_path / "c"), str(tmp_path / "d"), "--levels",
                                           "--json"]).output.strip().splitlines()[-1])

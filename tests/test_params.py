@@ -97,18 +97,18 @@ def test_missing_and_malformed_files(tmp_path: Path) -> None:
 def test_rollout_params_reach_the_harness_and_policy(tmp_path: Path) -> None:
     """rollout.max_format_errors and rollout.engine.threads are not just parsed: the loop's harness and
     policy settings carry them; the engine's forward pass is auto unless set."""
-    from clawloop.loop import loop_context
+    from clawloop.loop import rollout_settings
 
     out = _write(tmp_path, lambda r: (r["rollout"].update(max_format_errors=2), r["rollout"].update(engine={"threads": 1})))
-    context = loop_context(load_params(out))
+    context = rollout_settings(load_params(out))
     assert context.harness.max_format_errors == 2
     assert load_params(out).rollout.engine.threads == 1
     assert context.policy.hf.engine.threads == context.policy.llamacpp.threads == 1
     assert context.policy.hf.engine.forward == "auto" and context.policy.hf.engine.speculate == 0
-    assert loop_context(load_params(ROOT / "profiles" / "smoke.yaml")).harness.max_format_errors == 3
+    assert rollout_settings(load_params(ROOT / "profiles" / "smoke.yaml")).harness.max_format_errors == 3
     hinted = _write(tmp_path, lambda r: r["rollout"].update(format_hint="json_fence", repeat_note=False,
                                                             repeat_resample=0.7))
-    harness = loop_context(load_params(hinted)).harness
+    harness = rollout_settings(load_params(hinted)).harness
     assert (harness.format_hint, harness.repeat_note, harness.repeat_resample) == ("json_fence", False, 0.7)
 
 

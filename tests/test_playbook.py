@@ -142,12 +142,12 @@ def test_the_harness_renders_the_playbook_into_the_system_prompt() -> None:
     assert "submit" not in playbook_block(pb, HarnessConfig(submit_tool=False, playbook=pb))
 
 
-def test_loop_context_attaches_the_policy_dirs_playbook(tmp_path: Path) -> None:
-    from clawloop.loop import loop_context
+def test_rollout_settings_attach_the_policy_dirs_playbook(tmp_path: Path) -> None:
+    from clawloop.loop import rollout_settings
     from clawloop.params import load_params
 
     params = load_params(Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml")
-    ctx = loop_context(params)
+    ctx = rollout_settings(params)
     assert params.train.method == "playbook" and ctx.harness.playbook is None and ctx.harness_for(None).playbook is None
     pb = Playbook(token_budget=100, entries=[tip()])
     write_playbook(tmp_path / POLICY_FILE, pb)

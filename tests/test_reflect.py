@@ -214,7 +214,7 @@ def test_the_train_stage_reflects_with_the_policy_itself(tmp_path: Path, rollout
         loads.append(str(path))
         return ScriptedPolicy([REPLY])
 
-    monkeypatch.setattr("clawloop.loop.LoopContext.load_policy", load)
+    monkeypatch.setattr("clawloop.loop.RolloutSettings.load_policy", load)
     policy = tmp_path / "iter-0" / "policy"
     policy.mkdir(parents=True)
     (policy / "model.safetensors").write_bytes(b"weights")

@@ -4,7 +4,7 @@ CI does not build it, and this module then skips).
 
 The test venv has no vllm: one worker, this file run by .venv-vllm's interpreter (`python
 tests/test_vllm_cpu.py SPEC OUT`), starts one engine the way the loop does (params.yaml's
-rollout section → LoopContext.load_policy), generates, and runs two real episodes in bwrap sandboxes;
+rollout section → RolloutSettings.load_policy), generates, and runs two real episodes in bwrap sandboxes;
 the tests here check what it wrote against HFPolicy on the same checkpoint.
 """
 
@@ -59,7 +59,7 @@ def worker(spec_path: Path, out_path: Path) -> None:
     from clawloop.agent.harness import TOOLS
     from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.evaluation import load_suite
-    from clawloop.loop import loop_context
+    from clawloop.loop import rollout_settings
     from clawloop.params import load_params
     from clawloop.policy.types import SamplingParams
     from clawloop.policy.vllm import VLLMPolicy
@@ -71,7 +71,7 @@ def worker(spec_path: Path, out_path: Path) -> None:
     (work / "params.yaml").write_text(yaml.safe_dump(raw))
     params = load_params(work / "params.yaml")
     t0 = time.perf_counter()
-    policy = loop_context(params).load_policy(spec["model"], "it-0")
+    policy = rollout_settings(params).load_policy(spec["model"], "it-0")
     out: dict[str, Any] = {"start_s": time.perf_counter() - t0, "class": type(policy).__name__,
                            "on_cpu": getattr(policy, "on_cpu", None), "max_context": policy.max_context}
     try:
@@ -82,7 +82,7 @@ def worker(spec_path: Path, out_path: Path) -> None:
         out["too_long"] = _rows(policy.generate([TOO_LONG, CONVS[0]], greedy))
         hot = SamplingParams(temperature=1.0, max_new_tokens=MAX_NEW, seed=5)
         out["sampled"] = _rows(policy.generate(CONVS, hot, tools=TOOLS))
-        harness, sampling = loop_context(params).harness, loop_context(params).sampling
+        harness, sampling = rollout_settings(params).harness, rollout_settings(params).sampling
         tasks = [t for t in load_suite(ROOT / "benchmarks" / "shell-core").tasks if not t.needs_image][:2]
         res = run_rollouts(tasks, policy,
                            RolloutConfig(k=1, batch_size=2, backend="bwrap", harness=harness, sampling=sampling),

@@ -122,12 +122,12 @@ def measure(policy: Any, convs: list, tools: list, max_new: int, batches: tuple[
 def heldout(policy: Any, model: Path) -> dict[str, Any]:
     """The loop's own evaluation of shell-core with this policy: params.yaml's harness, batch and
     sampling, bwrap sandboxes, multi-turn. Returns passes, wall time and the generation share."""
-    from clawloop.loop import loop_context, suite_metrics
+    from clawloop.loop import rollout_settings, suite_metrics
     from clawloop.params import load_params
     from clawloop.suite_manifest import eval_suites
 
     params = load_params(ROOT / "params.yaml")
-    ctx = loop_context(params)
+    ctx = rollout_settings(params)
     suite, tasks, _ = eval_suites(params, None)[0]
     spent = {"s": 0.0, "tokens": 0}
     generate = policy.generate

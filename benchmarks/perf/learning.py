@@ -259,7 +259,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     suite = params.eval.suites[0]
     heldout = load_suite_any(str(ROOT / suite.path), suite.format, name=suite.name).tasks
     heldout = id_sample(heldout, max_tasks) if max_tasks else heldout
-    ctx = loop.loop_context(params)
+    ctx = loop.rollout_settings(params)
     rows: list[dict[str, Any]] = []
 
     def evaluate(policy_dir: Path, i: int) -> dict[str, float]:

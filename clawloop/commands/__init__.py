@@ -57,11 +57,11 @@ def loop_rollout(params: Path | None, no_params: bool = False) -> dict[str, Any]
     {} without one: the library's defaults."""
     if params is None and (no_params or not Path("params.yaml").is_file()):
         return {}
-    from clawloop.loop import loop_context
+    from clawloop.loop import rollout_settings
     from clawloop.params import load_params
 
     path = params or Path("params.yaml")
-    ctx = loop_context(load_params(path))
+    ctx = rollout_settings(load_params(path))
     typer.echo(f"harness and sampling: rollout section of {path}", err=True)
     return {"harness": ctx.harness, "max_new_tokens": ctx.sampling.max_new_tokens, "seed": ctx.sampling.seed,
             "batch": ctx.batch, "temperature": ctx.sampling.temperature}

@@ -64,7 +64,7 @@ from clawloop.training.worked_examples import entry_id, example_key, load_exampl
 __all__ = ["TIPS", "load_tips", "mode_shares", "skill_rates"]  # the rule tips, read here and by the reflector
 
 if TYPE_CHECKING:
-    from clawloop.loop import LoopContext
+    from clawloop.loop import RolloutSettings
     from clawloop.tasks.task import Task
     from clawloop.training.harness_search import HarnessSearch
     from clawloop.training.reflect import Generate, Reflection
@@ -298,7 +298,7 @@ class OwnPolicy:
     model reflector and the harness search need it): the reflector's replies and the development
     split's rollouts."""
 
-    def __init__(self, ctx: LoopContext, checkpoint: Path, iteration: int, reply_tokens: int) -> None:
+    def __init__(self, ctx: RolloutSettings, checkpoint: Path, iteration: int, reply_tokens: int) -> None:
         self.ctx, self.checkpoint, self.iteration, self.reply_tokens = ctx, checkpoint, iteration, reply_tokens
 
     @functools.cached_property

@@ -39,7 +39,7 @@ from clawloop.validation.probe import read_probe, select_by_label
 if TYPE_CHECKING:
     import datasets
 
-    from clawloop.loop import LoopContext
+    from clawloop.loop import RolloutSettings
 
 Method = Literal["sft", "grpo", "sft+grpo"]
 METHODS: tuple[str, ...] = ("sft", "grpo", "sft+grpo")
@@ -93,7 +93,7 @@ class EpisodeSetup:
     """clawloop.executor's params (params.yaml's `executor`); None: local threads."""
 
     @classmethod
-    def of_loop(cls, ctx: LoopContext, executor: Any) -> EpisodeSetup:
+    def of_loop(cls, ctx: RolloutSettings, executor: Any) -> EpisodeSetup:
         """The loop's setup: the plain harness (the weights never see a playbook), its sandboxes."""
         return cls(harness_config=ctx.harness, backend=ctx.backend, jobs=ctx.jobs, executor=executor)
 

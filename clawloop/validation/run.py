@@ -15,11 +15,11 @@ from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 from clawloop.validation.probe import ProbeResult
 
 if TYPE_CHECKING:
-    from clawloop.loop import LoopContext
+    from clawloop.loop import RolloutSettings
     from clawloop.params import Params
 
 
-def check_pool(params: Params, ctx: LoopContext, pool: Path, suites: Path | None) -> tuple[list[Task], dict[str, Any]]:
+def check_pool(params: Params, ctx: RolloutSettings, pool: Path, suites: Path | None) -> tuple[list[Task], dict[str, Any]]:
     """(kept, rejections) of the agent-free checks of the pool JSONL `pool` on the context's sandboxes:
     the reference solution passes, a no-op fails, the verifier agrees with itself, no
     near-duplicates, no overlap with the held-out suites (checked against the manifest `suites`)."""
@@ -42,7 +42,7 @@ def unprobed(kept: Sequence[Task], probed: Sequence[ProbeResult]) -> list[ProbeR
     return [ProbeResult(task_id=t.id, k=0, passes=0, errors=0, label="unprobed") for t in kept if t.id not in seen]
 
 
-def figures(rejections: dict[str, Any], kept: Sequence[Task], probe: dict[str, Any]) -> dict[str, Any]:
+def validation_summary(rejections: dict[str, Any], kept: Sequence[Task], probe: dict[str, Any]) -> dict[str, Any]:
     """validation.json: the pool's yield and rejections, and the probe's labels (`probe`)."""
     synthesized = rejections["input"]
     return {"synthesized": synthesized, "kept": len(kept),

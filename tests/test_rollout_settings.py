@@ -82,7 +82,7 @@ def _capture_rollouts(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any], tas
         raise _Stop
 
     _patch_suites(monkeypatch, [("shell-core", [task], True)])
-    monkeypatch.setattr("clawloop.loop.LoopContext.load_policy", lambda *a, **k: object())
+    monkeypatch.setattr("clawloop.loop.RolloutSettings.load_policy", lambda *a, **k: object())
     monkeypatch.setattr("clawloop.loop.run_rollouts", fake_rollouts)
 
 
@@ -172,10 +172,10 @@ def test_clawloop_train_refuses_the_old_keys_too() -> None:
 def test_rollouts_are_seeded_by_their_own_knob(tmp_path: Path) -> None:
     """Bug: rollout sampling took synthesis.seed, so an ablation of the synthesis seed also changed
     every evaluation's sampling."""
-    from clawloop.loop import loop_context
+    from clawloop.loop import rollout_settings
 
     params = _params(tmp_path, lambda r: (r["synthesis"].update(seed=7), r["rollout"].update(seed=3)))
-    assert loop_context(params).sampling.seed == 3
+    assert rollout_settings(params).sampling.seed == 3
     assert load_params(ROOT / "params.yaml").rollout.seed == load_params(ROOT / "params.yaml").synthesis.seed
 
 
@@ -187,7 +187,7 @@ def _record_policy_loads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         seen.append(spec)
         raise _Stop
 
-    monkeypatch.setattr("clawloop.loop.load_policy", fake_load)  # LoopContext.load_policy loads through it
+    monkeypatch.setattr("clawloop.loop.load_policy", fake_load)  # RolloutSettings.load_policy loads through it
     return seen
 
 
@@ -206,9 +206,9 @@ def test_grounded_synthesis_loads_the_policy_on_the_rollout_backend(tmp_path: Pa
 
 
 def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """evaluate, validate and synthesize (grounded routines) load their policy through `LoopContext.load_policy`:
+    """evaluate, validate and synthesize (grounded routines) load their policy through `RolloutSettings.load_policy`:
     one PolicySpec (rollout.backend and its options), the checkpoint path and the id filled in."""
-    from clawloop.loop import loop_context
+    from clawloop.loop import rollout_settings
 
     params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai", engine={"threads": 2, "forward": "fast", "speculate": 5}),
                                           r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
@@ -223,7 +223,7 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
     _run(monkeypatch, "validate", params, "--iteration", "1", "--pool", pool, "--policy", policy,
          "--out", tmp_path / "validated")
     _run(monkeypatch, "synthesize", params, "--iteration", "1", "--policy", policy, "--out", tmp_path / "pool")
-    expected = loop_context(params).policy
+    expected = rollout_settings(params).policy
     assert [s.policy_id for s in seen] == ["iter-1", "iter-0", "policy"]
     for spec in seen:
         assert spec.model == str(policy)
@@ -235,10 +235,10 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
 def test_the_stages_run_episodes_on_the_contexts_sandboxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every stage's episodes take backend, jobs, batch and sampling from the context; every sandbox
     opens with the default config (params.yaml has none to give)."""
-    from clawloop.loop import loop_context
+    from clawloop.loop import rollout_settings
 
     params = _params(tmp_path, lambda r: (r["sandbox"].update(backend="local", jobs=3), r["rollout"].update(batch=5)))
-    ctx, task = loop_context(params), _task()
+    ctx, task = rollout_settings(params), _task()
     evaluated: dict[str, Any] = {}
     _capture_rollouts(monkeypatch, evaluated, task)
     _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", tmp_path, "--out", tmp_path / "eval")
@@ -266,7 +266,7 @@ def test_transfer_reports_the_paired_difference_of_the_two_task_sets(tmp_path: P
     validated = _validated(tmp_path, tasks)
     _patch_suites(monkeypatch, [("synth-heldout", tasks, True), ("shell-core", tasks[:4], True)])
     monkeypatch.setattr("stages.transfer.train", lambda job, params, setup: {})
-    monkeypatch.setattr("clawloop.loop.LoopContext.load_policy", lambda self, path, policy_id: policy_id)
+    monkeypatch.setattr("clawloop.loop.RolloutSettings.load_policy", lambda self, path, policy_id: policy_id)
     passes = {"transfer-first": set(range(3)), "transfer-final": set(range(1, 11))}  # 1 lost, 8 gained
 
     def fake_rollouts(ctx: Any, tasks: list[Task], policy: str, **kwargs: Any) -> list[EpisodeRecord]:
@@ -274,7 +274,7 @@ def test_transfer_reports_the_paired_difference_of_the_two_task_sets(tmp_path: P
                               "passed" if i in passes[policy] and kwargs["suite"] == "synth-heldout" else "failed")
                 for i, t in enumerate(tasks)]
 
-    monkeypatch.setattr("clawloop.loop.LoopContext.rollouts", fake_rollouts)
+    monkeypatch.setattr("clawloop.loop.RolloutSettings.rollouts", fake_rollouts)
     monkeypatch.setattr(sys, "argv", ["stages/transfer.py", "--base", str(tmp_path), "--first", str(validated),
                                       "--final", str(validated), "--out", str(tmp_path / "transfer")])
     importlib.import_module("stages.transfer").main(params)
