@@ -21,10 +21,10 @@ from clawloop import paired
 from clawloop.agent.harness import HarnessConfig
 from clawloop.agent.playbook import policy_playbook
 from clawloop.agent.rollout import RolloutConfig, run_rollouts
+from clawloop.config.params import GateParams, Params
 from clawloop.errors import ClawloopError
 from clawloop.io import hand_over, read_json, write_json  # noqa: F401  (hand_over: re-exported)
 from clawloop.paired import Comparison, Outcomes
-from clawloop.params import GateParams, Params
 from clawloop.policy.hf import HFPolicyConfig
 from clawloop.policy.load import PolicySpec, load_policy
 from clawloop.policy.types import LlamaCppPolicyConfig, Policy, SamplingParams

@@ -15,8 +15,8 @@ from clawloop.tasks.task import Task
 
 if TYPE_CHECKING:
     from clawloop.agent.harness import HarnessConfig
+    from clawloop.config.params import Params
     from clawloop.loop import RolloutSettings
-    from clawloop.params import Params
     from clawloop.policy.types import Policy
 
 Suites = list[tuple[str, list[Task], bool]]

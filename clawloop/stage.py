@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from clawloop.config.params import Params, load_params
 from clawloop.errors import ClawloopError
-from clawloop.params import Params, load_params
 from sandbox.base import SandboxError
 
 

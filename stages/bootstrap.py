@@ -9,7 +9,7 @@ checkpoint path is handed over (hard links, no copy of the weights where the fil
 """
 
 from clawloop.bootstrap.base import make_base
-from clawloop.params import Params
+from clawloop.config.params import Params
 from clawloop.progress import Progress
 from clawloop.stage import output_dir, run_stage, stage_parser
 

@@ -13,9 +13,9 @@ and never steer synthesis or training.
 
 from pathlib import Path
 
+from clawloop.config.params import Params
 from clawloop.diagnosis.diagnose import diagnose, write_report
 from clawloop.errors import ClawloopError
-from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.trajectory import FRESH_SUITE, HELD_IN_SUITES
 

@@ -19,9 +19,9 @@ iteration 0) there is nothing to gate.
 import time
 from pathlib import Path
 
+from clawloop.config.params import Params
 from clawloop.loop import gate_and_promote, rollout_settings, write_metrics
 from clawloop.loop_eval import evaluate_suites
-from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.suite_manifest import eval_suites
 from clawloop.tasks.pool import id_sample, read_pool

@@ -17,11 +17,11 @@ level: rates, difference, interval, p; clawloop.loop_eval.vs_base) as a DVC metr
 import time
 from pathlib import Path
 
+from clawloop.config.params import Params
 from clawloop.io import write_json
 from clawloop.loop import SampledEval, read_sampled, rollout_settings, suite_metrics, write_metrics
 from clawloop.loop_eval import SAMPLED_OUTCOMES, vs_base
 from clawloop.paired import levels_of, outcomes_of
-from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.suite_manifest import eval_suites
 

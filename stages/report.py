@@ -6,8 +6,8 @@
 import argparse
 from pathlib import Path
 
+from clawloop.config.params import Params
 from clawloop.loop_report import write_report
-from clawloop.params import Params
 from clawloop.stage import run_stage
 
 

@@ -8,8 +8,8 @@ clawloop/suite_manifest.py), and check it before they roll anything out.
 """
 
 from clawloop import suite_manifest
+from clawloop.config.params import Params
 from clawloop.io import write_json
-from clawloop.params import Params
 from clawloop.stage import run_stage, stage_parser
 
 

@@ -11,11 +11,11 @@ trained policy out on (clawloop.synthesis.fresh; drawn here, where the generator
 
 from pathlib import Path
 
+from clawloop.config.params import Params
 from clawloop.diagnosis.schema import load_report
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
 from clawloop.loop import rollout_settings
-from clawloop.params import Params
 from clawloop.policy.types import Policy
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.synthesis.fresh import FRESH_TASKS, fresh_tasks

@@ -9,9 +9,9 @@ What each train.method does, reads and writes: clawloop/training/__init__.py.
 
 from pathlib import Path
 
+from clawloop.config.params import Params
 from clawloop.io import write_json
 from clawloop.loop import rollout_settings
-from clawloop.params import Params
 from clawloop.stage import run_stage, stage_parser
 from clawloop.tasks.pool import read_pool
 from clawloop.training.guards import BudgetLimits

@@ -15,10 +15,10 @@ of runs/iter-N/validated), which is how a smaller model is trained on them elsew
 from pathlib import Path
 
 from clawloop.bootstrap.base import make_base
+from clawloop.config.params import Params
 from clawloop.io import write_json
 from clawloop.loop import rollout_settings
 from clawloop.loop_eval import heldout_verdicts, paired_rows
-from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.suite_manifest import eval_suites
 from clawloop.tasks.pool import read_pool

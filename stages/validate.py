@@ -13,9 +13,9 @@ reference solution (hinted/): training learns from the passes with the hint cut.
 
 from pathlib import Path
 
+from clawloop.config.params import Params
 from clawloop.io import write_json
 from clawloop.loop import rollout_settings
-from clawloop.params import Params
 from clawloop.stage import output_dir, run_stage, stage_parser
 from clawloop.tasks.pool import id_sample, write_pool
 from clawloop.validation.probe import help_rollouts, probe_tasks, summarize, write_probe

@@ -13,10 +13,10 @@ from collections import Counter
 import pytest
 
 import sandbox
+from clawloop.config.knobs import NO_KNOBS
+from clawloop.config.synthesis import Forms
 from clawloop.errors import ClawloopError
 from clawloop.synthesis.builder import ANSWER_PREFIX
-from clawloop.synthesis.config import Forms
-from clawloop.synthesis.knobs import NO_KNOBS
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.skills import families, family
 from clawloop.synthesis.steering import Plan
@@ -101,7 +101,7 @@ def test_fresh_instances_draw_no_twins() -> None:
 def test_forms_are_shares() -> None:
     with pytest.raises(ValueError, match="twins"):
         Forms(twins=1.5)
-    from clawloop.synthesis.config import SynthesisParams
+    from clawloop.config.synthesis import SynthesisParams
 
     assert SynthesisParams(twins=0.5).forms().twins == 0.5
 

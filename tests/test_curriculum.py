@@ -11,13 +11,13 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from clawloop.cli import app  # importing the CLI registers every command
-from clawloop.diagnosis.params import DiagnosisParams
+from clawloop.config.diagnosis import DiagnosisParams
+from clawloop.config.knobs import Knobs
+from clawloop.config.synthesis import CurriculumParams
 from clawloop.diagnosis.report import recommend
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, load_report
 from clawloop.errors import ClawloopError
 from clawloop.stats import wilson_interval
-from clawloop.synthesis.config import CurriculumParams
-from clawloop.synthesis.knobs import Knobs
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import largest_remainder, plan
 

@@ -7,8 +7,8 @@ import random
 import pytest
 
 import sandbox
-from clawloop.synthesis.config import Forms, SynthesisParams
-from clawloop.synthesis.knobs import NO_KNOBS
+from clawloop.config.knobs import NO_KNOBS
+from clawloop.config.synthesis import Forms, SynthesisParams
 from clawloop.synthesis.pool import build_pool
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.procedural.register import DETAIL_CONTEXTS, in_detail

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.diagnosis.diagnose import diagnose
-from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.diagnosis.report import _cell, find_regressions, recommend
 from clawloop.diagnosis.schema import CapabilityReport, load_report
 from clawloop.diagnosis.synthetic import episode_row, step_row, submit_row, write_trajectories

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from import_graph import ROOT, closure, data_paths, imports, is_package, modules, relpath, trivial
 
-TOP_LEVEL_ONLY = frozenset({"clawloop.params"})
+TOP_LEVEL_ONLY = frozenset({"clawloop.config.params"})
 """Modules whose function-local imports are not followed: params.py's functions only *validate*
 params.yaml (each phase's config class checks its section, so a typo anywhere stops every stage
 before work); what they import can stop a stage, never change what it writes."""
@@ -34,7 +34,7 @@ before work); what they import can stop a stage, never change what it writes."""
 GENERATORS = {
     path: "a base model is a fixed starting point: a scratch base's pretraining samples level-1/2 "
           "procedural tasks, but editing a generator reruns only the synthesis stages (see dvc.yaml)"
-    for path in ("clawloop/synthesis/skills", "clawloop/synthesis/knobs.py", "clawloop/synthesis/builder.py",
+    for path in ("clawloop/synthesis/skills", "clawloop/config/knobs.py", "clawloop/synthesis/builder.py",
                  "clawloop/synthesis/content.py", "clawloop/synthesis/templates.py",
                  "clawloop/synthesis/checker.py", "clawloop/synthesis/data/templates",
                  "clawloop/tasks/answer.py")  # the builder marks its answer-form tasks with answer.KEY
@@ -107,7 +107,7 @@ def params_key(attrs: list[str]) -> str:
     `train.options`): as deep as the chain follows fields of the params models."""
     from pydantic import BaseModel
 
-    from clawloop.params import Params
+    from clawloop.config.params import Params
 
     cls: Any = Params
     keys: list[str] = []

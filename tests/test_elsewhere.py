@@ -11,8 +11,8 @@ import re
 import pytest
 
 import sandbox
-from clawloop.synthesis.config import Forms
-from clawloop.synthesis.knobs import NO_KNOBS
+from clawloop.config.knobs import NO_KNOBS
+from clawloop.config.synthesis import Forms
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.procedural.register import start_elsewhere
 from clawloop.synthesis.skills import families, family

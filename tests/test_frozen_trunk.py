@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from test_sft import conversation, make_task
 
+from clawloop.config.train import LoraParams, SFTParams
 from clawloop.training import data as tdata
-from clawloop.training.config import LoraParams, SFTParams
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -12,9 +12,9 @@ import pytest
 
 from clawloop.agent.harness import initial_messages
 from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL, TOOLS
+from clawloop.config.train import GRPOParams
 from clawloop.errors import ClawloopError
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.training.config import GRPOParams
 from clawloop.training.grpo import ShellEnvironment, environment_factory, grpo_dataset
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

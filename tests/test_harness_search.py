@@ -13,12 +13,12 @@ import pytest
 from clawloop.agent.harness import HarnessConfig, system_prompt, tools_for
 from clawloop.agent.playbook import POLICY_FILE, HarnessEdits, read_playbook
 from clawloop.agent.tool_calls import TOOLS
+from clawloop.config.train import HarnessSearchParams, PlaybookParams
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
 from clawloop.paired import outcomes_of
 from clawloop.policy.types import Generation
 from clawloop.tasks.task import FileSpec, Task, Verifier
 from clawloop.training import harness_search as hs
-from clawloop.training.config import HarnessSearchParams, PlaybookParams
 from clawloop.training.guards import BudgetLimits
 
 LIMITS = BudgetLimits(max_turns=6, command_timeout_s=10, max_new_tokens=96)
@@ -132,9 +132,9 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
     """A policy whose pass rate depends on the harness: the train step keeps the variant that wins on
     the dev split, rejects the one that loses, and every later rollout of the policy dir uses it."""
     from clawloop.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.config.params import load_params
     from clawloop.io import write_json
     from clawloop.loop import rollout_settings
-    from clawloop.params import load_params
     from clawloop.training.playbook import PlaybookStep, evolve_checkpoint, write_artifact
 
     pool = [make_task(f"f{i}.txt", v) for i, v in enumerate(["apple", "avocado", "kiwi", "lime", "plum", "fig"])]

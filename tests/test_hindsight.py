@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from scripted_policy import ScriptedPolicy
 
-from clawloop.synthesis.config import HindsightParams
+from clawloop.config.synthesis import HindsightParams
 from clawloop.synthesis.grounded import state_diff as sd
 from clawloop.synthesis.grounded import state_probe
 from clawloop.synthesis.grounded.attempts import Attempts

@@ -11,7 +11,7 @@ import pytest
 
 from clawloop.agent.harness import initial_messages
 from clawloop.agent.hints import HINT_PREFIX, hint_for, strip_hint, tools_and_options, with_hint
-from clawloop.synthesis.config import Forms
+from clawloop.config.synthesis import Forms
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import Plan

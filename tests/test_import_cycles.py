@@ -74,9 +74,9 @@ def test_no_import_cycles_in_clawloop(package: str) -> None:
 
 
 def test_no_cycles_between_the_packages_of_clawloop() -> None:
-    """One level up: clawloop.agent, clawloop.tasks, clawloop.params ... (a subpackage or a top-level
+    """One level up: clawloop.agent, clawloop.tasks, clawloop.config ... (a subpackage or a top-level
     module each) depend one way. `agent <-> tasks` (the oracle's episode lived in tasks/) and the ring
-    params -> training -> executor -> params (ExecutorParams lived in params.py) were two such cycles."""
+    params -> training -> executor -> params (ExecutorParams lived in clawloop/params.py) were two such cycles."""
     def unit(module: str) -> str:
         return ".".join(module.split(".")[:2])
 
@@ -86,7 +86,7 @@ def test_no_cycles_between_the_packages_of_clawloop() -> None:
     for targets in list(graph.values()):
         for t in targets:
             graph.setdefault(t, set())
-    assert {"clawloop.agent", "clawloop.tasks", "clawloop.params", "clawloop.training"} <= set(graph)
+    assert {"clawloop.agent", "clawloop.tasks", "clawloop.config", "clawloop.training"} <= set(graph)
     cycles = _cycles(graph)
     edges = [f"{relpath(m)}:{i.line} imports {i.target}" for c in cycles for m in modules()
              if unit(m) in c for i in imports(m) if unit(i.target) in c and unit(i.target) != unit(m)]

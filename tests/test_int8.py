@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import torch
 
+from clawloop.config.engine import EngineConfig
 from clawloop.errors import ClawloopError
-from clawloop.policy.engine.config import EngineConfig
 from clawloop.policy.engine.int8_linear import Int8Linear, quantize_linears
 from clawloop.policy.hf import HFPolicy, HFPolicyConfig
 from clawloop.policy.types import SamplingParams

@@ -279,9 +279,9 @@ def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeyp
     import yaml
 
     from clawloop.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.config.params import load_params
     from clawloop.evaluation import load_suite
     from clawloop.loop import rollout_settings
-    from clawloop.params import load_params
     from clawloop.policy.llamacpp import LlamaCppPolicy
 
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path / "cache"))

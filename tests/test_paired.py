@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from clawloop import loop, paired
+from clawloop.config.params import EvalParams, GateParams
 from clawloop.io import read_json, write_json
-from clawloop.params import EvalParams, GateParams
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "intercode-mini"

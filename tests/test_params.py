@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from clawloop.config.params import load_params
 from clawloop.errors import ClawloopError
-from clawloop.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,8 +63,8 @@ def test_bad_params_name_the_key(tmp_path: Path, edit, needle: str) -> None:
 def test_sections_are_typed_with_profile_defaults(tmp_path: Path) -> None:
     """train / transfer.train are the training library's TrainParams (profile defaults under the
     keys given), the other sections their phases' own config classes."""
-    from clawloop.diagnosis.params import DiagnosisParams
-    from clawloop.training.config import TrainParams
+    from clawloop.config.diagnosis import DiagnosisParams
+    from clawloop.config.train import TrainParams
 
     def edit(r: dict) -> None:
         r["train"] = {"method": "sft+grpo", "profile": "gpu", "sft": {"max_steps": 7}}
@@ -117,7 +117,7 @@ def test_rollout_format_hints_are_the_harness_variants() -> None:
     from typing import get_args
 
     from clawloop.agent.playbook import FORMAT_HINTS, FormatHint
-    from clawloop.params import RolloutParams
+    from clawloop.config.params import RolloutParams
 
     assert get_args(RolloutParams.model_fields["format_hint"].annotation) == get_args(FormatHint) == tuple(FORMAT_HINTS)
 
@@ -138,6 +138,6 @@ def test_one_describer_for_every_pydantic_error() -> None:
 def test_one_answer_to_which_model_is_the_default() -> None:
     """params.yaml and the schema name the same default base (a params file without a model section
     gets the loop's model, not the former default's)."""
-    from clawloop.params import ModelParams
+    from clawloop.config.params import ModelParams
 
     assert load_params(ROOT / "params.yaml").model.base == ModelParams().base == "qwen2.5-coder-0.5b-instruct"

@@ -24,11 +24,11 @@ from clawloop.agent.playbook import (
     write_playbook,
 )
 from clawloop.cli import app
+from clawloop.config.train import PlaybookParams
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
 from clawloop.errors import ClawloopError
 from clawloop.tasks.task import FileSpec, Task, Verifier
 from clawloop.training import playbook as pbk
-from clawloop.training.config import PlaybookParams
 from clawloop.trajectory import EPISODE_SCHEMA
 
 TASK = Task(instruction="Write hi into a.txt.", skill="files",
@@ -143,8 +143,8 @@ def test_the_harness_renders_the_playbook_into_the_system_prompt() -> None:
 
 
 def test_rollout_settings_attach_the_policy_dirs_playbook(tmp_path: Path) -> None:
+    from clawloop.config.params import load_params
     from clawloop.loop import rollout_settings
-    from clawloop.params import load_params
 
     params = load_params(Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml")
     ctx = rollout_settings(params)
@@ -289,8 +289,8 @@ def _stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, policy:
 
     import yaml
 
+    from clawloop.config.params import load_params
     from clawloop.io import read_json, write_json
-    from clawloop.params import load_params
     from clawloop.tasks.pool import write_pool
     from clawloop.validation.probe import write_probe
 

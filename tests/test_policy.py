@@ -13,8 +13,8 @@ import pytest
 from scripted_policy import ScriptedPolicy
 
 from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
+from clawloop.config.engine import EngineConfig
 from clawloop.errors import ClawloopError
-from clawloop.policy.engine.config import EngineConfig
 from clawloop.policy.hf import HFPolicy, HFPolicyConfig
 from clawloop.policy.load import PolicySpec, load_policy
 from clawloop.policy.types import OpenAIPolicyConfig, SamplingParams

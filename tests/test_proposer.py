@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from scripted_policy import ScriptedPolicy
 
+from clawloop.config.synthesis import ProposerParams
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, Recommendation
 from clawloop.errors import ClawloopError
 from clawloop.policy.types import Generation
-from clawloop.synthesis.config import ProposerParams
 from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.proposer import (
     ProposalError,

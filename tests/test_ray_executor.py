@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from clawloop.config.params import Params
 from clawloop.errors import ClawloopError
 from clawloop.executor import ExecutorParams, executor_params, ray_available, ray_session, run_all
-from clawloop.params import Params
 from clawloop.tasks.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,12 +21,12 @@ from clawloop.agent.playbook import (
     write_playbook,
 )
 from clawloop.agent.tool_calls import assistant_message, tool_message
+from clawloop.config.train import PlaybookParams, ReflectionParams
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
 from clawloop.tasks.task import FileSpec, Task, Verifier
 from clawloop.training import guards
 from clawloop.training import playbook as pbk
 from clawloop.training import reflect as rf
-from clawloop.training.config import PlaybookParams, ReflectionParams
 from clawloop.trajectory import EPISODE_SCHEMA
 
 INSTRUCTION = "Write the lines of server.log that contain 'ERROR 42' to alerts/errors.txt, at most 37 lines."

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from clawloop.agent.harness import initial_messages, system_prompt
+from clawloop.config.params import Params, load_params
 from clawloop.errors import ClawloopError
-from clawloop.params import Params, load_params
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,7 +125,7 @@ def test_train_stage_uses_the_sandbox_section(tmp_path: Path, monkeypatch: pytes
 
 def test_train_runs_reference_trajectories_on_the_given_backend(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.training.config import TrainParams
+    from clawloop.config.train import TrainParams
     from clawloop.training.run import EpisodeSetup, TrainJob, train
 
     base = tmp_path / "base"
@@ -163,7 +163,7 @@ def test_old_sandbox_keys_of_train_data_are_refused_with_a_hint(tmp_path: Path, 
 
 
 def test_clawloop_train_refuses_the_old_keys_too() -> None:
-    from clawloop.training.config import TrainParams
+    from clawloop.config.train import TrainParams
 
     with pytest.raises(ClawloopError, match="data.sandbox_backend: replaced by sandbox.backend"):
         TrainParams.from_mapping({"data": {"sandbox_backend": "docker"}}, where="--set")

@@ -11,9 +11,9 @@ import pytest
 
 from clawloop.agent.harness import initial_messages
 from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
+from clawloop.config.train import SFTParams
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.training import data as tdata
-from clawloop.training.config import SFTParams
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -171,7 +171,7 @@ def test_sft_learns_commands_and_writes_a_checkpoint(tiny_model: Path, tmp_path:
 def test_lora_is_merged_into_a_plain_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
     from safetensors import safe_open
 
-    from clawloop.training.config import LoraParams
+    from clawloop.config.train import LoraParams
     from clawloop.training.sft import run_sft
 
     t = make_task("a.txt", "alpha")
@@ -262,7 +262,7 @@ def test_interpolate_puts_trained_weights_part_way_back_to_the_start(tiny_model:
 
 
 def test_interpolate_refuses_lora() -> None:
-    from clawloop.training.config import LoraParams
+    from clawloop.config.train import LoraParams
 
     with pytest.raises(ValueError, match="interpolate < 1 needs trained weights"):
         SFTParams(interpolate=0.5, lora=LoraParams())

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
+from clawloop.config.engine import EngineConfig
 from clawloop.errors import ClawloopError
-from clawloop.policy.engine.config import EngineConfig
 from clawloop.policy.engine.decode_loop import accept, probabilities
 from clawloop.policy.engine.drafter import Drafter, tool_call_snippets
 from clawloop.policy.hf import HFPolicy, HFPolicyConfig

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from clawloop import suite_manifest
+from clawloop.config.params import EvalParams, Params, SuiteParams, ValidationParams
 from clawloop.errors import ClawloopError
-from clawloop.params import EvalParams, Params, SuiteParams, ValidationParams
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELL_CORE = ROOT / "benchmarks" / "shell-core"

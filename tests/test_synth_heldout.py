@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.config.params import load_params
+from clawloop.config.synthesis import Forms
 from clawloop.evaluation import EvalConfig, evaluate
-from clawloop.params import load_params
 from clawloop.suite_manifest import heldout_tasks
-from clawloop.synthesis.config import Forms
 from clawloop.synthesis.procedural.generate import HELDOUT_NAMESPACE, synthesize
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import Plan

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.config.knobs import NO_KNOBS, Knobs
+from clawloop.config.synthesis import CurriculumParams, Forms
 from clawloop.synthesis import words
 from clawloop.synthesis.builder import TEST_SH, _checker_source
-from clawloop.synthesis.config import CurriculumParams, Forms
-from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.procedural.generate import diversity, manifest, synthesize
 from clawloop.synthesis.skills import LEVELS, families, git_available
 from clawloop.synthesis.steering import plan
@@ -233,7 +233,7 @@ def test_docs_table_matches_the_library() -> None:
 def test_conversational_register_changes_only_the_surface() -> None:
     import random
 
-    from clawloop.synthesis.config import CurriculumParams
+    from clawloop.config.synthesis import CurriculumParams
     from clawloop.synthesis.procedural.generate import synthesize
     from clawloop.synthesis.procedural.register import restyle
     from clawloop.synthesis.steering import plan

@@ -11,7 +11,7 @@ import random
 import pytest
 
 import sandbox
-from clawloop.synthesis.knobs import NO_KNOBS, Knobs
+from clawloop.config.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.skills import families
 from clawloop.tasks.task import Task
 from clawloop.validation.agent_free import AgentFreeParams, validate_pool

@@ -12,10 +12,10 @@ import pytest
 
 from clawloop.agent.harness import HarnessConfig, initial_messages
 from clawloop.agent.tool_calls import TOOLS
+from clawloop.config.train import TrainParams, field_help, resolve_bf16
 from clawloop.errors import ClawloopError
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.training import data as tdata
-from clawloop.training.config import TrainParams, field_help, resolve_bf16
 from clawloop.training.reference import call_text, reference_trajectories
 
 TEST_SH = ('if [ "$(cat /workspace/{f} 2>/dev/null)" = "{v}" ]; then echo 1; else echo 0; fi '

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from clawloop.config.train import TrainParams
 from clawloop.errors import ClawloopError
 from clawloop.tasks.pool import write_pool
 from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.training.config import TrainParams
 from clawloop.training.run import TrainJob, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

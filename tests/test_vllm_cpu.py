@@ -58,9 +58,9 @@ def worker(spec_path: Path, out_path: Path) -> None:
 
     from clawloop.agent.harness import TOOLS
     from clawloop.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.config.params import load_params
     from clawloop.evaluation import load_suite
     from clawloop.loop import rollout_settings
-    from clawloop.params import load_params
     from clawloop.policy.types import SamplingParams
     from clawloop.policy.vllm import VLLMPolicy
 

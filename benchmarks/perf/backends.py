@@ -45,7 +45,7 @@ SPECULATE = 8
 
 
 def load_candidate(name: str, model: Path, threads: int | None) -> Any:
-    from clawloop.policy.engine.config import EngineConfig
+    from clawloop.config.engine import EngineConfig
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.types import LlamaCppPolicyConfig
 
@@ -122,8 +122,8 @@ def measure(policy: Any, convs: list, tools: list, max_new: int, batches: tuple[
 def heldout(policy: Any, model: Path) -> dict[str, Any]:
     """The loop's own evaluation of shell-core with this policy: params.yaml's harness, batch and
     sampling, bwrap sandboxes, multi-turn. Returns passes, wall time and the generation share."""
+    from clawloop.config.params import load_params
     from clawloop.loop import rollout_settings, suite_metrics
-    from clawloop.params import load_params
     from clawloop.suite_manifest import eval_suites
 
     params = load_params(ROOT / "params.yaml")

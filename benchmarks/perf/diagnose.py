@@ -85,8 +85,8 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args()
 
+    from clawloop.config.diagnosis import DiagnosisParams
     from clawloop.diagnosis.diagnose import diagnose
-    from clawloop.diagnosis.params import DiagnosisParams
 
     with tempfile.TemporaryDirectory(prefix="clawloop-bench-") as tmp:
         data, out = Path(tmp) / "rollout", Path(tmp) / "out"

@@ -40,8 +40,8 @@ def run(task: str, args: argparse.Namespace) -> list[dict]:
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from clawloop.bootstrap.config import SIZES
     from clawloop.bootstrap.pretrain import induction_row
+    from clawloop.config.bootstrap import SIZES
 
     torch.manual_seed(0)
     arch = SIZES[args.size]

@@ -241,8 +241,8 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
 
     from clawloop import loop
     from clawloop.bootstrap.base import make_base
+    from clawloop.config.params import Params
     from clawloop.paired import outcomes_of
-    from clawloop.params import Params
     from clawloop.synthesis.procedural.generate import synthesize
     from clawloop.synthesis.steering import plan
     from clawloop.tasks.formats import load_suite_any

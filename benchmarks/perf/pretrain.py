@@ -46,8 +46,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    from clawloop.bootstrap.config import BootstrapConfig
     from clawloop.bootstrap.scratch import bootstrap
+    from clawloop.config.bootstrap import BootstrapConfig
 
     pre = {"steps": args.steps, "batch_size": args.batch, "seq_len": args.seq_len,
            "learning_rate": args.lr, "probe_every": args.probe_every, "probe_items": args.probe_items,

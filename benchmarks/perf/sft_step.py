@@ -164,8 +164,8 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from clawloop.params import load_params
-    from clawloop.training.config import resolve_bf16
+    from clawloop.config.params import load_params
+    from clawloop.config.train import resolve_bf16
     from clawloop.training.data import to_dataset
 
     sft = load_params(args.params).train.options().sft

@@ -30,7 +30,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="Print one JSON object last.")
     args = ap.parse_args()
 
-    from clawloop.synthesis.config import CurriculumParams
+    from clawloop.config.synthesis import CurriculumParams
     from clawloop.synthesis.procedural.generate import synthesize
     from clawloop.synthesis.steering import plan
     from clawloop.tasks.pool import write_pool

@@ -86,7 +86,7 @@ class StepTimer:
 
 
 def bench_sft(model: Path, work: Path, name: str, steps: int, **params: Any) -> dict[str, Any]:
-    from clawloop.training.config import SFTParams
+    from clawloop.config.train import SFTParams
     from clawloop.training.data import to_dataset
     from clawloop.training.sft import build_trainer
 
@@ -108,7 +108,7 @@ def bench_sft(model: Path, work: Path, name: str, steps: int, **params: Any) -> 
 
 
 def bench_grpo(model: Path, work: Path, name: str, steps: int, generations: int, batch: int) -> dict[str, Any]:
-    from clawloop.training.config import GRPOParams
+    from clawloop.config.train import GRPOParams
     from clawloop.training.grpo import build_trainer
 
     tasks = make_tasks(8, verifier="echo $((RANDOM % 2)) > /logs/verifier/reward.txt")
@@ -139,7 +139,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from clawloop.training.config import cpu_has_native_bf16
+    from clawloop.config.train import cpu_has_native_bf16
 
     with tempfile.TemporaryDirectory(prefix="clawloop-bench-train-") as tmp:
         work = Path(tmp)

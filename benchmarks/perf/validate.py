@@ -67,7 +67,7 @@ def write_pool(which: str, dest: Path) -> str:
     from clawloop.tasks.pool import write_pool as write
 
     if which == "default":
-        from clawloop.params import load_params
+        from clawloop.config.params import load_params
         from clawloop.synthesis.pool import build_pool
 
         params = load_params(ROOT / "params.yaml")

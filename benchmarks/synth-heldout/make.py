@@ -23,8 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from clawloop.config.synthesis import Forms
 from clawloop.io import write_text
-from clawloop.synthesis.config import Forms
 from clawloop.synthesis.procedural.generate import HELDOUT_NAMESPACE, synthesize
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import Plan

@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from clawloop.synthesis.config import CurriculumParams, Forms
+from clawloop.config.synthesis import CurriculumParams, Forms
 from clawloop.synthesis.procedural.generate import synthesize
 from clawloop.synthesis.steering import plan
 from clawloop.tasks.suite import load_suite

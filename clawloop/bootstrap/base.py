@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clawloop.bootstrap.config import BootstrapConfig, base_kind, scratch_size
 from clawloop.bootstrap.pretrained import materialize
 from clawloop.bootstrap.scratch import bootstrap as build_scratch
 from clawloop.bootstrap.scratch import dir_digest
+from clawloop.config.bootstrap import BootstrapConfig, base_kind, scratch_size
 from clawloop.io import hand_over, write_json
 from clawloop.training.checkpoint import check_base
 

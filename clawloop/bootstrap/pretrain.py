@@ -39,11 +39,11 @@ from typing import Any
 
 from clawloop.agent.harness import default_system_prompt, system_prompt
 from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
-from clawloop.bootstrap.config import PretrainConfig
 from clawloop.bootstrap.copy_probe import probe
 from clawloop.bootstrap.corpus import PAIRS, help_text, name_stem, quote, random_word, word
+from clawloop.config.bootstrap import PretrainConfig
+from clawloop.config.knobs import NO_KNOBS
 from clawloop.progress import Progress
-from clawloop.synthesis.knobs import NO_KNOBS
 from clawloop.synthesis.skills import families, family
 
 KINDS = ("chat", "task", "shell", "help", "repeat", "echo")

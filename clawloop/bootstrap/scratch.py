@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.agent.tool_calls import response_template
-from clawloop.bootstrap.config import SIZES, BootstrapConfig
 from clawloop.bootstrap.corpus import corpus, pair, tool_call
 from clawloop.bootstrap.pretrain import pretrain
+from clawloop.config.bootstrap import SIZES, BootstrapConfig
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
 

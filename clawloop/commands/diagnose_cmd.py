@@ -9,8 +9,8 @@ import typer
 from clawloop.agent.harness import HarnessConfig
 from clawloop.agent.rollout import RolloutConfig
 from clawloop.commands import app, loop_rollout, tasks_app
+from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.diagnosis.diagnose import diagnose as write_diagnosis
-from clawloop.diagnosis.params import DiagnosisParams
 from clawloop.policy.load import load_policy
 from clawloop.policy.types import SamplingParams
 from clawloop.tasks.pool import read_pool

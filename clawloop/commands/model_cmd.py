@@ -8,9 +8,9 @@ import orjson
 import typer
 
 from clawloop.bootstrap.base import make_base
-from clawloop.bootstrap.config import SCRATCH_PREFIX, SIZES, BootstrapConfig, scratch_size
 from clawloop.bootstrap.scratch import bootstrap
 from clawloop.commands import model_app
+from clawloop.config.bootstrap import SCRATCH_PREFIX, SIZES, BootstrapConfig, scratch_size
 from clawloop.errors import ClawloopError
 from clawloop.io import read_json
 from clawloop.policy.gguf_export import export_gguf

@@ -7,10 +7,10 @@ from pathlib import Path
 import typer
 
 from clawloop.commands import tasks_app
+from clawloop.config.synthesis import ROUTINES, CurriculumParams, Forms
 from clawloop.diagnosis.schema import load_report
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
-from clawloop.synthesis.config import ROUTINES, CurriculumParams, Forms
 from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.run import synth_command
 from clawloop.synthesis.procedural.generate import manifest, synthesize

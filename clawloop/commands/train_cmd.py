@@ -9,9 +9,9 @@ from typing import Any
 import typer
 
 from clawloop.commands import app, parse_sets
+from clawloop.config.train import TrainParams, field_help, load_section, merge
 from clawloop.errors import ClawloopError
 from clawloop.executor import executor_params
-from clawloop.training.config import TrainParams, field_help, load_section, merge
 from clawloop.training.run import EpisodeSetup, TrainJob
 from clawloop.training.run import train as run_training
 

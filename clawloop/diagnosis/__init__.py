@@ -4,6 +4,6 @@
 knobs (params.yaml `diagnosis.options`).
 """
 
-from clawloop.diagnosis.params import DiagnosisParams
+from clawloop.config.diagnosis import DiagnosisParams
 
 __all__ = ["DiagnosisParams"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from clawloop.diagnosis.params import DiagnosisParams
+from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.diagnosis.queries import compute_figures, find_trajectories
 from clawloop.diagnosis.render import HEATMAP_NAME, render_heatmap, render_markdown
 from clawloop.diagnosis.report import build_report, pool_diversity

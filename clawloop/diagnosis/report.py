@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
-from clawloop.diagnosis.params import DiagnosisParams
+from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.diagnosis.queries import Figures
 from clawloop.diagnosis.schema import (
     FAILURE_MODES,

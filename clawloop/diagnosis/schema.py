@@ -11,15 +11,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from clawloop.config.diagnosis import FAILURE_MODES  # noqa: F401 (re-exported)
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.io import read_json
 
 REPORT_SCHEMA_VERSION = 1
 
-FAILURE_MODES = (
-    "format_error", "unknown_command", "error_ignored", "repeated_action", "timeout",
-    "max_turns", "premature_submit", "wrong_result", "verifier_tamper", "infra_error",
-)
 
 Action = Literal["raise", "hold", "lower", "expand"]
 

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from clawloop.config.engine import EngineConfig, refuse_flat_engine_keys
 from clawloop.errors import ClawloopError
-from clawloop.policy.engine.config import EngineConfig, refuse_flat_engine_keys
 from clawloop.policy.types import Conversation, Generation, SamplingParams, cut_at_stop
 
 ENGINE_KEYS = ("forward", "decode", "speculate", "speculate_tokens", "quantize", "kv_reuse_entries",
@@ -37,7 +37,7 @@ class HFPolicyConfig(BaseModel):
     """Extra variables for the chat template, e.g. {"enable_thinking": false} for Qwen3."""
     engine: EngineConfig = Field(default_factory=EngineConfig)
     """How replies are computed: forward pass, decode loop, guesses, int8, KV reuse, batch size,
-    threads (clawloop.policy.engine.config.EngineConfig)."""
+    threads (clawloop.config.engine.EngineConfig)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -26,8 +26,8 @@ from typing import Any
 
 import orjson
 
+from clawloop.config.knobs import Knobs
 from clawloop.synthesis import words
-from clawloop.synthesis.knobs import Knobs
 from clawloop.synthesis.templates import phrase, templates
 from clawloop.tasks import answer
 from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clawloop.synthesis.config import Forms
-from clawloop.synthesis.knobs import LEVELS
+from clawloop.config.knobs import LEVELS
+from clawloop.config.synthesis import Forms
 from clawloop.synthesis.procedural.generate import FRESH_NAMESPACE, PLAIN, synthesize
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import Plan

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from clawloop.config.synthesis import GROUNDED, SynthesisParams
 from clawloop.diagnosis.schema import CapabilityReport
-from clawloop.synthesis.config import GROUNDED, SynthesisParams
 from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.run import synthesize_grounded
 from clawloop.synthesis.procedural.generate import manifest, synthesize

@@ -24,10 +24,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from clawloop.config.knobs import NO_KNOBS, Knobs
+from clawloop.config.synthesis import CurriculumParams
 from clawloop.diagnosis.schema import CapabilityReport, CellStats, Recommendation
 from clawloop.errors import ClawloopError
-from clawloop.synthesis.config import CurriculumParams
-from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.skills import families, family
 
 Action = Literal["start", "raise", "hold", "lower", "uniform"]

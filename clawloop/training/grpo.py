@@ -32,12 +32,12 @@ import orjson
 from clawloop.agent.episode import Episode
 from clawloop.agent.harness import HarnessConfig, initial_messages
 from clawloop.agent.tool_calls import BASH_TOOL, CALL_OPENERS, SUBMIT_TOOL, response_template
+from clawloop.config.train import GRPOParams, resolve_bf16
 from clawloop.errors import ClawloopError
 from clawloop.policy.types import Generation
 from clawloop.tasks.environment import sandbox_config as episode_config
 from clawloop.tasks.task import Task
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
-from clawloop.training.config import GRPOParams, resolve_bf16
 from clawloop.training.reference import call_text
 from clawloop.training.sft import peft_config, shared_args, trainer_model
 from sandbox.base import SandboxConfig

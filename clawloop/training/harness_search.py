@@ -35,9 +35,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.agent.playbook import FORMAT_HINTS, HarnessEdits
+from clawloop.config.train import HarnessSearchParams
 from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.paired import Outcomes, compare, sign_test_p
-from clawloop.training.config import HarnessSearchParams
 from clawloop.training.guards import BudgetLimits, check_edits
 
 Evaluate = Callable[[HarnessEdits], Outcomes]

@@ -50,13 +50,13 @@ from clawloop.agent.playbook import (
     policy_playbook,
     write_playbook,
 )
+from clawloop.config.train import PlaybookParams
 from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.errors import ClawloopError, describe_validation_error
 from clawloop.io import read_json, write_json, write_text
 from clawloop.paired import Outcomes, outcomes_of
 from clawloop.training import harness_search as hs
 from clawloop.training import reflect as rf
-from clawloop.training.config import PlaybookParams
 from clawloop.training.guards import BudgetLimits
 from clawloop.training.tips import TIPS, load_tips, mode_shares, skill_rates
 from clawloop.training.worked_examples import entry_id, example_key, load_examples

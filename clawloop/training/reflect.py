@@ -46,8 +46,8 @@ from clawloop.agent.playbook import (
     PlaybookEntry,
 )
 from clawloop.agent.tool_calls import _first_value
+from clawloop.config.train import ReflectionParams
 from clawloop.diagnosis.schema import FAILURE_MODES, CapabilityReport
-from clawloop.training.config import ReflectionParams
 from clawloop.training.guards import (
     BUDGET_FIELDS,
     BudgetLimits,

@@ -12,9 +12,9 @@ from typing import Any
 import orjson
 
 from clawloop.agent.harness import read_observation
+from clawloop.config.train import ReflectionParams
 from clawloop.diagnosis.schema import CapabilityReport
 from clawloop.diagnosis.taxonomy import classify
-from clawloop.training.config import ReflectionParams
 from clawloop.trajectory import episode_parts
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from clawloop.agent.harness import HarnessConfig, tools_for
+from clawloop.config.train import TrainParams
 from clawloop.errors import ClawloopError
 from clawloop.io import hand_over, link_tree, write_json
 from clawloop.tasks.environment import image_skip_reason
@@ -30,7 +31,6 @@ from clawloop.tasks.pool import read_pool
 from clawloop.tasks.task import Task
 from clawloop.training import data as tdata
 from clawloop.training.checkpoint import WorkDir, check_base, load_tokenizer
-from clawloop.training.config import TrainParams
 from clawloop.training.grpo import run_grpo
 from clawloop.training.reference import reference_trajectories
 from clawloop.training.sft import run_sft

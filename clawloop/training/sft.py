@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawloop.config.train import GRPOParams, LoraParams, SFTParams, resolve_bf16
 from clawloop.errors import ClawloopError
 from clawloop.training import frozen_trunk
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
-from clawloop.training.config import GRPOParams, LoraParams, SFTParams, resolve_bf16
 
 if TYPE_CHECKING:
     import datasets

@@ -14,7 +14,7 @@ import orjson
 
 from clawloop.agent.harness import read_observation
 from clawloop.agent.playbook import ExampleStep, WorkedExample
-from clawloop.training.config import PlaybookParams
+from clawloop.config.train import PlaybookParams
 from clawloop.trajectory import episode_parts
 
 

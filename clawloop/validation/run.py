@@ -15,8 +15,8 @@ from clawloop.validation.agent_free import AgentFreeParams, validate_pool
 from clawloop.validation.probe import ProbeResult
 
 if TYPE_CHECKING:
+    from clawloop.config.params import Params
     from clawloop.loop import RolloutSettings
-    from clawloop.params import Params
 
 
 def check_pool(params: Params, ctx: RolloutSettings, pool: Path, suites: Path | None) -> tuple[list[Task], dict[str, Any]]:

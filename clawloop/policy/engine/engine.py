@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
+from clawloop.config.engine import EngineConfig
 from clawloop.errors import ClawloopError
-from clawloop.policy.engine.config import EngineConfig
 from clawloop.policy.engine.decode_loop import DecodeBatch, Decoding, decode
 from clawloop.policy.engine.drafter import Drafter, tool_call_snippets
 from clawloop.policy.engine.fast_forward import FastLM, supports

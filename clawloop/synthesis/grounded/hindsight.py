@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from clawloop.agent.harness import HarnessConfig, render
 from clawloop.agent.rollout import RolloutConfig, run_rollouts
+from clawloop.config.knobs import NO_KNOBS
+from clawloop.config.synthesis import HindsightParams
 from clawloop.errors import ClawloopError
 from clawloop.policy.types import SamplingParams
-from clawloop.synthesis.config import HindsightParams
 from clawloop.synthesis.grounded import state_diff as sd
 from clawloop.synthesis.grounded.attempts import Attempts, Stats
 from clawloop.synthesis.grounded.hindsight_text import TextLimits, Undescribable, describe, show
-from clawloop.synthesis.knobs import NO_KNOBS
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import plan_targets
 from clawloop.tasks.environment import TaskEnvironment, TaskSetupError

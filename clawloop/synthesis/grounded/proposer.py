@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from clawloop.agent.harness import render
+from clawloop.config.synthesis import ProposerParams
 from clawloop.policy.types import SamplingParams
 from clawloop.progress import Progress
-from clawloop.synthesis.config import ProposerParams
 from clawloop.synthesis.grounded.attempts import Attempts, Stats
 from clawloop.synthesis.skills import families
 from clawloop.synthesis.steering import failure_modes, plan_targets, weak_skills

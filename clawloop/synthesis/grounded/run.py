@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawloop.config.synthesis import GROUNDED, HindsightParams, ProposerParams
 from clawloop.errors import ClawloopError
 from clawloop.io import write_json
 from clawloop.policy.load import load_policy
-from clawloop.synthesis.config import GROUNDED, HindsightParams, ProposerParams
 from clawloop.synthesis.grounded.attempts import Attempts
 from clawloop.synthesis.grounded.hindsight import hindsight_tasks
 from clawloop.synthesis.grounded.proposer import propose_tasks

@@ -15,10 +15,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from clawloop.config.knobs import NO_KNOBS, Knobs
+from clawloop.config.synthesis import Forms
 from clawloop.diagnosis.schema import Diversity
 from clawloop.progress import Progress, progress_for
-from clawloop.synthesis.config import Forms
-from clawloop.synthesis.knobs import NO_KNOBS, Knobs
 from clawloop.synthesis.procedural.register import in_detail, restyle, start_elsewhere
 from clawloop.synthesis.skills import SkillFamily, check_level, families, family
 from clawloop.synthesis.steering import Plan
@@ -50,7 +50,7 @@ def task_seed(seed: int, iteration: int, skill: str, level: int, index: int, att
 def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progress = False,
                forms: Forms = PLAIN, namespace: str = "") -> list[Task]:
     """Tasks for every (skill, level) quota of `plan`, in skill then level order, worded and shaped
-    as `forms` says (clawloop.synthesis.config.Forms: conversational register, answer form and its file-form
+    as `forms` says (clawloop.config.synthesis.Forms: conversational register, answer form and its file-form
     twin, starting elsewhere, at length). `progress` shows tasks made (clawloop.progress): a large
     pool takes a while. `namespace` separates the seeds of a held-out split (HELDOUT_NAMESPACE)
     from the loop's."""

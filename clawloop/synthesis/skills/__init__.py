@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+from clawloop.config.knobs import LEVELS
 from clawloop.errors import ClawloopError
-from clawloop.synthesis.knobs import LEVELS
 from clawloop.tasks.task import Task
 
 # family name -> module (modules avoid stdlib names: json/csv would shadow them in tooling).

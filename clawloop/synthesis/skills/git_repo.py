@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import random
 
+from clawloop.config.knobs import Knobs
 from clawloop.synthesis import words
 from clawloop.synthesis.builder import TaskBuilder, lines_text, q, show
-from clawloop.synthesis.knobs import Knobs
 from clawloop.tasks.task import Task
 
 NAME = "git"

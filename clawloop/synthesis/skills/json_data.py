@@ -6,9 +6,9 @@ import json
 import random
 from collections import defaultdict
 
+from clawloop.config.knobs import Knobs
 from clawloop.synthesis import words
 from clawloop.synthesis.builder import TaskBuilder, lines_text, q, show
-from clawloop.synthesis.knobs import Knobs
 from clawloop.tasks.task import Task
 
 NAME = "json"

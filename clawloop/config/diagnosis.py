@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+FAILURE_MODES = (
+    "format_error", "unknown_command", "error_ignored", "repeated_action", "timeout",
+    "max_turns", "premature_submit", "wrong_result", "verifier_tamper", "infra_error",
+)
+"""The failure taxonomy's modes (clawloop.diagnosis.taxonomy classifies an episode into them)."""
+
 
 class DiagnosisParams(BaseModel):
     """Thresholds of the report. The recommendation rule (`clawloop.diagnosis.report.decide_level`),
