@@ -151,13 +151,14 @@ def test_model_agent_takes_the_loops_harness_from_params(backend: str, monkeypat
                                                         tmp_path: Path) -> None:
     """`eval --agent model` runs the harness of params.yaml's `rollout` section (./params.yaml by default),
     so a CLI figure measures what the loop measures; --no-params gives the library's defaults. A policy
-    that never calls a tool shows it: the episode ends after rollout.max_format_errors replies."""
+    that never calls a tool shows it: the episode ends after rollout.max_format_errors replies.
+    The policy loads with the params' backend options."""
     from scripted_policy import ScriptedPolicy
 
     from clawloop.agent import model_agent as policy_mod
 
-    policy = ScriptedPolicy([], default="I would count the words.")
-    monkeypatch.setattr(policy_mod, "load_policy", lambda spec: policy)
+    policy, specs = ScriptedPolicy([], default="I would count the words."), []
+    monkeypatch.setattr(policy_mod, "load_policy", lambda spec: specs.append(spec) or policy)
     (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text().replace(
         "max_format_errors: 2", "max_format_errors: 1"))
     monkeypatch.chdir(tmp_path)
@@ -167,6 +168,8 @@ def test_model_agent_takes_the_loops_harness_from_params(backend: str, monkeypat
         res = runner.invoke(app, [*base, *extra])
         assert res.exit_code == 0, res.output
         assert len(policy.calls) == replies, (extra, policy.calls)
+    # the backend options travel too (rollout.engine's guesses), the backend stays --model's
+    assert [(s.backend, s.hf.engine.speculate) for s in specs] == [("hf", 8), ("hf", 0), ("hf", 8)]
     (tmp_path / "params.yaml").write_text("rollout: {max_turns: 0}\n")
     res = runner.invoke(app, base)
     assert isinstance(res.exception, ClawloopError) and "params.yaml" in str(res.exception), res.output

@@ -53,8 +53,9 @@ def parse_sets(sets: list[str], flag: str = "--set") -> dict:
 
 def loop_rollout(params: Path | None, no_params: bool = False) -> dict[str, Any]:
     """The model agent's options from a params.yaml's `rollout` section (`--params`, else ./params.yaml
-    when there is one, unless `no_params`): the loop's harness, reply tokens, seed, batch and temperature.
-    {} without one: the library's defaults."""
+    when there is one, unless `no_params`): the loop's harness, reply tokens, seed, batch and
+    temperature, and its backends' options (`policy`: rollout.engine, rollout.vllm, ...; the backend
+    stays the one --model names). {} without one: the library's defaults."""
     if params is None and (no_params or not Path("params.yaml").is_file()):
         return {}
     from clawloop.config.params import load_params
@@ -62,9 +63,9 @@ def loop_rollout(params: Path | None, no_params: bool = False) -> dict[str, Any]
 
     path = params or Path("params.yaml")
     ctx = rollout_settings(load_params(path))
-    typer.echo(f"harness and sampling: rollout section of {path}", err=True)
+    typer.echo(f"harness, sampling and backend options: rollout section of {path}", err=True)
     return {"harness": ctx.harness, "max_new_tokens": ctx.sampling.max_new_tokens, "seed": ctx.sampling.seed,
-            "batch": ctx.batch, "temperature": ctx.sampling.temperature}
+            "batch": ctx.batch, "temperature": ctx.sampling.temperature, "policy": ctx.policy}
 
 
 def renamed(value: Any, old_value: Any, flag: str, old_flag: str) -> Any:
@@ -76,3 +77,13 @@ def renamed(value: Any, old_value: Any, flag: str, old_flag: str) -> Any:
     if value is None and old_value is None:
         raise typer.BadParameter("this option is required", param_hint=f"'{flag}'")
     return value if value is not None else old_value
+
+
+def loop_spec(model: str, loop: dict[str, Any]) -> Any:
+    """The PolicySpec of `--model` with the backends' options of the params (`loop_rollout`'s `policy`)."""
+    from clawloop.policy.load import OPTION_SECTIONS, parse_spec
+
+    spec = parse_spec(model)
+    if loop.get("policy") is None:
+        return spec
+    return spec.model_copy(update={s: getattr(loop["policy"], s) for s in OPTION_SECTIONS})

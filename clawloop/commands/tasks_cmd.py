@@ -9,12 +9,12 @@ from typing import Any
 
 import typer
 
-from clawloop.commands import POLICY_SET_HELP, app, loop_rollout, parse_sets, renamed, tasks_app
+from clawloop.commands import POLICY_SET_HELP, app, loop_rollout, loop_spec, parse_sets, renamed, tasks_app
 from clawloop.errors import ClawloopError
 from clawloop.evaluation import EvalConfig, evaluate
 from clawloop.executor import executor_params
 from clawloop.io import write_json, write_jsonl
-from clawloop.policy.load import parse_spec, with_options
+from clawloop.policy.load import with_options
 from clawloop.progress import Progress, console
 from clawloop.tasks.claw_eval_live import without_grader_root
 from clawloop.tasks.formats import load_suite_any
@@ -193,13 +193,15 @@ def eval_(
     Shows progress as episodes end (a bar on a terminal, else a line every few seconds); the
     summary (--json) carries wall_s, episodes_per_s and, for --agent model, token counts and
     tokens_per_s."""
-    options: dict[str, Any] = {"model": model} if model else {}
-    if policy_sets:  # checked before any episode starts
-        if not model:
-            raise ClawloopError("--policy-set needs --agent model --model")
-        options["model"] = with_options(parse_spec(model), parse_sets(policy_sets, "--policy-set"))
+    if policy_sets and not model:  # checked before any episode starts
+        raise ClawloopError("--policy-set needs --agent model --model")
+    options: dict[str, Any] = {}
     if agent == "model":  # the model agent's knobs (clawloop.agent.model_agent.run_model_agent)
-        options.update(loop_rollout(params, no_params))
+        loop = loop_rollout(params, no_params)
+        options.update({k: v for k, v in loop.items() if k != "policy"})
+        if model:
+            spec = loop_spec(model, loop)
+            options["model"] = with_options(spec, parse_sets(policy_sets, "--policy-set")) if policy_sets else spec
         options.update(samples=samples, out_dir=out, playbook=playbook,
                        batch=batch if batch is not None else options.get("batch", 32),
                        temperature=temperature if temperature is not None else options.get("temperature", 0.0))
