@@ -152,6 +152,8 @@ def test_quiet_checks_print_nothing_when_the_act_worked() -> None:
         assert not tdata.is_write(check), check
     assert check_command(["sort a > out.txt", "wc -l a | tee n.txt"], "quiet") == "test -s out.txt && test -s n.txt"
     assert check_command(["rm -f x"], "quiet") is None
+    assert check_command(["sort a > out.txt"], "none") is None  # none: look -> act -> submit
+    assert [c.command for c in plan_calls(["sort a > out.txt"], "process", 6, checks="none")] == ["ls -la", "sort a > out.txt"]
     assert [c.command for c in plan_calls(["rm -f x"], "process", 6, checks="quiet")] == ["ls -la", "rm -f x"]
     assert plan_calls(["mv a b"], "process", 6, data="/srv", checks="quiet")[-1].command == "cd /srv && test -e b"
 

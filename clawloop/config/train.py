@@ -69,11 +69,11 @@ class DataParams(_Params):
         "none", description="The thought before a process replay's first act: none, or the instruction restated "
         "on one line (clawloop.training.reference.restatement), so that the command is written right after "
         "what the task asks; the trained policy swapped InterCode's requests for the nearest pool template.")
-    reference_checks: Literal["look", "quiet"] = Field(
+    reference_checks: Literal["look", "quiet", "none"] = Field(
         "look", description="The check a process replay ends on: look (the head of the written file, the listing "
-        "of the moved one) or quiet (a test that prints nothing when the act worked: `test -s out`, `test -e new`; "
-        "no check where nothing is named to test). InterCode grades the last command's output, empty after a "
-        "change (clawloop.training.reference.check_command).")
+        "of the moved one), quiet (a test that prints nothing when the act worked: `test -s out`, `test -e new`; "
+        "no check where nothing is named to test), or none (look -> act -> submit). InterCode grades the last "
+        "command's output, empty after a change (clawloop.training.reference.check_command).")
     seed: int = Field(0, description="Seed of the sampling when mixing trajectories.")
 
 

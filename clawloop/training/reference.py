@@ -93,12 +93,13 @@ def written_paths(steps: Sequence[str]) -> list[str]:
     return out
 
 
-Checks = Literal["look", "quiet"]
+Checks = Literal["look", "quiet", "none"]
 """What a process replay's check prints: `look` (the head of the written file, the listing of the moved
-one) or `quiet` (a test that prints nothing when the act worked and fails loudly when it did not:
-`test -s out`, `test -e new`). InterCode grades the last command's output against the gold command's,
-which is empty after a change, and the trained policy ended changes on `ls -la dir` or `head -n 20 --
-file` (docs/experiments/2026-12-06-a-second-seed-end-to-end.md)."""
+one), `quiet` (a test that prints nothing when the act worked and fails loudly when it did not:
+`test -s out`, `test -e new`), or `none` (no check: look -> act -> submit). InterCode grades the last
+command's output against the gold command's, which is empty after a change, and the trained policy
+ended changes on `ls -la dir` or `head -n 20 -- file` (docs/experiments/2026-12-06-a-second-seed-end-to-end.md);
+trained on quiet checks it ended answers on `test -s` too (docs/experiments/2026-12-06-quiet-checks.md)."""
 
 
 def check_command(steps: Sequence[str], checks: Checks = "look") -> str | None:
@@ -108,7 +109,9 @@ def check_command(steps: Sequence[str], checks: Checks = "look") -> str | None:
     A generic closing `ls -la` was 39 of 96 process references, and the trained policy ended on it
     even after it had printed an answer (docs/experiments/2026-12-05-answer-form-and-starting-elsewhere.md).
     With `checks` quiet, the same checks as tests that print nothing when they pass, and None (no
-    check) where there is nothing named to test."""
+    check) where there is nothing named to test; with none, None."""
+    if checks == "none":
+        return None
     paths = written_paths(steps)[:3]
     if paths:
         each = "test -s {}" if checks == "quiet" else "head -n 20 -- {}"
