@@ -3,7 +3,7 @@
 Every runner drives an `Episode`: the lockstep scheduler (clawloop.agent.rollout) steps a model's
 replies through it, the oracle and no-op agents (clawloop.agent.oracle) `act` on its
 environment, reference trajectories (clawloop.training.reference) replay a solution through its
-turns, and GRPO's environment (clawloop.training.grpo) runs TRL's tool calls with `run_command`.
+turns, and GRPO's environment (clawloop.training.grpo) steps TRL's tool calls through it.
 
     episode = Episode(task, backend, sandbox_config, harness)
     if episode.begin():                      # open + prepare (skips and setup errors end it here)

@@ -202,9 +202,8 @@ def eval_(
         if model:
             spec = loop_spec(model, loop)
             options["model"] = with_options(spec, parse_sets(policy_sets, "--policy-set")) if policy_sets else spec
-        options.update(samples=samples, out_dir=out, playbook=playbook,
-                       batch=batch if batch is not None else options.get("batch", 32),
-                       temperature=temperature if temperature is not None else options.get("temperature", 0.0))
+        options.update(samples=samples, out_dir=out, playbook=playbook)
+        options.update({k: v for k, v in (("batch", batch), ("temperature", temperature)) if v is not None})
         out = out / "episodes.jsonl" if out is not None else None
     config = EvalConfig(backend=backend, jobs=jobs, fmt=fmt, executor=executor_params(executor),
                         format_options={"grader_root": grader_root, "skills": skills},  # formats hook (issue #10)

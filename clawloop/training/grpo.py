@@ -34,11 +34,10 @@ from clawloop.agent.harness import HarnessConfig, initial_messages
 from clawloop.agent.tool_calls import BASH_TOOL, CALL_OPENERS, SUBMIT_TOOL, response_template
 from clawloop.config.train import GRPOParams, resolve_bf16
 from clawloop.errors import ClawloopError
-from clawloop.policy.types import Generation
 from clawloop.tasks.environment import sandbox_config as episode_config
 from clawloop.tasks.task import Task
 from clawloop.training.checkpoint import final_metrics, load_tokenizer, save_final
-from clawloop.training.reference import call_text
+from clawloop.training.reference import call_text, scripted_reply
 from clawloop.training.sft import peft_config, shared_args, trainer_model
 from sandbox.base import SandboxConfig
 
@@ -98,7 +97,7 @@ class ShellEnvironment:
             return ("[the task was already submitted]" if ep.state.termination == "submit"
                     else f"[the episode is over: {ep.state.termination}]")
         at = len(ep.state.messages)
-        ep.step(Generation(text=reply, prompt_tokens=0, completion_tokens=0))
+        ep.step(scripted_reply(reply))
         if ep.outcome is not None:  # the sandbox broke while the command ran
             return "[the sandbox is unavailable]"
         sent = [m for m in ep.state.messages[at:] if m.get("role") != "assistant"]

@@ -50,7 +50,8 @@ def call_text(name: str, arguments: dict[str, Any]) -> str:
     return f"<tool_call>\n{body}\n</tool_call>"
 
 
-def _reply(text: str) -> Generation:
+def scripted_reply(text: str) -> Generation:
+    """A reply written here, not generated (no tokens counted): a replay's or GRPO's tool call."""
     return Generation(text=text, prompt_tokens=0, completion_tokens=0)
 
 
@@ -251,8 +252,8 @@ def plan_calls(steps: Sequence[str], shape: Shape, max_turns: int, *, answer: bo
     later one (`drop_previews`) from a process replay. With `instruction`, the first act's thought
     restates it (`restatement`), ahead of the answer's thought when that act is also the last; with a
     planned mistake the first act is the mistaken one, so the restatement is in context but outside
-    the loss. `checks` picks the check's kind (`check_command`); a quiet replay with nothing named to
-    test ends look -> act -> submit."""
+    the loss. `checks` picks the check's kind (`check_command`); a replay with no check (`none`, or
+    `quiet` with nothing named to test) ends look -> act -> submit."""
     if shape == "plain" or len(steps) + 3 > max_turns:
         return [Call("", step) for step in steps]
     if not previews and not answer:
@@ -295,14 +296,14 @@ def replay(episode: Episode, shape: Shape = "plain", mistakes: float = 0.0, prev
                            instruction=task.instruction if restate else None, checks=checks):
         text = call_text("bash", {"command": call.command})
         at = len(state.messages)
-        if episode.step(_reply(f"{call.thought}\n{text}" if call.thought else text)) is None:
+        if episode.step(scripted_reply(f"{call.thought}\n{text}" if call.thought else text)) is None:
             break
         if not call.trained:
             state.messages[at] = {**state.messages[at], "train": False}
             if state.steps[-1].exit_code == 0:
                 return
     if not state.done:
-        episode.step(_reply(call_text("submit", {})))
+        episode.step(scripted_reply(call_text("submit", {})))
 
 
 def reference_episode(task: Task, backend: str = "bwrap", sandbox_config: SandboxConfig | None = None,
