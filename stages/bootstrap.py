@@ -8,10 +8,10 @@ Qwen3-architecture model and tokenizer from scratch (plus teacher-free pretraini
 checkpoint path is handed over (hard links, no copy of the weights where the filesystem allows).
 """
 
+from clawloop.artifacts.stage import output_dir, run_stage, stage_parser
 from clawloop.bootstrap.base import make_base
 from clawloop.config.params import Params
-from clawloop.progress import Progress
-from clawloop.stage import output_dir, run_stage, stage_parser
+from clawloop.core.progress import Progress
 
 
 def main(params: Params) -> None:

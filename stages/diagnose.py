@@ -13,11 +13,11 @@ and never steer synthesis or training.
 
 from pathlib import Path
 
+from clawloop.artifacts.stage import output_dir, run_stage, stage_parser
 from clawloop.config.params import Params
-from clawloop.diagnosis.diagnose import diagnose, write_report
+from clawloop.core.trajectory import FRESH_SUITE, HELD_IN_SUITES
 from clawloop.errors import ClawloopError
-from clawloop.stage import output_dir, run_stage, stage_parser
-from clawloop.trajectory import FRESH_SUITE, HELD_IN_SUITES
+from clawloop.phases.diagnose.diagnose import diagnose, write_report
 
 
 def main(params: Params) -> None:

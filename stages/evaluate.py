@@ -9,7 +9,7 @@ synthesize stage's fresh instances (--fresh: new draws of each skill at its pool
 held-in suite `fresh`, the evidence the next synthesis is steered by), writing trajectories
 under --out. The held-out gate then decides whether the checkpoint becomes the policy the next
 iteration starts from (`<out>/../policy`), or the best policy so far stays. The gate compares the checkpoint with that policy task by task
-(clawloop.paired: an exact sign test on the held-out tasks whose verdict changed, `gate.alpha`).
+(clawloop.core.paired: an exact sign test on the held-out tasks whose verdict changed, `gate.alpha`).
 The headline figures go to `<out>/../metrics.json` (what `dvc metrics show` reads), the per-task
 held-out verdicts and paired comparisons to `<out>/../heldout.json` (the next gate reads it),
 every suite's figures to `<out>/summary.json`. Without --previous (the bootstrap policy,
@@ -19,13 +19,15 @@ iteration 0) there is nothing to gate.
 import time
 from pathlib import Path
 
+from clawloop.artifacts.metrics import write_metrics
+from clawloop.artifacts.stage import output_dir, run_stage, stage_parser
+from clawloop.artifacts.suites import eval_suites
 from clawloop.config.params import Params
-from clawloop.loop import gate_and_promote, rollout_settings, write_metrics
-from clawloop.loop_eval import evaluate_suites
-from clawloop.stage import output_dir, run_stage, stage_parser
-from clawloop.suite_manifest import eval_suites
-from clawloop.tasks.pool import id_sample, read_pool
-from clawloop.trajectory import FRESH_SUITE
+from clawloop.core.rollout_settings import rollout_settings
+from clawloop.core.tasks.pool import id_sample, read_pool
+from clawloop.core.trajectory import FRESH_SUITE
+from clawloop.phases.evaluate.gate import gate_and_promote
+from clawloop.phases.evaluate.heldout import evaluate_suites
 
 
 def main(params: Params) -> None:

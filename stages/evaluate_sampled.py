@@ -11,19 +11,20 @@ One greedy sample per task on ~100 tasks cannot see a 5-10 point change; k sampl
 a pass rate, and a paired permutation test on those rates can. The base's stage depends on the
 base policy, the suites and the params only, so DVC's run cache computes it once per base, not once
 per run or experiment. With --base the final's stage writes the paired comparison (per suite and
-level: rates, difference, interval, p; clawloop.loop_eval.vs_base) as a DVC metrics file.
+level: rates, difference, interval, p; clawloop.phases.evaluate.heldout.vs_base) as a DVC metrics file.
 """
 
 import time
 from pathlib import Path
 
+from clawloop.artifacts.metrics import SampledEval, read_sampled, suite_metrics, write_metrics
+from clawloop.artifacts.stage import output_dir, run_stage, stage_parser
+from clawloop.artifacts.suites import eval_suites
 from clawloop.config.params import Params
-from clawloop.io import write_json
-from clawloop.loop import SampledEval, read_sampled, rollout_settings, suite_metrics, write_metrics
-from clawloop.loop_eval import SAMPLED_OUTCOMES, vs_base
-from clawloop.paired import levels_of, outcomes_of
-from clawloop.stage import output_dir, run_stage, stage_parser
-from clawloop.suite_manifest import eval_suites
+from clawloop.core.io import write_json
+from clawloop.core.paired import levels_of, outcomes_of
+from clawloop.core.rollout_settings import rollout_settings
+from clawloop.phases.evaluate.heldout import SAMPLED_OUTCOMES, vs_base
 
 
 def main(params: Params) -> None:

@@ -6,9 +6,9 @@
 import argparse
 from pathlib import Path
 
+from clawloop.artifacts.stage import run_stage
 from clawloop.config.params import Params
-from clawloop.loop_report import write_report
-from clawloop.stage import run_stage
+from clawloop.report.build import write_report
 
 
 def main(params: Params) -> None:

@@ -4,13 +4,13 @@
 
 Lists the content-hash ids of every task in `eval.suites` and `validation.heldout`. The stages
 that read those suites depend on this file, not on the suite directories (see
-clawloop/suite_manifest.py), and check it before they roll anything out.
+clawloop/artifacts/suites.py), and check it before they roll anything out.
 """
 
-from clawloop import suite_manifest
+from clawloop.artifacts import suites as suite_manifest
+from clawloop.artifacts.stage import run_stage, stage_parser
 from clawloop.config.params import Params
-from clawloop.io import write_json
-from clawloop.stage import run_stage, stage_parser
+from clawloop.core.io import write_json
 
 
 def main(params: Params) -> None:

@@ -4,23 +4,23 @@
         --policy runs/iter-0/policy --out runs/iter-1/pool
 
 The budget split, the grounded routines (run with the current policy on rollout.backend) and the
-procedural refill are clawloop.synthesis.pool's. Writes pool.jsonl, manifest.json and fresh.jsonl:
+procedural refill are clawloop.phases.synthesize.pool's. Writes pool.jsonl, manifest.json and fresh.jsonl:
 `eval.fresh` new instances per skill at its pool's top level, which the evaluate stage rolls the
-trained policy out on (clawloop.synthesis.fresh; drawn here, where the generators are).
+trained policy out on (clawloop.phases.synthesize.fresh; drawn here, where the generators are).
 """
 
 from pathlib import Path
 
+from clawloop.artifacts.diagnosis import load_report
+from clawloop.artifacts.stage import output_dir, run_stage, stage_parser
 from clawloop.config.params import Params
-from clawloop.diagnosis.schema import load_report
+from clawloop.core.io import write_json
+from clawloop.core.rollout_settings import rollout_settings
+from clawloop.core.tasks.pool import write_pool
 from clawloop.errors import ClawloopError
-from clawloop.io import write_json
-from clawloop.loop import rollout_settings
+from clawloop.phases.synthesize.fresh import FRESH_TASKS, fresh_tasks
+from clawloop.phases.synthesize.pool import build_pool
 from clawloop.policy.types import Policy
-from clawloop.stage import output_dir, run_stage, stage_parser
-from clawloop.synthesis.fresh import FRESH_TASKS, fresh_tasks
-from clawloop.synthesis.pool import build_pool
-from clawloop.tasks.pool import write_pool
 
 
 def main(params: Params) -> None:

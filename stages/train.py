@@ -4,20 +4,20 @@
         --policy runs/iter-0/policy --self-rollouts runs/iter-0/eval \
         --report runs/iter-0/diagnosis/diagnosis.json --out runs/iter-1/checkpoint
 
-What each train.method does, reads and writes: clawloop/training/__init__.py.
+What each train.method does, reads and writes: clawloop/phases/train/__init__.py.
 """
 
 from pathlib import Path
 
+from clawloop.artifacts.probe import read_probe, select_by_label
+from clawloop.artifacts.stage import run_stage, stage_parser
 from clawloop.config.params import Params
-from clawloop.io import write_json
-from clawloop.loop import rollout_settings
-from clawloop.stage import run_stage, stage_parser
-from clawloop.tasks.pool import read_pool
-from clawloop.training.guards import BudgetLimits
-from clawloop.training.playbook import OwnPolicy, PlaybookStep, evolve_checkpoint
-from clawloop.training.run import EpisodeSetup, TrainJob, describe, held_in_rollouts, train_weights
-from clawloop.validation.probe import read_probe, select_by_label
+from clawloop.core.io import write_json
+from clawloop.core.rollout_settings import rollout_settings
+from clawloop.core.tasks.pool import read_pool
+from clawloop.phases.train.guards import BudgetLimits
+from clawloop.phases.train.playbook import OwnPolicy, PlaybookStep, evolve_checkpoint
+from clawloop.phases.train.run import EpisodeSetup, TrainJob, describe, held_in_rollouts, train_weights
 
 
 def main(params: Params) -> None:

@@ -14,15 +14,15 @@ of runs/iter-N/validated), which is how a smaller model is trained on them elsew
 
 from pathlib import Path
 
+from clawloop.artifacts.stage import output_dir, run_stage, stage_parser
+from clawloop.artifacts.suites import eval_suites
 from clawloop.bootstrap.base import make_base
 from clawloop.config.params import Params
-from clawloop.io import write_json
-from clawloop.loop import rollout_settings
-from clawloop.loop_eval import heldout_verdicts, paired_rows
-from clawloop.stage import output_dir, run_stage, stage_parser
-from clawloop.suite_manifest import eval_suites
-from clawloop.tasks.pool import read_pool
-from clawloop.training.run import EpisodeSetup, TrainJob, train
+from clawloop.core.io import write_json
+from clawloop.core.rollout_settings import rollout_settings
+from clawloop.core.tasks.pool import read_pool
+from clawloop.phases.evaluate.heldout import heldout_verdicts, paired_rows
+from clawloop.phases.train.run import EpisodeSetup, TrainJob, train
 
 
 def main(params: Params) -> None:

@@ -13,13 +13,14 @@ reference solution (hinted/): training learns from the passes with the hint cut.
 
 from pathlib import Path
 
+from clawloop.artifacts.probe import summarize, write_probe
+from clawloop.artifacts.stage import output_dir, run_stage, stage_parser
 from clawloop.config.params import Params
-from clawloop.io import write_json
-from clawloop.loop import rollout_settings
-from clawloop.stage import output_dir, run_stage, stage_parser
-from clawloop.tasks.pool import id_sample, write_pool
-from clawloop.validation.probe import help_rollouts, probe_tasks, summarize, write_probe
-from clawloop.validation.run import check_pool, unprobed, validation_summary
+from clawloop.core.io import write_json
+from clawloop.core.rollout_settings import rollout_settings
+from clawloop.core.tasks.pool import id_sample, write_pool
+from clawloop.phases.validate.probe import help_rollouts, probe_tasks
+from clawloop.phases.validate.run import check_pool, unprobed, validation_summary
 
 
 def main(params: Params) -> None:

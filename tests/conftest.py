@@ -38,7 +38,7 @@ def one_torch_thread() -> Iterator[None]:
 def backend() -> str:
     """The bwrap sandbox backend, or a skip saying why it cannot run here (modules that test
     several backends define their own `backend`)."""
-    from clawloop.tasks.environment import open_sandbox
+    from clawloop.core.tasks.environment import open_sandbox
 
     try:
         with open_sandbox("bwrap") as sb:

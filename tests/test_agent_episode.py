@@ -1,4 +1,4 @@
-"""One episode's lifecycle (clawloop.agent.episode): begin → step … → conclude, trouble as outcomes."""
+"""One episode's lifecycle (clawloop.core.agent.episode): begin → step … → conclude, trouble as outcomes."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from clawloop.agent import episode as episode_mod
-from clawloop.agent.episode import Episode, failure_reason
-from clawloop.agent.harness import HarnessConfig
+from clawloop.core.agent import episode as episode_mod
+from clawloop.core.agent.episode import Episode, failure_reason
+from clawloop.core.agent.harness import HarnessConfig
+from clawloop.core.tasks.environment import TaskEnvironment
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.core.tasks.verifier import Verdict
 from clawloop.errors import ClawloopError
 from clawloop.policy.types import Generation
-from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.tasks.verifier import Verdict
 from sandbox.base import ExecResult, SandboxConfig
 
 

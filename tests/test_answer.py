@@ -1,4 +1,4 @@
-"""Answer tasks (clawloop.tasks.answer): the agent prints the answer, its last command's output is
+"""Answer tasks (clawloop.core.tasks.answer): the agent prints the answer, its last command's output is
 graded. Built by the synthesizer's answer form, validated agent-free, replayed as references that end
 on the printing command, and attacked as a hostile agent would: by writing the answer file the
 verifier reads, or by printing the answer and then something else."""
@@ -15,19 +15,19 @@ import pytest
 import sandbox
 from clawloop.config.knobs import NO_KNOBS
 from clawloop.config.synthesis import Forms
+from clawloop.core.tasks import answer
+from clawloop.core.tasks.adapters import adapter_for
+from clawloop.core.tasks.environment import TaskEnvironment
+from clawloop.core.tasks.harbor_export import export_harbor_task
+from clawloop.core.tasks.task import Task
 from clawloop.errors import ClawloopError
-from clawloop.synthesis.builder import ANSWER_PREFIX
-from clawloop.synthesis.procedural.generate import synthesize
-from clawloop.synthesis.skills import families, family
-from clawloop.synthesis.steering import Plan
-from clawloop.synthesis.templates import templates
-from clawloop.tasks import answer
-from clawloop.tasks.adapters import adapter_for
-from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.harbor_export import export_harbor_task
-from clawloop.tasks.task import Task
-from clawloop.training.reference import ANSWER_THOUGHT, CHECK_THOUGHT, plan_calls, reference_episode
-from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+from clawloop.phases.synthesize.builder import ANSWER_PREFIX
+from clawloop.phases.synthesize.procedural.generate import synthesize
+from clawloop.phases.synthesize.skills import families, family
+from clawloop.phases.synthesize.steering import Plan
+from clawloop.phases.synthesize.templates import templates
+from clawloop.phases.train.reference import ANSWER_THOUGHT, CHECK_THOUGHT, plan_calls, reference_episode
+from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 
 needs_bwrap = pytest.mark.skipif(sandbox.unavailable_reason("bwrap") is not None,
                                  reason=str(sandbox.unavailable_reason("bwrap")))
@@ -91,7 +91,7 @@ def test_a_twin_asks_the_same_draw_for_its_file_in_the_next_slot() -> None:
 
 
 def test_fresh_instances_draw_no_twins() -> None:
-    from clawloop.synthesis.fresh import fresh_tasks
+    from clawloop.phases.synthesize.fresh import fresh_tasks
 
     pool = _twins(1.0)
     with_twins = fresh_tasks(pool, 3, seed=0, iteration=1, forms=Forms(answer=0.5, twins=1.0))
@@ -209,7 +209,7 @@ def test_cli_synth_answer_share(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from clawloop.cli import app
-    from clawloop.tasks.pool import read_pool
+    from clawloop.core.tasks.pool import read_pool
 
     counts = {}
     for share in ("0", "1"):

@@ -60,7 +60,7 @@ def test_learning_tabulates_a_finished_loop(tmp_path: Path) -> None:
     assert rows["evaluate"]["shell-core"] == "4/72 [0.022, 0.134]"
 
     # With heldout.json per iteration: base and iteration 1 against the last, paired per suite.
-    from clawloop.loop import heldout_record
+    from clawloop.phases.evaluate.gate import heldout_record
 
     base = {f"shell-core/t{i}": float(i < 2) for i in range(10)} | {"intercode-bash/q0": 0.0}
     it1 = {f"shell-core/t{i}": float(i < 6) for i in range(10)} | {"intercode-bash/q0": 1.0}

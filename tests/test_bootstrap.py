@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from clawloop.agent.harness import HarnessConfig
-from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
 from clawloop.bootstrap.scratch import SPLIT_PATTERN, measure_tokenizer, train_tokenizer
 from clawloop.commands import app
-from clawloop.tasks.task import FileSpec, Task, Verifier
+from clawloop.core.agent.harness import HarnessConfig
+from clawloop.core.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
+from clawloop.core.tasks.task import FileSpec, Task, Verifier
 
 runner = CliRunner()
 
@@ -134,10 +134,10 @@ def test_tiny_model_end_to_end_rollout(tiny: Path, tmp_path: Path) -> None:
     """init → HFPolicy → lockstep rollout of 2 tasks × 2 samples on bwrap → Parquet."""
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
-    from clawloop.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.core.trajectory import OUTCOMES
     from clawloop.policy.load import load_policy
     from clawloop.policy.types import SamplingParams
-    from clawloop.trajectory import OUTCOMES
 
     policy = load_policy({"backend": "hf", "model": str(tiny)})
     tasks = [Task(instruction=f"Create {f}.", verifier=Verifier(files={"test.sh": FileSpec(

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clawloop.agent.rollout import TrajectoryWriter
-from clawloop.check import check_path
+from clawloop.artifacts.check import check_path
+from clawloop.artifacts.diagnosis import CapabilityReport
+from clawloop.artifacts.metrics import IterationMetrics, write_metrics
+from clawloop.artifacts.probe import ProbeResult, write_probe
 from clawloop.cli import app
-from clawloop.diagnosis.schema import CapabilityReport
+from clawloop.core.agent.rollout import TrajectoryWriter
+from clawloop.core.io import write_json, write_jsonl
+from clawloop.core.tasks.harbor import load_harbor_task
+from clawloop.core.tasks.pool import write_pool
 from clawloop.errors import ClawloopError
-from clawloop.evaluation import SuiteItem, error_record
-from clawloop.io import write_json, write_jsonl
-from clawloop.loop import IterationMetrics, write_metrics
-from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.pool import write_pool
-from clawloop.validation.probe import ProbeResult, write_probe
+from clawloop.phases.evaluate.agent_eval import SuiteItem, error_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 

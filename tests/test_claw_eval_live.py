@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from clawloop.agent.oracle import run_episode
+from clawloop.core.agent.oracle import run_episode
+from clawloop.core.tasks import claw_eval_grading as ceg
+from clawloop.core.tasks import claw_eval_live as cel
+from clawloop.core.tasks.formats import load_suite_any
 from clawloop.errors import ClawloopError
-from clawloop.tasks import claw_eval_grading as ceg
-from clawloop.tasks import claw_eval_live as cel
-from clawloop.tasks.formats import load_suite_any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "benchmarks" / "fixtures" / "claw-eval-live"
@@ -207,7 +207,7 @@ def test_claw_eval_live_verifies_through_the_episode_protocol() -> None:
     """Issue #18 said the Claw-Eval-Live verify sequence lost the standard verify's quoting, verifier env
     and clean-up. Both run `tasks.verifier.run_verifier` now: the same mounts, the quoted entry
     command, the clean-world env, every host dir removed afterwards."""
-    from clawloop.tasks import adapters, verifier
+    from clawloop.core.tasks import adapters, verifier
 
     task = cel.load_claw_eval_task(SUITE / "tasks" / "CTB_FX01_log_error_count", grader_root=GRADER_ROOT)
     plain = task.model_copy(update={"metadata": {}})

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.agent.oracle import run_episode
+from clawloop.core.agent.oracle import run_episode
+from clawloop.core.tasks.clawgym import WORKSPACE, load_clawgym_task, reward_error
+from clawloop.core.tasks.formats import load_suite_any
 from clawloop.errors import ClawloopError
-from clawloop.tasks.clawgym import WORKSPACE, load_clawgym_task, reward_error
-from clawloop.tasks.formats import load_suite_any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "benchmarks" / "fixtures" / "clawgym"

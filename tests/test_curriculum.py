@@ -10,16 +10,16 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
+from clawloop.artifacts.diagnosis import CapabilityReport, CellStats, FailureModeStats, load_report
 from clawloop.cli import app  # importing the CLI registers every command
 from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.config.knobs import Knobs
 from clawloop.config.synthesis import CurriculumParams
-from clawloop.diagnosis.report import recommend
-from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, load_report
+from clawloop.core.stats import wilson_interval
 from clawloop.errors import ClawloopError
-from clawloop.stats import wilson_interval
-from clawloop.synthesis.skills import families
-from clawloop.synthesis.steering import largest_remainder, plan
+from clawloop.phases.diagnose.report import recommend
+from clawloop.phases.synthesize.skills import families
+from clawloop.phases.synthesize.steering import largest_remainder, plan
 
 SKILLS = list(families())
 

@@ -9,14 +9,14 @@ import pytest
 import sandbox
 from clawloop.config.knobs import NO_KNOBS
 from clawloop.config.synthesis import Forms, SynthesisParams
-from clawloop.synthesis.pool import build_pool
-from clawloop.synthesis.procedural.generate import synthesize
-from clawloop.synthesis.procedural.register import DETAIL_CONTEXTS, in_detail
-from clawloop.synthesis.skills import families, family
-from clawloop.synthesis.steering import Plan
-from clawloop.tasks.task import Task
-from clawloop.training.reference import RESTATE, reference_episode, restatement
-from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+from clawloop.core.tasks.task import Task
+from clawloop.phases.synthesize.pool import build_pool
+from clawloop.phases.synthesize.procedural.generate import synthesize
+from clawloop.phases.synthesize.procedural.register import DETAIL_CONTEXTS, in_detail
+from clawloop.phases.synthesize.skills import families, family
+from clawloop.phases.synthesize.steering import Plan
+from clawloop.phases.train.reference import RESTATE, reference_episode, restatement
+from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 
 needs_bwrap = pytest.mark.skipif(sandbox.unavailable_reason("bwrap") is not None,
                                  reason=str(sandbox.unavailable_reason("bwrap")))

@@ -13,13 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from clawloop.artifacts.diagnosis import CapabilityReport, load_report
 from clawloop.config.diagnosis import DiagnosisParams
-from clawloop.diagnosis.diagnose import diagnose
-from clawloop.diagnosis.report import _cell, find_regressions, recommend
-from clawloop.diagnosis.schema import CapabilityReport, load_report
-from clawloop.diagnosis.synthetic import episode_row, step_row, submit_row, write_trajectories
+from clawloop.core.stats import wilson_interval
 from clawloop.errors import ClawloopError
-from clawloop.stats import wilson_interval
+from clawloop.phases.diagnose.diagnose import diagnose
+from clawloop.phases.diagnose.report import _cell, find_regressions, recommend
+from clawloop.phases.diagnose.synthetic import episode_row, step_row, submit_row, write_trajectories
 
 
 def _ep(eid: str, skill: str, level: int, outcome: str, turns: int, tokens: int, **kw: Any) -> dict[str, Any]:
@@ -180,8 +180,8 @@ def test_recommendation_rests_on_the_frontier_not_the_top_level() -> None:
 
 
 def test_pool_diversity_and_expand(rollout: Path, tmp_path: Path) -> None:
-    from clawloop.tasks.pool import write_pool
-    from clawloop.tasks.task import Task, Verifier
+    from clawloop.core.tasks.pool import write_pool
+    from clawloop.core.tasks.task import Task, Verifier
 
     v = Verifier(files={"test.sh": {"content": "exit 0"}})
     tasks = [Task(instruction="do a", skill="files", level=1, verifier=v),
@@ -321,7 +321,7 @@ def test_lenient_calls_are_counted_apart_from_format_errors(tmp_path: Path) -> N
 
 
 def test_step_parts_written_before_the_format_column_still_read(rollout: Path, tmp_path: Path) -> None:
-    from clawloop.check import check_trajectories
+    from clawloop.artifacts.check import check_trajectories
 
     part = rollout / "steps-00000.parquet"
     pq.write_table(pq.read_table(part).drop(["format"]), part)
@@ -334,7 +334,7 @@ def test_held_out_episodes_never_steer(tmp_path: Path) -> None:
     """The loop diagnoses over every rollout of the iteration, but only held-in episodes (the pool
     sample, the probe) make cells, per-skill failure counts and recommendations: a held-out suite
     where 'files' always fails must not lower it, nor turn on its knobs."""
-    from clawloop.trajectory import HELD_IN_SUITES
+    from clawloop.core.trajectory import HELD_IN_SUITES
 
     held_out = [episode_row(f"h{i}-0", suite="shell-core", skill="files", level=2) for i in range(12)]
     probe = [episode_row(f"p{i}-0", suite="probe", skill="files", level=2, outcome="passed") for i in range(10)]

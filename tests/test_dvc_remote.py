@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.synthesis.procedural.generate import synthesize
-from clawloop.synthesis.steering import Plan
-from clawloop.tasks.pool import read_pool, write_pool
+from clawloop.core.tasks.pool import read_pool, write_pool
+from clawloop.phases.synthesize.procedural.generate import synthesize
+from clawloop.phases.synthesize.steering import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -13,14 +13,14 @@ import pytest
 import sandbox
 from clawloop.config.knobs import NO_KNOBS
 from clawloop.config.synthesis import Forms
-from clawloop.synthesis.procedural.generate import synthesize
-from clawloop.synthesis.procedural.register import start_elsewhere
-from clawloop.synthesis.skills import families, family
-from clawloop.synthesis.steering import Plan
-from clawloop.tasks.task import Task
-from clawloop.training import data as tdata
-from clawloop.training import reference
-from clawloop.training.reference import (
+from clawloop.core.tasks.task import Task
+from clawloop.phases.synthesize.procedural.generate import synthesize
+from clawloop.phases.synthesize.procedural.register import start_elsewhere
+from clawloop.phases.synthesize.skills import families, family
+from clawloop.phases.synthesize.steering import Plan
+from clawloop.phases.train import data as tdata
+from clawloop.phases.train import reference
+from clawloop.phases.train.reference import (
     CHECK_THOUGHT,
     FIX_THOUGHT,
     Call,
@@ -31,7 +31,7 @@ from clawloop.training.reference import (
     relative_mistake,
     takes_mistake,
 )
-from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 
 needs_bwrap = pytest.mark.skipif(sandbox.unavailable_reason("bwrap") is not None,
                                  reason=str(sandbox.unavailable_reason("bwrap")))

@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from clawloop.agent.oracle import run_oracle
+from clawloop.core.agent.oracle import run_oracle
+from clawloop.core.tasks import claw_eval_live as cel
+from clawloop.core.tasks import harbor_docker
+from clawloop.core.tasks.adapters import ADAPTERS, STANDARD, FormatAdapter, adapter_for
+from clawloop.core.tasks.environment import TaskEnvironment, TaskSetupError
+from clawloop.core.tasks.harbor import load_harbor_task
+from clawloop.core.tasks.pool import read_pool, write_pool
+from clawloop.core.tasks.task import Task
 from clawloop.errors import ClawloopError
-from clawloop.synthesis.procedural.generate import synthesize
-from clawloop.synthesis.steering import Plan
-from clawloop.tasks import claw_eval_live as cel
-from clawloop.tasks import harbor_docker
-from clawloop.tasks.adapters import ADAPTERS, STANDARD, FormatAdapter, adapter_for
-from clawloop.tasks.environment import TaskEnvironment, TaskSetupError
-from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.pool import read_pool, write_pool
-from clawloop.tasks.task import Task
+from clawloop.phases.synthesize.procedural.generate import synthesize
+from clawloop.phases.synthesize.steering import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELL_CORE = ROOT / "benchmarks" / "shell-core"

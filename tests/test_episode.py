@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.agent.oracle import check_oracle, run_episode, run_oracle
-from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.tasks.verifier import read_reward
-from clawloop.trajectory import EpisodeRecord
+from clawloop.core.agent.oracle import check_oracle, run_episode, run_oracle
+from clawloop.core.tasks.environment import TaskEnvironment
+from clawloop.core.tasks.harbor import load_harbor_task
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.core.tasks.verifier import read_reward
+from clawloop.core.trajectory import EpisodeRecord
 from sandbox.base import ExecResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
@@ -139,7 +139,7 @@ def test_one_record_for_scripted_and_model_episodes() -> None:
     (and STEP_SCHEMA), one to_json for episodes.jsonl whatever the agent."""
     import json
 
-    from clawloop.trajectory import EPISODE_SCHEMA, STEP_SCHEMA, Step
+    from clawloop.core.trajectory import EPISODE_SCHEMA, STEP_SCHEMA, Step
 
     scripted = EpisodeRecord("t", "n", "s", "files", 1, "oracle", "passed", 1.0, verifier_output="ok",
                              steps=[Step(0, tool="bash", command="ls", exit_code=0, output="a\n")])

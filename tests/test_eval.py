@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from clawloop.cli import app
+from clawloop.core.tasks.harbor import load_harbor_task
+from clawloop.core.tasks.pool import write_pool
+from clawloop.core.trajectory import EpisodeRecord
 from clawloop.errors import ClawloopError
-from clawloop.evaluation import EvalConfig, evaluate, load_suite, summarize
-from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.pool import write_pool
-from clawloop.trajectory import EpisodeRecord
+from clawloop.phases.evaluate.agent_eval import EvalConfig, evaluate, load_suite, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "harbor"
@@ -133,7 +133,7 @@ def test_json_summary_has_timings_and_progress_shows(backend: str) -> None:
 def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from scripted_policy import ScriptedPolicy
 
-    from clawloop.agent import model_agent as policy_mod  # where --agent model loads its policy
+    from clawloop.core.agent import model_agent as policy_mod  # where --agent model loads its policy
 
     submit = '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'
     monkeypatch.setattr(policy_mod, "load_policy", lambda spec: ScriptedPolicy([submit]))
@@ -155,7 +155,7 @@ def test_model_agent_takes_the_loops_harness_from_params(backend: str, monkeypat
     The policy loads with the params' backend options."""
     from scripted_policy import ScriptedPolicy
 
-    from clawloop.agent import model_agent as policy_mod
+    from clawloop.core.agent import model_agent as policy_mod
 
     policy, specs = ScriptedPolicy([], default="I would count the words."), []
     monkeypatch.setattr(policy_mod, "load_policy", lambda spec: specs.append(spec) or policy)
@@ -179,7 +179,7 @@ def test_policy_set_reaches_the_backend_options_and_bad_keys_are_named(backend: 
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from scripted_policy import ScriptedPolicy
 
-    from clawloop.agent import model_agent as policy_mod  # where --agent model loads its policy
+    from clawloop.core.agent import model_agent as policy_mod  # where --agent model loads its policy
 
     specs = []
     submit = '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'

@@ -3,10 +3,10 @@ paired comparison, and its refusal of inputs that cannot be compared."""
 
 import pytest
 
+from clawloop.artifacts.metrics import SampledEval, SuiteMetrics, read_sampled, write_metrics
 from clawloop.config.params import EvalParams
 from clawloop.errors import ClawloopError
-from clawloop.loop import SampledEval, SuiteMetrics, read_sampled, write_metrics
-from clawloop.loop_eval import vs_base
+from clawloop.phases.evaluate.heldout import vs_base
 
 
 def _figures(n: int) -> SuiteMetrics:

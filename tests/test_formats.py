@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.agent.oracle import run_episode
+from clawloop.core.agent.oracle import run_episode
+from clawloop.core.tasks.formats import apply_skills, detect_format, load_suite_any, score_fields
+from clawloop.core.tasks.pool import write_pool
+from clawloop.core.trajectory import EpisodeRecord
 from clawloop.errors import ClawloopError
-from clawloop.tasks.formats import apply_skills, detect_format, load_suite_any, score_fields
-from clawloop.tasks.pool import write_pool
-from clawloop.trajectory import EpisodeRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "benchmarks" / "fixtures"

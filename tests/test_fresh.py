@@ -1,5 +1,5 @@
 """The curriculum's evidence: fresh instances of the pool's top levels, rolled out by the trained
-policy, decide raise / hold / lower (clawloop.synthesis.fresh, stages/diagnose.py)."""
+policy, decide raise / hold / lower (clawloop.phases.synthesize.fresh, stages/diagnose.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clawloop.diagnosis.synthetic import episode_row, step_row, write_trajectories
-from clawloop.synthesis.fresh import fresh_cells, fresh_tasks
-from clawloop.synthesis.procedural.generate import synthesize
-from clawloop.synthesis.steering import Plan
+from clawloop.phases.diagnose.synthetic import episode_row, step_row, write_trajectories
+from clawloop.phases.synthesize.fresh import fresh_cells, fresh_tasks
+from clawloop.phases.synthesize.procedural.generate import synthesize
+from clawloop.phases.synthesize.steering import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Frozen-trunk SFT (clawloop/training/frozen_trunk.py): the same loss, gradients and metrics as TRL's
+"""Frozen-trunk SFT (clawloop/phases/train/frozen_trunk.py): the same loss, gradients and metrics as TRL's
 path, the trunk run once per conversation, TRL's path where it does not apply."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from test_sft import conversation, make_task
 
 from clawloop.config.train import LoraParams, SFTParams
-from clawloop.training import data as tdata
+from clawloop.phases.train import data as tdata
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -27,7 +27,7 @@ def params(**over: Any) -> SFTParams:
 
 
 def trainer(base: Path, out: Path, **over: Any) -> Any:
-    from clawloop.training.sft import build_trainer
+    from clawloop.phases.train.sft import build_trainer
 
     return build_trainer(base, dataset(), params(**over), out)
 
@@ -127,7 +127,7 @@ def test_training_matches_trls_path_and_runs_the_trunk_once_per_conversation(tin
 def test_run_sft_saves_the_real_model_and_records_the_fast_path(tiny_model: Path, tmp_path: Path) -> None:
     from safetensors.torch import load_file
 
-    from clawloop.training.sft import run_sft
+    from clawloop.phases.train.sft import run_sft
 
     dest = tmp_path / "ckpt"
     meta = run_sft(tiny_model, dataset(), params(max_steps=2, learning_rate=1e-2), tmp_path / "stage", dest)
@@ -143,7 +143,7 @@ def test_lora_on_the_top_layers_trains_from_the_trunk_and_merges_there(tiny_mode
     into a plain checkpoint in which only those layers' linear weights moved."""
     from safetensors.torch import load_file
 
-    from clawloop.training.sft import run_sft
+    from clawloop.phases.train.sft import run_sft
 
     dest = tmp_path / "ckpt"
     meta = run_sft(tiny_model, dataset(), params(max_steps=2, learning_rate=1e-2, lora=LoraParams(r=4, alpha=8)),

@@ -10,12 +10,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from clawloop.agent.harness import initial_messages
-from clawloop.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL, TOOLS
 from clawloop.config.train import GRPOParams
+from clawloop.core.agent.harness import initial_messages
+from clawloop.core.agent.tool_calls import BASH_TOOL, SUBMIT_TOOL, TOOLS
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.errors import ClawloopError
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.training.grpo import ShellEnvironment, environment_factory, grpo_dataset
+from clawloop.phases.train.grpo import ShellEnvironment, environment_factory, grpo_dataset
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -73,7 +73,7 @@ def test_environment_runs_commands_and_verifies_in_bwrap() -> None:
 def test_grpo_episodes_follow_the_rollouts_turn_rules() -> None:
     """GRPO's tool calls step through EpisodeState like every rollout's replies: the repeat note, the
     submit check and the turn limit are the harness's, not TRL's own."""
-    from clawloop.agent.harness import HarnessConfig, submit_check_note
+    from clawloop.core.agent.harness import HarnessConfig, submit_check_note
 
     env = environment_factory("bwrap", harness_config=HarnessConfig(max_turns=4, submit_check=True))()
     env.reset(**row(make_task()))
@@ -89,7 +89,7 @@ def test_grpo_episodes_follow_the_rollouts_turn_rules() -> None:
 def test_grpo_sandboxes_mount_the_task_runtime() -> None:
     """Bug: GRPO opened its sandboxes with an empty config, so the task runtime (python3 with
     pytest, pandas, ...) that rollouts and reference trajectories see was missing there."""
-    from clawloop.tasks.environment import default_config, open_sandbox
+    from clawloop.core.tasks.environment import default_config, open_sandbox
 
     if default_config().runtime_dir is None:
         pytest.skip("no task runtime: run scripts/setup.sh")
@@ -105,7 +105,7 @@ def test_grpo_sandboxes_mount_the_task_runtime() -> None:
 def test_claw_eval_live_tasks_are_graded_by_their_adapter() -> None:
     """Bug: GRPO's reward ran the standard verifier on every task, so a Claw-Eval-Live task (a
     snapshot step graded on the host) was always an infrastructure error: reward None, masked."""
-    from clawloop.tasks import claw_eval_live as cel
+    from clawloop.core.tasks import claw_eval_live as cel
 
     suite = Path(__file__).resolve().parents[1] / "benchmarks" / "fixtures" / "claw-eval-live"
     d = suite / "tasks" / "CTB_FX01_log_error_count"
@@ -143,7 +143,7 @@ def test_bootstrap_tokenizer_parses_tool_calls_for_trl(tiny_model: Path) -> None
         supports_tool_calling,
     )
 
-    from clawloop.training.checkpoint import load_tokenizer
+    from clawloop.artifacts.checkpoint import load_tokenizer
 
     tok = load_tokenizer(tiny_model)
     assert supports_tool_calling(tok) and is_chat_template_prefix_preserving(tok)
@@ -161,9 +161,9 @@ def test_a_tokenizer_that_cannot_read_its_own_calls_is_fitted_or_refused(tiny_mo
     """A checkpoint whose response template reads `<tool_call>` tags while its chat template writes
     ```json blocks (a Qwen base bootstrapped before `call_form`) gets the json-fence reader; one whose
     calls no form reads is a one-line error, not a GRPO run whose rollouts never run a command."""
-    from clawloop.agent.tool_calls import response_template
-    from clawloop.training.checkpoint import load_tokenizer
-    from clawloop.training.grpo import fit_response_template, reads_own_calls
+    from clawloop.artifacts.checkpoint import load_tokenizer
+    from clawloop.core.agent.tool_calls import response_template
+    from clawloop.phases.train.grpo import fit_response_template, reads_own_calls
 
     tok = load_tokenizer(tiny_model)
     assert reads_own_calls(tok) and fit_response_template(tok, "base") is tok
@@ -177,7 +177,7 @@ def test_a_tokenizer_that_cannot_read_its_own_calls_is_fitted_or_refused(tiny_mo
 
 @pytest.mark.slow
 def test_two_grpo_steps_end_to_end(tiny_model: Path, tmp_path: Path) -> None:
-    from clawloop.training.grpo import build_trainer, run_grpo
+    from clawloop.phases.train.grpo import build_trainer, run_grpo
 
     coin = make_task("c.txt", "coin", test_sh="echo $((RANDOM % 2)) > /logs/verifier/reward.txt")
     broken = make_task("b.txt", "broken", test_sh="exit 0")  # writes no reward: infrastructure error
@@ -207,7 +207,7 @@ def test_two_grpo_steps_end_to_end(tiny_model: Path, tmp_path: Path) -> None:
 
 def test_grpo_trains_only_the_top_layers_when_asked(tiny_model: Path, tmp_path: Path) -> None:
     """grpo.trainable_layers freezes as SFT does: on a CPU the backward pass is most of a step."""
-    from clawloop.training.grpo import build_trainer
+    from clawloop.phases.train.grpo import build_trainer
 
     params = GRPOParams(max_steps=1, num_generations=2, per_device_train_batch_size=2, trainable_layers=1)
     trainer, env_cls = build_trainer(tiny_model, [make_task("a.txt", "alpha")], params, tmp_path / "stage")
@@ -218,7 +218,7 @@ def test_grpo_trains_only_the_top_layers_when_asked(tiny_model: Path, tmp_path: 
 
 def test_grpo_dataset_and_batch_check(tmp_path: Path) -> None:
     from clawloop.errors import ClawloopError
-    from clawloop.training.grpo import grpo_config
+    from clawloop.phases.train.grpo import grpo_config
 
     ds = grpo_dataset([make_task()])
     assert ds[0]["prompt"] == initial_messages(make_task())
@@ -230,7 +230,7 @@ def test_grpo_dataset_and_batch_check(tmp_path: Path) -> None:
 
 
 def test_without_submit_tool_only_bash_is_offered() -> None:
-    from clawloop.agent.harness import HarnessConfig
+    from clawloop.core.agent.harness import HarnessConfig
 
     env_cls = environment_factory("bwrap", harness_config=HarnessConfig(submit_tool=False))
     tools = [n for n, _ in inspect.getmembers(env_cls, inspect.isfunction) if not n.startswith("_")]

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.core.tasks.dockerfile_lite import DEFAULT_WORKDIR, parse_dockerfile
+from clawloop.core.tasks.harbor import find_task_dirs, load_harbor_task
+from clawloop.core.tasks.harbor_export import export_harbor_task, export_tasks, task_name
+from clawloop.core.tasks.shell_lite import Runtime, check_script
+from clawloop.core.tasks.shell_words import shell_segments
+from clawloop.core.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.errors import ClawloopError
-from clawloop.tasks.dockerfile_lite import DEFAULT_WORKDIR, parse_dockerfile
-from clawloop.tasks.harbor import find_task_dirs, load_harbor_task
-from clawloop.tasks.harbor_export import export_harbor_task, export_tasks, task_name
-from clawloop.tasks.shell_lite import Runtime, check_script
-from clawloop.tasks.shell_words import shell_segments
-from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 SHELL_CORE = Path(__file__).parent.parent / "benchmarks" / "shell-core"
@@ -261,8 +261,8 @@ def test_offline_template_fixture_oracle_passes_noop_fails() -> None:
     """A hand-made task with public Harbor tasks' features runs on bwrap as Harbor would run it:
     0644 scripts, the uv verifier template, /app, /etc edits, a python symlink, pip -r."""
     import sandbox
-    from clawloop.agent.oracle import run_episode
-    from clawloop.tasks.shell_lite import default_runtime_dir
+    from clawloop.core.agent.oracle import run_episode
+    from clawloop.core.tasks.shell_lite import default_runtime_dir
 
     if why := sandbox.unavailable_reason("bwrap"):
         pytest.skip(f"bwrap backend unavailable: {why}")
@@ -289,7 +289,7 @@ def test_a_verifier_that_switches_users_needs_several_uids(tmp_path: Path, name:
     """A plain bwrap sandbox maps one uid (EINVAL on a switch, measured): the import records the
     place that switches; the runner gives such a task uids 0..65535 where it can (root) and
     skips it, naming why, where it cannot."""
-    from clawloop.tasks.layers import layer_skip_reason, uids_unavailable
+    from clawloop.core.tasks.layers import layer_skip_reason, uids_unavailable
 
     d = _copy_fixture(tmp_path)
     (d / "tests" / name).write_text(text)
@@ -331,7 +331,7 @@ def test_a_known_base_images_workdir_starts_the_build(text: str, workdir: str, c
 
 def _run_both(task):  # noqa: ANN001, ANN202
     import sandbox
-    from clawloop.agent.oracle import run_episode
+    from clawloop.core.agent.oracle import run_episode
 
     if why := sandbox.unavailable_reason("bwrap"):
         pytest.skip(f"bwrap backend unavailable: {why}")
@@ -352,7 +352,7 @@ def test_a_task_whose_dockerfile_adds_a_user_runs_as_that_user() -> None:
     """`RUN useradd -m appuser && chown -R appuser /srv/data`, replayed in the task world (once
     dropped): the solution's runuser and the verifier's `su appuser -c` run as that user, who owns
     the data dir and a home."""
-    from clawloop.tasks.layers import uids_unavailable
+    from clawloop.core.tasks.layers import uids_unavailable
 
     task = load_harbor_task(FIDELITY / "useradd-chown")
     assert task.needs_image is None and "useradd -m appuser && chown -R appuser /srv/data" in task.setup[-1]

@@ -6,17 +6,17 @@ import json
 
 import pytest
 
-from clawloop.agent.episode import EpisodeState
-from clawloop.agent.harness import (
+from clawloop.core.agent.episode import EpisodeState
+from clawloop.core.agent.harness import (
     HarnessConfig,
     format_observation,
     initial_messages,
     system_prompt,
     tools_for,
 )
-from clawloop.agent.tool_calls import TOOLS, FormatError, ParsedCall, assistant_message, parse_reply
+from clawloop.core.agent.tool_calls import TOOLS, FormatError, ParsedCall, assistant_message, parse_reply
+from clawloop.core.tasks.task import Limits, Task, Verifier
 from clawloop.policy.types import Generation
-from clawloop.tasks.task import Limits, Task, Verifier
 from sandbox.base import ExecResult
 
 
@@ -320,7 +320,7 @@ def test_lenient_form_trains_as_the_canonical_tool_call(template: str) -> None:
 
 
 def test_format_hint_shows_the_form_but_no_command_to_copy() -> None:
-    from clawloop.agent.harness import hint_message
+    from clawloop.core.agent.harness import hint_message
 
     st = EpisodeState(_task())
     st.on_generation(gen("I would list the files first."))
@@ -335,8 +335,8 @@ def test_format_hint_shows_the_form_but_no_command_to_copy() -> None:
 
 
 def test_call_formats_are_the_trajectory_contract() -> None:
-    from clawloop import trajectory
-    from clawloop.agent import tool_calls
+    from clawloop.core import trajectory
+    from clawloop.core.agent import tool_calls
 
     assert tool_calls.CALL_FORMATS == trajectory.CALL_FORMATS
     assert tool_calls.LENIENT_FORMATS == trajectory.LENIENT_FORMATS
@@ -345,15 +345,15 @@ def test_call_formats_are_the_trajectory_contract() -> None:
 # --- what the harness learned (HarnessEdits, carried by the playbook) --------------------------
 
 def _learned(**edits: object) -> HarnessConfig:
-    from clawloop.agent.playbook import HarnessEdits, Playbook
+    from clawloop.core.agent.playbook import HarnessEdits, Playbook
 
     return HarnessConfig(max_turns=6, command_timeout_s=10,
                          playbook=Playbook(token_budget=10, harness=HarnessEdits(**edits)))  # type: ignore[arg-type]
 
 
 def test_learned_variants_change_prompt_hint_tools_and_observations() -> None:
-    from clawloop.agent.harness import hint_message
-    from clawloop.agent.playbook import METHOD_HEADER, strip_playbook
+    from clawloop.core.agent.harness import hint_message
+    from clawloop.core.agent.playbook import METHOD_HEADER, strip_playbook
 
     task = _task()
     plain = system_prompt(task, HarnessConfig(max_turns=6, command_timeout_s=10))
@@ -393,7 +393,7 @@ def test_a_learned_budget_never_raises_the_harness_or_the_task_limit() -> None:
 
 
 def test_read_observation_inverts_format_observation() -> None:
-    from clawloop.agent.harness import format_observation, read_observation
+    from clawloop.core.agent.harness import format_observation, read_observation
 
     for output, code, timed_out in [("a.txt\nb.txt\n", 0, False), ("", 1, False), ("partial", -9, True)]:
         obs = format_observation(ExecResult(exit_code=code, output=output, timed_out=timed_out, duration_s=10.0))
@@ -404,7 +404,7 @@ def test_read_observation_inverts_format_observation() -> None:
 
 
 def test_a_repeated_command_is_pointed_out_in_its_observation() -> None:
-    from clawloop.agent.harness import read_observation
+    from clawloop.core.agent.harness import read_observation
 
     st = EpisodeState(_task())
     for cmd in ("./build.sh", "./build.sh", "cat build.sh", "./build.sh"):
@@ -440,7 +440,7 @@ SUBMIT = "<tool_call>\n" + SUBMIT_BARE + "\n</tool_call>"
 def test_a_submit_after_a_failed_command_is_answered_once_and_the_data_keeps_the_fix() -> None:
     """submit_check: the first submit before any command, or right after a failed one, gets a note
     and the episode goes on; the second submit ends it. Training data cuts the call and its note."""
-    from clawloop.agent.harness import strip_submit_checks
+    from clawloop.core.agent.harness import strip_submit_checks
 
     failed = ExecResult(128, "fatal: not a git repository\n", False, 0.01)
     st = EpisodeState(_task(), HarnessConfig(submit_check=True))
@@ -473,8 +473,8 @@ def test_a_submit_after_a_failed_command_is_answered_once_and_the_data_keeps_the
     off.on_generation(gen(SUBMIT))
     assert off.termination == "submit"
     # a learned harness edit (the playbook's) turns the check on as the config does
-    from clawloop.agent.harness import with_edits
-    from clawloop.agent.playbook import HarnessEdits
+    from clawloop.core.agent.harness import with_edits
+    from clawloop.core.agent.playbook import HarnessEdits
 
     learned = EpisodeState(_task(), with_edits(HarnessConfig(), HarnessEdits(submit_check=True)))
     learned.on_generation(gen(SUBMIT))

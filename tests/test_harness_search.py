@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from clawloop.agent.harness import HarnessConfig, system_prompt, tools_for
-from clawloop.agent.playbook import POLICY_FILE, HarnessEdits, read_playbook
-from clawloop.agent.tool_calls import TOOLS
+from clawloop.artifacts.diagnosis import CapabilityReport, CellStats, FailureModeStats
 from clawloop.config.train import HarnessSearchParams, PlaybookParams
-from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
-from clawloop.paired import outcomes_of
+from clawloop.core.agent.harness import HarnessConfig, system_prompt, tools_for
+from clawloop.core.agent.playbook import POLICY_FILE, HarnessEdits, read_playbook
+from clawloop.core.agent.tool_calls import TOOLS
+from clawloop.core.paired import outcomes_of
+from clawloop.core.tasks.task import FileSpec, Task, Verifier
+from clawloop.phases.train import harness_search as hs
+from clawloop.phases.train.guards import BudgetLimits
 from clawloop.policy.types import Generation
-from clawloop.tasks.task import FileSpec, Task, Verifier
-from clawloop.training import harness_search as hs
-from clawloop.training.guards import BudgetLimits
 
 LIMITS = BudgetLimits(max_turns=6, command_timeout_s=10, max_new_tokens=96)
 TEST_SH = 'if [ "$(cat /workspace/{f} 2>/dev/null)" = "{v}" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt'
@@ -131,11 +131,11 @@ class HarnessSensitivePolicy:
 def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) -> None:
     """A policy whose pass rate depends on the harness: the train step keeps the variant that wins on
     the dev split, rejects the one that loses, and every later rollout of the policy dir uses it."""
-    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.config.params import load_params
-    from clawloop.io import write_json
-    from clawloop.loop import rollout_settings
-    from clawloop.training.playbook import PlaybookStep, evolve_checkpoint, write_artifact
+    from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.core.io import write_json
+    from clawloop.core.rollout_settings import rollout_settings
+    from clawloop.phases.train.playbook import PlaybookStep, evolve_checkpoint, write_artifact
 
     pool = [make_task(f"f{i}.txt", v) for i, v in enumerate(["apple", "avocado", "kiwi", "lime", "plum", "fig"])]
     policy = HarnessSensitivePolicy()
@@ -180,8 +180,8 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
 
 
 def test_the_search_is_skipped_without_a_dev_split(tmp_path: Path) -> None:
-    from clawloop.io import write_json
-    from clawloop.training.playbook import PlaybookStep, evolve_checkpoint
+    from clawloop.core.io import write_json
+    from clawloop.phases.train.playbook import PlaybookStep, evolve_checkpoint
 
     write_json(tmp_path / "diagnosis.json", report({"wrong_result": 8}).model_dump(mode="json"))
     (tmp_path / "out").mkdir()

@@ -13,16 +13,16 @@ import pytest
 from scripted_policy import ScriptedPolicy
 
 from clawloop.config.synthesis import HindsightParams
-from clawloop.synthesis.grounded import state_diff as sd
-from clawloop.synthesis.grounded import state_probe
-from clawloop.synthesis.grounded.attempts import Attempts
-from clawloop.synthesis.grounded.hindsight import (
+from clawloop.core.tasks.task import FileSpec, Task, Verifier
+from clawloop.phases.synthesize.grounded import state_diff as sd
+from clawloop.phases.synthesize.grounded import state_probe
+from clawloop.phases.synthesize.grounded.attempts import Attempts
+from clawloop.phases.synthesize.grounded.hindsight import (
     Rejected,
     exploration_task,
     hindsight_tasks,
     relabel,
 )
-from clawloop.tasks.task import FileSpec, Task, Verifier
 
 SHA_A, SHA_B = "a" * 64, "b" * 64
 
@@ -103,7 +103,7 @@ def test_probe_snapshot_and_checks_locally(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------- relabel in bwrap
 def test_relabel_makes_valid_tasks_and_minimizes() -> None:
-    from clawloop.validation.agent_free import validate_pool
+    from clawloop.phases.validate.agent_free import validate_pool
 
     be, parent = backend(), seed_task()
     cases = {
@@ -149,7 +149,7 @@ def test_relabel_rejections() -> None:
 
 
 def test_volatile_seeded_files_are_not_kept() -> None:
-    from clawloop.validation.agent_free import validate_pool
+    from clawloop.phases.validate.agent_free import validate_pool
 
     be = backend()
     parent = seed_task().model_copy(update={"setup": ["date +%s%N > stamp.txt"]})
@@ -165,7 +165,7 @@ def test_volatile_seeded_files_are_not_kept() -> None:
 
 
 def test_time_dependent_change_fails_validation() -> None:
-    from clawloop.validation.agent_free import validate_pool
+    from clawloop.phases.validate.agent_free import validate_pool
 
     be = backend()
     task = relabel(seed_task(), ["date +%s%N > stamp.txt"], backend=be, params=HindsightParams(check_replay=False))
@@ -184,7 +184,7 @@ def explorer(conv: list[dict[str, Any]]) -> str:
 
 
 def test_hindsight_routine_with_scripted_policy(tmp_path: Path) -> None:
-    from clawloop.validation.agent_free import validate_pool
+    from clawloop.phases.validate.agent_free import validate_pool
 
     be = backend()
     parents = [seed_task(), seed_task(**{"notes.txt": "a\nb\n"}), seed_task(**{"data.csv": "x,y\n1,2\n"})]
@@ -200,7 +200,7 @@ def test_hindsight_routine_with_scripted_policy(tmp_path: Path) -> None:
 
 
 def test_synthesize_grounded_hindsight_from_procedural_seeds() -> None:
-    from clawloop.synthesis.grounded.run import synthesize_grounded
+    from clawloop.phases.synthesize.grounded.run import synthesize_grounded
 
     be = backend()
     policy = ScriptedPolicy([bash("touch marker.txt"), SUBMIT])

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from clawloop.agent.harness import initial_messages
-from clawloop.agent.hints import HINT_PREFIX, hint_for, strip_hint, tools_and_options, with_hint
 from clawloop.config.synthesis import Forms
-from clawloop.synthesis.procedural.generate import synthesize
-from clawloop.synthesis.skills import families
-from clawloop.synthesis.steering import Plan
-from clawloop.tasks.task import Solution, Task, Verifier
+from clawloop.core.agent.harness import initial_messages
+from clawloop.core.agent.hints import HINT_PREFIX, hint_for, strip_hint, tools_and_options, with_hint
+from clawloop.core.tasks.task import Solution, Task, Verifier
+from clawloop.phases.synthesize.procedural.generate import synthesize
+from clawloop.phases.synthesize.skills import families
+from clawloop.phases.synthesize.steering import Plan
 
 
 def test_tools_and_their_options_without_values_or_arguments() -> None:
@@ -74,9 +74,9 @@ def test_help_rollouts_pass_and_train_without_the_hint(tmp_path: Path) -> None:
         pytest.skip("bubblewrap is not installed")
     from scripted_policy import ScriptedPolicy
 
-    from clawloop.agent.rollout import RolloutConfig
-    from clawloop.training.data import load_self_trajectories
-    from clawloop.validation.probe import help_rollouts, probe_tasks
+    from clawloop.core.agent.rollout import RolloutConfig
+    from clawloop.phases.train.data import load_self_trajectories
+    from clawloop.phases.validate.probe import help_rollouts, probe_tasks
 
     test = "test -f /workspace/done && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt"
     task = Task(instruction="Mark the job as finished.", skill="files",

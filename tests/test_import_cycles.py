@@ -73,24 +73,72 @@ def test_no_import_cycles_in_clawloop(package: str) -> None:
     assert not cycles, f"{len(cycles)} import cycles:\n" + "\n".join(show(c) for c in cycles)
 
 
-def test_no_cycles_between_the_packages_of_clawloop() -> None:
-    """One level up: clawloop.agent, clawloop.tasks, clawloop.config ... (a subpackage or a top-level
-    module each) depend one way. `agent <-> tasks` (the oracle's episode lived in tasks/) and the ring
-    params -> training -> executor -> params (ExecutorParams lived in clawloop/params.py) were two such cycles."""
-    def unit(module: str) -> str:
-        return ".".join(module.split(".")[:2])
+def unit(module: str) -> str:
+    """The package a module belongs to, one level below clawloop (two for core/ and phases/):
+    clawloop.core.agent, clawloop.phases.train, clawloop.config, clawloop.errors ..."""
+    parts = module.split(".")
+    return ".".join(parts[:3] if parts[1:2] in (["core"], ["phases"]) and len(parts) > 2 else parts[:2])
 
+
+def unit_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, targets in package_graph("clawloop").items():
         graph.setdefault(unit(module), set()).update(unit(t) for t in targets if unit(t) != unit(module))
     for targets in list(graph.values()):
         for t in targets:
             graph.setdefault(t, set())
-    assert {"clawloop.agent", "clawloop.tasks", "clawloop.config", "clawloop.training"} <= set(graph)
+    return graph
+
+
+def _edges(a: str, b: str) -> list[str]:
+    return [f"{relpath(m)}:{i.line} imports {i.target}" for m in modules()
+            if m.startswith("clawloop") and unit(m).startswith(a) for i in imports(m) if unit(i.target).startswith(b)]
+
+
+def test_no_cycles_between_the_packages_of_clawloop() -> None:
+    """One level up: clawloop.core.agent, clawloop.core.tasks, clawloop.config ... depend one way.
+    `agent <-> tasks` (the oracle's episode lived in tasks/) and the ring params -> training ->
+    executor -> params (ExecutorParams lived in clawloop/params.py) were two such cycles."""
+    graph = unit_graph()
+    assert {"clawloop.core.agent", "clawloop.core.tasks", "clawloop.config", "clawloop.phases.train"} <= set(graph)
     cycles = _cycles(graph)
-    edges = [f"{relpath(m)}:{i.line} imports {i.target}" for c in cycles for m in modules()
-             if unit(m) in c for i in imports(m) if unit(i.target) in c and unit(i.target) != unit(m)]
+    edges = [e for c in cycles for a in c for b in c if a != b for e in _edges(a, b)]
     assert not cycles, f"package cycles {cycles}:\n  " + "\n  ".join(edges)
+
+
+LAYERS = {
+    "clawloop.errors": set(),
+    "clawloop.config": {"clawloop.errors"},
+    "clawloop.policy": {"clawloop.errors", "clawloop.config"},
+    "clawloop.core": {"clawloop.errors", "clawloop.config", "clawloop.policy"},
+    "clawloop.artifacts": {"clawloop.errors", "clawloop.config", "clawloop.policy", "clawloop.core"},
+    "clawloop.phases": {"clawloop.errors", "clawloop.config", "clawloop.policy", "clawloop.core", "clawloop.artifacts"},
+}
+"""What each layer may import besides itself and sandbox (top to bottom: a layer may import those
+above it in this list, never below). Above the phases stand bootstrap (a scratch base pretrains on
+synthesize's generators), report, viewer, commands and the CLI: they may import any phase."""
+
+
+def _layer(module: str) -> str:
+    return next((layer for layer in LAYERS if module == layer or module.startswith(layer + ".")), module)
+
+
+def test_phases_import_the_core_never_each_other() -> None:
+    """A phase imports core, policy, config, artifacts, errors and sandbox, never another phase; the
+    core never imports a phase (nor artifacts); config imports only errors. A stage that needs two
+    phases composes them itself (stages/transfer.py)."""
+    wrong = []
+    for module, targets in package_graph("clawloop").items():
+        layer = _layer(module)
+        if layer not in LAYERS:
+            continue
+        for t in targets:
+            allowed = LAYERS[layer] | {layer}
+            same_phase = layer == "clawloop.phases" and unit(t) == unit(module)
+            if _layer(t) not in allowed or (_layer(t) == "clawloop.phases" and not same_phase):
+                wrong += [e for e in _edges(unit(module), unit(t)) if e.startswith(relpath(module))]
+    assert {m for m in package_graph("clawloop") if _layer(m) == "clawloop.phases"}, "no phases found"
+    assert not wrong, "imports across layers:\n  " + "\n  ".join(sorted(set(wrong)))
 
 
 def test_the_cycle_finder_finds_cycles() -> None:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.agent.oracle import run_episode
+from clawloop.core.agent.oracle import run_episode
+from clawloop.core.tasks import intercode as ic
+from clawloop.core.tasks import intercode_reward as icr
+from clawloop.core.tasks.adapters import adapter_for
+from clawloop.core.tasks.formats import detect_format, load_suite_any, score_fields
 from clawloop.errors import ClawloopError
-from clawloop.tasks import intercode as ic
-from clawloop.tasks import intercode_reward as icr
-from clawloop.tasks.adapters import adapter_for
-from clawloop.tasks.formats import detect_format, load_suite_any, score_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "intercode-mini"
@@ -118,7 +118,7 @@ def test_a_wrong_symlink_target_scores_full_faithfully_and_not_strictly() -> Non
 
 
 def test_the_summary_labels_the_strict_score_beside_intercodes() -> None:
-    from clawloop.trajectory import EpisodeRecord
+    from clawloop.core.trajectory import EpisodeRecord
 
     def rec(reward: float, strict: float | None) -> EpisodeRecord:
         return EpisodeRecord(task_id="t", name="t", suite="s", skill="k", level=1, agent="a",
@@ -189,7 +189,7 @@ def test_snapshot_is_cached_by_content(tasks: dict[str, ic.Task], monkeypatch: p
     def boom(*a: object, **k: object) -> None:
         raise AssertionError("rebuilt")
 
-    monkeypatch.setattr("clawloop.tasks.intercode_fs.build_snapshot", boom)
+    monkeypatch.setattr("clawloop.core.tasks.intercode_fs.build_snapshot", boom)
     again = {t.metadata[ic.KEY]["name"]: t for t in ic.load_intercode(FIX)}
     assert again["fs1-00"].id == tasks["fs1-00"].id
     key = ic.snapshot_key((FIX / "docker/bash_scripts/setup_nl2b_fs_1.sh").read_bytes(), 1)
@@ -262,7 +262,7 @@ def test_noop_stays_at_or_below_the_floor(tasks: dict[str, ic.Task], backend: st
 def test_restored_file_system_matches_its_baseline(tasks: dict[str, ic.Task], backend: str) -> None:
     """Right after the setup, the walk finds exactly the archive (no change to report), dated as
     documented: the script's own dates kept, the rest re-dated to the day before."""
-    from clawloop.tasks.environment import TaskEnvironment
+    from clawloop.core.tasks.environment import TaskEnvironment
 
     t = tasks["fs1-06"]
     with TaskEnvironment(t, backend) as env:
@@ -347,7 +347,7 @@ def test_tasks_import_to_pool_and_harbor(tmp_path: Path, tasks: dict[str, ic.Tas
     from typer.testing import CliRunner
 
     from clawloop.cli import app
-    from clawloop.tasks.pool import read_pool
+    from clawloop.core.tasks.pool import read_pool
 
     pool = tmp_path / "pool.jsonl"
     r = CliRunner().invoke(app, ["tasks", "import", "--format", "intercode", str(FIX), "--out", str(pool)])

@@ -1,4 +1,4 @@
-"""Environment layers (sandbox/layers.py, sandbox/_merge.py, clawloop/tasks/layers.py): names,
+"""Environment layers (sandbox/layers.py, sandbox/_merge.py, clawloop/core/tasks/layers.py): names,
 keys, manifests and the cache without network; layers merged into a bwrap sandbox (read-only,
 in the trusted root, never on the host); several uids; one tiny apt and one tiny pip layer
 built from the registries (skipped only when the registry is unreachable)."""
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 import sandbox
-from clawloop.tasks.dockerfile_lite import parse_dockerfile
-from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.layers import SANDBOX_KEY, layer_skip_reason, layer_specs, uids_unavailable
-from clawloop.tasks.shell_lite import ACCOUNTS_SETUP, LayerWants, Runtime, classify
-from clawloop.tasks.task import FileSpec, Task, Verifier
+from clawloop.core.tasks.dockerfile_lite import parse_dockerfile
+from clawloop.core.tasks.harbor import load_harbor_task
+from clawloop.core.tasks.layers import SANDBOX_KEY, layer_skip_reason, layer_specs, uids_unavailable
+from clawloop.core.tasks.shell_lite import ACCOUNTS_SETUP, LayerWants, Runtime, classify
+from clawloop.core.tasks.task import FileSpec, Task, Verifier
 from sandbox import layers as L
 from sandbox._merge import with_userns, wrap
 

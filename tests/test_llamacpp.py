@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
+from clawloop.core.agent.tool_calls import TOOLS, assistant_message, tool_message
 from clawloop.errors import ClawloopError
 from clawloop.policy.hf import HFPolicy, HFPolicyConfig
 from clawloop.policy.types import LlamaCppPolicyConfig, SamplingParams
@@ -278,10 +278,10 @@ def test_the_loop_rolls_out_on_llamacpp(qwen3_dir: Path, tmp_path: Path, monkeyp
     """params.yaml's rollout section → RolloutSettings.load_policy → lockstep rollouts in bwrap sandboxes."""
     import yaml
 
-    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.config.params import load_params
-    from clawloop.evaluation import load_suite
-    from clawloop.loop import rollout_settings
+    from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.core.rollout_settings import rollout_settings
+    from clawloop.phases.evaluate.agent_eval import load_suite
     from clawloop.policy.llamacpp import LlamaCppPolicy
 
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path / "cache"))

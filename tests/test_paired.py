@@ -8,9 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from clawloop import loop, paired
+from clawloop.artifacts import metrics as artifact_metrics
 from clawloop.config.params import EvalParams, GateParams
-from clawloop.io import read_json, write_json
+from clawloop.core import paired
+from clawloop.core.io import read_json, write_json
+from clawloop.phases.evaluate import gate as gating
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "intercode-mini"
@@ -69,31 +71,31 @@ def test_outcomes_are_per_task_shares_of_graded_samples() -> None:
 def test_gate_decides_on_the_paired_comparison() -> None:
     policy = {f"s/{i}": float(i < 10) for i in range(72)}
     wobble = {**policy, "s/0": 0.0}                                       # 1 lost: a raw 0.02 tolerance rejects
-    assert loop.gate(wobble, policy, 0.2)[0] is True
+    assert gating.gate(wobble, policy, 0.2)[0] is True
     worse = {**policy, "s/0": 0.0, "s/1": 0.0, "s/2": 0.0}                # 3 lost, 0 gained: p = 0.125
-    promoted, cmp, _ = loop.gate(worse, policy, 0.2)
+    promoted, cmp, _ = gating.gate(worse, policy, 0.2)
     assert promoted is False and cmp is not None and cmp.p_worse == pytest.approx(0.125)
-    assert loop.gate(worse, policy, 0.1)[0] is True                       # alpha decides
-    assert loop.gate(worse, policy, 0.2, enabled=False)[0] is True
-    assert loop.gate(worse, None, 0.2) == (True, None, [])                  # iteration 0: nothing to beat
-    assert loop.gate({}, policy, 0.2)[0] is False                         # nothing graded (all errors)
+    assert gating.gate(worse, policy, 0.1)[0] is True                       # alpha decides
+    assert gating.gate(worse, policy, 0.2, enabled=False)[0] is True
+    assert gating.gate(worse, None, 0.2) == (True, None, [])                  # iteration 0: nothing to beat
+    assert gating.gate({}, policy, 0.2)[0] is False                         # nothing graded (all errors)
     better = {**policy, **{f"s/{i}": 1.0 for i in range(10, 20)}}
-    assert loop.gate(better, policy, 0.2)[0] is True
+    assert gating.gate(better, policy, 0.2)[0] is True
 
 
 def test_gate_refuses_a_collapse_of_one_suite_that_the_pooled_test_hides() -> None:
     policy = {**{f"big/{i}": float(i < 20) for i in range(112)}, **{f"small/{i}": float(i < 3) for i in range(50)}}
     # 6 gained on the big suite, all 3 passes of the small one lost: pooled 6 vs 3, p_worse = 0.91
     candidate = {**policy, **{f"big/{i}": 1.0 for i in range(20, 26)}, **{f"small/{i}": 0.0 for i in range(3)}}
-    assert loop.gate(candidate, policy, 0.2)[0] is True
-    assert loop.worse_suites(candidate, policy, 0.2) == ["small"]      # 0 vs 3: p = 0.125
-    assert loop.gate(candidate, policy, 0.2, suite_alpha=0.2)[0] is False
-    assert loop.gate(candidate, policy, 0.2, suite_alpha=0.1)[0] is True
-    assert loop.worse_suites(candidate, policy, None) == []
+    assert gating.gate(candidate, policy, 0.2)[0] is True
+    assert gating.worse_suites(candidate, policy, 0.2) == ["small"]      # 0 vs 3: p = 0.125
+    assert gating.gate(candidate, policy, 0.2, suite_alpha=0.2)[0] is False
+    assert gating.gate(candidate, policy, 0.2, suite_alpha=0.1)[0] is True
+    assert gating.worse_suites(candidate, policy, None) == []
 
 
-def _figures(passed: int, n: int = 4) -> dict[str, loop.SuiteMetrics]:
-    return {"shell-core": loop.SuiteMetrics(tasks=n, episodes=n, passed=passed, errors=0, skipped=0,
+def _figures(passed: int, n: int = 4) -> dict[str, artifact_metrics.SuiteMetrics]:
+    return {"shell-core": artifact_metrics.SuiteMetrics(tasks=n, episodes=n, passed=passed, errors=0, skipped=0,
                                             pass_at_1=passed / n, pass_at_k=passed / n, mean_reward=0.0, graded=n)}
 
 
@@ -110,19 +112,19 @@ def test_gate_and_promote_chains_heldout_records_and_hands_the_winner_over(tmp_p
         (dirs[it] / "checkpoint" / "weights").write_text(f"iteration {it}")
     (dirs[0] / "policy").mkdir()
     (dirs[0] / "policy" / "weights").write_text("iteration 0")
-    loop.gate_and_promote(0, _figures(1), _verdicts({0}), checkpoint=dirs[0] / "policy", previous=None, it_dir=dirs[0],
+    gating.gate_and_promote(0, _figures(1), _verdicts({0}), checkpoint=dirs[0] / "policy", previous=None, it_dir=dirs[0],
                 gate_params=gate, wall_s=1.0)
-    row = loop.gate_and_promote(1, _figures(3), _verdicts({0, 1, 2}), checkpoint=dirs[1] / "checkpoint", previous=dirs[0],
+    row = gating.gate_and_promote(1, _figures(3), _verdicts({0, 1, 2}), checkpoint=dirs[1] / "checkpoint", previous=dirs[0],
                       it_dir=dirs[1], gate_params=gate, wall_s=1.0)
     assert row.promoted and (row.vs_base_gained, row.vs_base_lost) == (2, 0) and row.vs_base_p == 0.5
     assert (dirs[1] / "policy" / "weights").read_text() == "iteration 1"
     # Iteration 2 loses all three of iteration 1's passes: rejected, iteration 1 stays the policy.
-    row = loop.gate_and_promote(2, _figures(0), _verdicts(set()), checkpoint=dirs[2] / "checkpoint", previous=dirs[1],
+    row = gating.gate_and_promote(2, _figures(0), _verdicts(set()), checkpoint=dirs[2] / "checkpoint", previous=dirs[1],
                       it_dir=dirs[2], gate_params=gate, wall_s=1.0)
     assert not row.promoted and row.policy_from == 1 and row.gate_p_worse == pytest.approx(0.125)
     assert row.gate_worse_suites == ["shell-core"]                     # the one suite says so too
     assert (dirs[2] / "policy" / "weights").read_text() == "iteration 1"
-    rec = loop.read_heldout(dirs[2] / "heldout.json")
+    rec = artifact_metrics.read_heldout(dirs[2] / "heldout.json")
     assert rec.base == _verdicts({0}) and rec.policy == _verdicts({0, 1, 2}) and rec.policy_from == 1
     assert rec.vs_base["lost"] == 1 and rec.vs_policy["lost"] == 3
     assert read_json(dirs[2] / "metrics.json")["best_heldout_pass_rate"] == 0.75
@@ -133,11 +135,11 @@ def test_heldout_record_names_the_file_and_field_when_malformed(tmp_path: Path) 
 
     write_json(tmp_path / "heldout.json", {"iteration": 1, "checkpoint": {}, "policy": {}, "base": {}})
     with pytest.raises(ClawloopError, match=r"heldout.json: policy_from"):
-        loop.read_heldout(tmp_path / "heldout.json")
+        artifact_metrics.read_heldout(tmp_path / "heldout.json")
 
 
 def test_an_optional_suite_that_is_absent_is_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from clawloop.suite_manifest import build, eval_suites, heldout_tasks
+    from clawloop.artifacts.suites import build, eval_suites, heldout_tasks
 
     params = SimpleNamespace(eval=EvalParams.model_validate({"suites": [
         {"name": "mini", "path": str(ROOT / "benchmarks" / "shell-core"), "format": "harbor", "max_tasks": 2},
@@ -150,7 +152,7 @@ def test_an_optional_suite_that_is_absent_is_skipped(tmp_path: Path, capsys: pyt
 
 
 def test_published_results_are_counted_on_the_evaluated_tasks() -> None:
-    from clawloop.tasks.intercode import published_on, published_results
+    from clawloop.core.tasks.intercode import published_on, published_results
 
     runs = published_results(FIXTURE)
     assert sum(runs["gpt-4"].values()) == 6 and len(runs["gpt-4"]) == 11   # fs1-00, -02, ..., fs2-00 succeed
@@ -160,13 +162,13 @@ def test_published_results_are_counted_on_the_evaluated_tasks() -> None:
         "GPT-4": {"passed": 0, "tasks": 1, "all_passed": 6, "all_tasks": 11}}
 
 
-def _evaluated(runs: Path, it: int, suites: dict[str, loop.SuiteMetrics], verdicts: dict[str, float]) -> None:
+def _evaluated(runs: Path, it: int, suites: dict[str, artifact_metrics.SuiteMetrics], verdicts: dict[str, float]) -> None:
     """What evaluate@it leaves: eval/summary.json, then the gate (gate_and_promote: heldout.json, metrics.json)."""
     d = runs / f"iter-{it}"
-    loop.write_metrics(d / "eval" / "summary.json", loop.EvalDetail(iteration=it, suites=suites,
+    artifact_metrics.write_metrics(d / "eval" / "summary.json", artifact_metrics.EvalDetail(iteration=it, suites=suites,
                                                                      episodes_per_s=1.0, wall_s=1.0))
     (d / "checkpoint").mkdir(parents=True)
-    loop.gate_and_promote(it, suites, verdicts, checkpoint=d / "checkpoint", previous=runs / "iter-0" if it else None,
+    gating.gate_and_promote(it, suites, verdicts, checkpoint=d / "checkpoint", previous=runs / "iter-0" if it else None,
                 it_dir=d, gate_params=GateParams(), wall_s=1.0)
 
 
@@ -203,7 +205,7 @@ def test_compare_command_pairs_two_evaluations_per_suite(tmp_path: Path) -> None
              "intercode-bash/y": 1.0}  # y: graded only after (an error before)
     for name, verdicts in (("a", before), ("b", after)):
         (tmp_path / name / "policy").mkdir(parents=True)
-        loop.gate_and_promote(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
+        gating.gate_and_promote(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
                     it_dir=tmp_path / name, gate_params=gate, wall_s=1.0)
     res = paired.compare_suites(before, after)
     assert list(res) == ["intercode-bash", "shell-core", "all"]
@@ -224,7 +226,7 @@ def test_compare_command_pairs_two_evaluations_per_suite(tmp_path: Path) -> None
               "shell-core/s": 1, "shell-core/t": 2}
     for name, verdicts in (("c", lv_before), ("d", lv_after)):
         (tmp_path / name / "policy").mkdir(parents=True)
-        loop.gate_and_promote(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
+        gating.gate_and_promote(0, _figures(1), verdicts, checkpoint=tmp_path / name / "policy", previous=None,
                     it_dir=tmp_path / name, gate_params=gate, wall_s=1.0, levels=levels)
     got = _json.loads(runner.invoke(app, ["compare", str(tmp_path / "c"), str(tmp_path / "d"), "--levels",
                                           "--json"]).output.strip().splitlines()[-1])

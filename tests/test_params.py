@@ -97,7 +97,7 @@ def test_missing_and_malformed_files(tmp_path: Path) -> None:
 def test_rollout_params_reach_the_harness_and_policy(tmp_path: Path) -> None:
     """rollout.max_format_errors and rollout.engine.threads are not just parsed: the loop's harness and
     policy settings carry them; the engine's forward pass is auto unless set."""
-    from clawloop.loop import rollout_settings
+    from clawloop.core.rollout_settings import rollout_settings
 
     out = _write(tmp_path, lambda r: (r["rollout"].update(max_format_errors=2), r["rollout"].update(engine={"threads": 1})))
     context = rollout_settings(load_params(out))
@@ -116,16 +116,16 @@ def test_rollout_format_hints_are_the_harness_variants() -> None:
     """params.py spells the variants instead of importing them (dvc deps): they must stay the same."""
     from typing import get_args
 
-    from clawloop.agent.playbook import FORMAT_HINTS, FormatHint
     from clawloop.config.params import RolloutParams
+    from clawloop.core.agent.playbook import FORMAT_HINTS, FormatHint
 
     assert get_args(RolloutParams.model_fields["format_hint"].annotation) == get_args(FormatHint) == tuple(FORMAT_HINTS)
 
 
 def test_one_describer_for_every_pydantic_error() -> None:
     """params.yaml, playbooks and pools name the file and field with the same wording."""
-    from clawloop.agent.playbook import parse_playbook
-    from clawloop.tasks.pool import parse_task
+    from clawloop.core.agent.playbook import parse_playbook
+    from clawloop.core.tasks.pool import parse_task
 
     with pytest.raises(ClawloopError, match=r"^pb.json: token_budget: Field required$"):
         parse_playbook({}, "pb.json")

@@ -120,7 +120,7 @@ def test_second_repro_does_nothing(smoke_repo: Path) -> None:
 
 
 def test_editing_a_generator_dirties_only_downstream(smoke_repo: Path) -> None:
-    gen = smoke_repo / "clawloop" / "synthesis" / "skills" / "files.py"
+    gen = smoke_repo / "clawloop" / "phases" / "synthesize" / "skills" / "files.py"
     original = gen.read_text()
     try:
         gen.write_text(original + "\n# an edit\n")

@@ -11,8 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from clawloop.agent.harness import HarnessConfig, initial_messages, playbook_block, system_prompt
-from clawloop.agent.playbook import (
+from clawloop.artifacts.diagnosis import CapabilityReport, CellStats, FailureModeStats
+from clawloop.cli import app
+from clawloop.config.train import PlaybookParams
+from clawloop.core.agent.harness import HarnessConfig, initial_messages, playbook_block, system_prompt
+from clawloop.core.agent.playbook import (
     PLAYBOOK_HEADER,
     POLICY_FILE,
     Playbook,
@@ -23,13 +26,10 @@ from clawloop.agent.playbook import (
     strip_playbook,
     write_playbook,
 )
-from clawloop.cli import app
-from clawloop.config.train import PlaybookParams
-from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
+from clawloop.core.tasks.task import FileSpec, Task, Verifier
+from clawloop.core.trajectory import EPISODE_SCHEMA
 from clawloop.errors import ClawloopError
-from clawloop.tasks.task import FileSpec, Task, Verifier
-from clawloop.training import playbook as pbk
-from clawloop.trajectory import EPISODE_SCHEMA
+from clawloop.phases.train import playbook as pbk
 
 TASK = Task(instruction="Write hi into a.txt.", skill="files",
             verifier=Verifier(files={"test.sh": FileSpec(content="true")}))
@@ -46,7 +46,7 @@ def tip(skill: str | None = "json", mode: str | None = None, text: str = "use jq
 
 
 def example(skill: str = "files", commands: tuple[str, ...] = ("echo hi > a.txt",)) -> PlaybookEntry:
-    from clawloop.agent.playbook import ExampleStep
+    from clawloop.core.agent.playbook import ExampleStep
 
     ex = WorkedExample(instruction="Write hi into a.txt.", episode_id="e1",
                        steps=[ExampleStep(command=c, exit_code=0) for c in commands])
@@ -109,11 +109,11 @@ def test_clawloop_check_accepts_a_playbook_and_refuses_a_bad_one(tmp_path: Path,
     row = next(x for x in res.output.splitlines() if "other.json" in x)
     assert "entries.0.kind" in row and "Traceback" not in res.output
     # a checkpoint directory's playbook.json is checked with it (the weights' check stubbed out)
-    monkeypatch.setattr("clawloop.check.check_base", lambda path: path)
+    monkeypatch.setattr("clawloop.artifacts.check.check_base", lambda path: path)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / POLICY_FILE).write_text(json.dumps(data))
-    from clawloop.check import check_checkpoint
+    from clawloop.artifacts.check import check_checkpoint
 
     with pytest.raises(ClawloopError, match="entries.0.kind"):
         check_checkpoint(ckpt)
@@ -144,7 +144,7 @@ def test_the_harness_renders_the_playbook_into_the_system_prompt() -> None:
 
 def test_rollout_settings_attach_the_policy_dirs_playbook(tmp_path: Path) -> None:
     from clawloop.config.params import load_params
-    from clawloop.loop import rollout_settings
+    from clawloop.core.rollout_settings import rollout_settings
 
     params = load_params(Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml")
     ctx = rollout_settings(params)
@@ -155,7 +155,7 @@ def test_rollout_settings_attach_the_policy_dirs_playbook(tmp_path: Path) -> Non
 
 
 def test_self_trajectories_lose_the_playbook_before_sft(tmp_path: Path) -> None:
-    from clawloop.training.data import load_self_trajectories
+    from clawloop.phases.train.data import load_self_trajectories
 
     cfg = HarnessConfig(playbook=Playbook(token_budget=100, entries=[tip()]))
     msgs = [*initial_messages(TASK, cfg), {"role": "assistant", "content": "", "tool_calls": [
@@ -177,7 +177,7 @@ def episode(eid: str, messages: list[dict[str, Any]], *, skill: str = "files", p
 
 
 def solved(commands: list[str], instruction: str = "Write hi into a.txt.") -> list[dict[str, Any]]:
-    from clawloop.agent.tool_calls import assistant_message, tool_message
+    from clawloop.core.agent.tool_calls import assistant_message, tool_message
 
     msgs: list[dict[str, Any]] = [{"role": "system", "content": "s"}, {"role": "user", "content": instruction}]
     for c in commands:
@@ -289,10 +289,10 @@ def _stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, policy:
 
     import yaml
 
+    from clawloop.artifacts.probe import write_probe
     from clawloop.config.params import load_params
-    from clawloop.io import read_json, write_json
-    from clawloop.tasks.pool import write_pool
-    from clawloop.validation.probe import write_probe
+    from clawloop.core.io import read_json, write_json
+    from clawloop.core.tasks.pool import write_pool
 
     raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "playbook.yaml").read_text())
     raw["train"]["method"] = method
@@ -343,7 +343,7 @@ def test_sft_plus_playbook_trains_sft_then_adds_the_playbook(tmp_path: Path, rol
         (Path(job.out) / "model.safetensors").write_bytes(b"new")
         return {"method": job.method, "steps": 3}
 
-    monkeypatch.setattr("clawloop.training.run.train", fake_train)
+    monkeypatch.setattr("clawloop.phases.train.run.train", fake_train)
     policy = tmp_path / "policy"
     policy.mkdir()
     write_playbook(policy / POLICY_FILE, Playbook(token_budget=100, entries=[tip(skill="csv", baseline=0.5)]))
@@ -362,7 +362,7 @@ def test_sft_plus_playbook_trains_sft_then_adds_the_playbook(tmp_path: Path, rol
 
 
 def test_clawloop_eval_renders_a_model_dirs_playbook_or_the_one_given(tmp_path: Path) -> None:
-    from clawloop.agent.model_agent import _playbook
+    from clawloop.core.agent.model_agent import _playbook
 
     pb = Playbook(token_budget=100, entries=[tip()])
     write_playbook(tmp_path / POLICY_FILE, pb)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from scripted_policy import ScriptedPolicy
 
-from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
 from clawloop.config.engine import EngineConfig
+from clawloop.core.agent.tool_calls import TOOLS, assistant_message, parse_reply, tool_message
 from clawloop.errors import ClawloopError
 from clawloop.policy.hf import HFPolicy, HFPolicyConfig
 from clawloop.policy.load import PolicySpec, load_policy

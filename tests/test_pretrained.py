@@ -69,7 +69,7 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_materialized_base_is_a_plain_checkpoint_with_our_template(smollm2: Path) -> None:
     from transformers import AutoConfig, AutoTokenizer
 
-    from clawloop.agent.tool_calls import TOOLS
+    from clawloop.core.agent.tool_calls import TOOLS
 
     meta = json.loads((smollm2 / "model_meta.json").read_text())
     assert meta["base"] == "smollm2-135m-instruct" and meta["params"] == 134_515_008
@@ -97,14 +97,14 @@ def test_sft_on_the_real_base_makes_it_pass_held_in_tasks(smollm2: Path, tmp_pat
     """The claim the default loop rests on: SFT on reference trajectories turns the pretrained
     base, which answers in prose (format errors), into an agent that solves the trained tasks.
     Real sandbox episodes and verifiers, greedy decoding; ~2-3 min on 2 cores."""
-    from clawloop.agent.harness import HarnessConfig
-    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.config.train import TrainParams
+    from clawloop.core.agent.harness import HarnessConfig
+    from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.phases.synthesize.procedural.generate import synthesize
+    from clawloop.phases.synthesize.steering import Plan
+    from clawloop.phases.train.run import EpisodeSetup, TrainJob, train
     from clawloop.policy.hf import HFPolicy
     from clawloop.policy.types import SamplingParams
-    from clawloop.synthesis.procedural.generate import synthesize
-    from clawloop.synthesis.steering import Plan
-    from clawloop.training.run import EpisodeSetup, TrainJob, train
 
     tasks = synthesize(Plan({("files", 1): 2, ("text_search", 1): 2}), seed=7)
     harness = HarnessConfig(max_turns=3, max_format_errors=1)
@@ -276,9 +276,9 @@ def test_marked_template_renders_what_the_models_own_does(tiny_qwen_gguf: tuple[
     """Generation markers and the string-arguments branch change nothing the original renders."""
     from transformers import AutoTokenizer
 
-    from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
     from clawloop.bootstrap.scratch import TEMPLATE
     from clawloop.config.bootstrap import QWEN25_CODER_05B
+    from clawloop.core.agent.tool_calls import TOOLS, assistant_message, tool_message
 
     path = tiny_qwen_gguf[0]
     tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
@@ -314,9 +314,9 @@ def test_json_call_template_differs_from_the_marked_one_only_in_how_calls_are_wr
     untrained; every other character is the marked own template's."""
     from transformers import AutoTokenizer
 
-    from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
     from clawloop.bootstrap.scratch import TEMPLATE
     from clawloop.config.bootstrap import QWEN25_CODER_05B as q
+    from clawloop.core.agent.tool_calls import TOOLS, assistant_message, tool_message
 
     path = tiny_qwen_gguf[0]
     tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
@@ -343,7 +343,7 @@ def test_chunked_base_materializes_a_plain_qwen2_checkpoint(chunked: tuple[Any, 
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from clawloop.agent.tool_calls import TOOLS, assistant_message, parse_reply
+    from clawloop.core.agent.tool_calls import TOOLS, assistant_message, parse_reply
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.types import SamplingParams
 
@@ -383,7 +383,7 @@ def test_chunked_base_materializes_a_plain_qwen2_checkpoint(chunked: tuple[Any, 
     reply = masked.removesuffix("<|im_end|>")
     assert parse_reply(reply).command == "ls"
     # ... and so does TRL's GRPO tool loop, through the tokenizer's response template
-    from clawloop.training.grpo import reads_own_calls
+    from clawloop.phases.train.grpo import reads_own_calls
 
     assert reads_own_calls(tok)
 

@@ -8,22 +8,22 @@ from typing import Any
 
 import pytest
 
-from clawloop.agent.rollout import RolloutConfig
-from clawloop.diagnosis.synthetic import episode_row, write_trajectories
-from clawloop.errors import ClawloopError
-from clawloop.tasks.task import Task, Verifier
-from clawloop.validation import probe
-from clawloop.validation.probe import (
+from clawloop.artifacts.probe import (
     ProbeResult,
     label_episodes,
     label_of,
-    probe_tasks,
     read_episode_rows,
     read_probe,
     select_by_label,
     summarize,
     write_probe,
 )
+from clawloop.core.agent.rollout import RolloutConfig
+from clawloop.core.tasks.task import Task, Verifier
+from clawloop.errors import ClawloopError
+from clawloop.phases.diagnose.synthetic import episode_row, write_trajectories
+from clawloop.phases.validate import probe
+from clawloop.phases.validate.probe import probe_tasks
 
 
 @pytest.mark.parametrize(("passes", "graded", "label"), [
@@ -91,7 +91,7 @@ def test_bad_probe_table(tmp_path: Path) -> None:
 
 @pytest.fixture
 def fake_rollout(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """A stand-in clawloop.agent.rollout.run_rollouts: task i passes its first i samples (task 3's
+    """A stand-in clawloop.core.agent.rollout.run_rollouts: task i passes its first i samples (task 3's
     first sample is an infrastructure error)."""
     calls: list[dict[str, Any]] = []
 
@@ -129,7 +129,7 @@ def test_cli_probe(tmp_path: Path, fake_rollout: list[dict[str, Any]], monkeypat
     from typer.testing import CliRunner
 
     from clawloop.commands import app, diagnose_cmd  # diagnose_cmd registers the commands
-    from clawloop.tasks.pool import read_pool, write_pool
+    from clawloop.core.tasks.pool import read_pool, write_pool
 
     monkeypatch.setattr(diagnose_cmd, "load_policy", lambda spec: ScriptedPolicy([]))
     write_pool(tmp_path / "pool.jsonl", _tasks())
@@ -150,7 +150,7 @@ def test_probe_and_diagnose_end_to_end(tmp_path: Path) -> None:
         pytest.skip("bubblewrap is not installed")
     from scripted_policy import ScriptedPolicy
 
-    from clawloop.diagnosis.diagnose import diagnose
+    from clawloop.phases.diagnose.diagnose import diagnose
 
     test = "test -f /workspace/done && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt"
     v = Verifier(files={"test.sh": {"content": test}})

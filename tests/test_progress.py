@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from clawloop.progress import MAX_INTERVAL_S, Progress, clock_text, console, next_interval, progress_for
+from clawloop.core.progress import MAX_INTERVAL_S, Progress, clock_text, console, next_interval, progress_for
 
 
 class Clock:
@@ -96,8 +96,8 @@ def test_track_closes_when_the_loop_raises() -> None:
 def test_proposer_shows_proposals_and_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     from scripted_policy import ScriptedPolicy
 
-    from clawloop.synthesis.grounded.attempts import Attempts
-    from clawloop.synthesis.grounded.proposer import propose_tasks
+    from clawloop.phases.synthesize.grounded.attempts import Attempts
+    from clawloop.phases.synthesize.grounded.proposer import propose_tasks
 
     tasks, stats = propose_tasks(ScriptedPolicy(["not a proposal"]), Attempts(n=3, progress=True))
     assert tasks == [] and stats["attempts"] == 3
@@ -156,7 +156,7 @@ def test_console_never_wraps_outside_a_terminal() -> None:
 
 
 def test_train_progress_callback() -> None:
-    from clawloop.training.progress import TrainProgress
+    from clawloop.phases.train.progress import TrainProgress
 
     p, stream, clock = plain(total=None, unit="steps", label="train sft")
     cb = TrainProgress(p)
@@ -203,7 +203,7 @@ def test_procedural_makes_up_what_hindsight_cannot_make(tmp_path: Path) -> None:
     to its budget instead of leaving it short."""
     import yaml
 
-    from clawloop.diagnosis.schema import CapabilityReport
+    from clawloop.artifacts.diagnosis import CapabilityReport
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["synthesis"].update(tasks_per_iteration=40, routines={"procedural": 0.75, "hindsight": 0.25})

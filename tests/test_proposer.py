@@ -11,20 +11,20 @@ from typing import Any
 import pytest
 from scripted_policy import ScriptedPolicy
 
+from clawloop.artifacts.diagnosis import CapabilityReport, CellStats, FailureModeStats, Recommendation
 from clawloop.config.synthesis import ProposerParams
-from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats, Recommendation
 from clawloop.errors import ClawloopError
-from clawloop.policy.types import Generation
-from clawloop.synthesis.grounded.attempts import Attempts
-from clawloop.synthesis.grounded.proposer import (
+from clawloop.phases.synthesize.grounded.attempts import Attempts
+from clawloop.phases.synthesize.grounded.proposer import (
     ProposalError,
     parse_proposal,
     prompt,
     proposal_task,
     propose_tasks,
 )
-from clawloop.synthesis.grounded.run import synthesize_grounded
-from clawloop.synthesis.steering import failure_modes, plan_targets, weak_skills
+from clawloop.phases.synthesize.grounded.run import synthesize_grounded
+from clawloop.phases.synthesize.steering import failure_modes, plan_targets, weak_skills
+from clawloop.policy.types import Generation
 
 GOOD = """Sure, here it is.
 <task skill="text_search" level="2">
@@ -153,7 +153,7 @@ class TooLong:
 
 
 def test_proposer_rejections_are_counted_and_valid_tasks_pass() -> None:
-    from clawloop.validation.agent_free import validate_pool
+    from clawloop.phases.validate.agent_free import validate_pool
 
     be = backend()
     replies = [GOOD, ALWAYS_PASSES, SOLUTION_FAILS, GARBAGE, NO_TEST, GOOD]
@@ -185,8 +185,8 @@ def test_synth_command_writes_pool_and_manifest(tmp_path: Any, monkeypatch: pyte
     from typer.testing import CliRunner
 
     from clawloop.cli import app
-    from clawloop.synthesis.grounded import run as grounded
-    from clawloop.tasks.pool import read_pool
+    from clawloop.core.tasks.pool import read_pool
+    from clawloop.phases.synthesize.grounded import run as grounded
 
     res = CliRunner().invoke(app, ["tasks", "synth", "--routine", "proposer", "--n", "1", "--out", str(tmp_path / "p.jsonl")])
     assert isinstance(res.exception, ClawloopError) and "--model" in str(res.exception)
@@ -201,7 +201,7 @@ def test_grounded_imports_stay_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, clawloop.synthesis.grounded.run, clawloop.synthesis.grounded.hindsight, "
-            "clawloop.synthesis.grounded.proposer; "
+    code = ("import sys, clawloop.phases.synthesize.grounded.run, clawloop.phases.synthesize.grounded.hindsight, "
+            "clawloop.phases.synthesize.grounded.proposer; "
             "print(any(m in sys.modules for m in ('torch', 'transformers', 'trl')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

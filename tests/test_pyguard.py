@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import sandbox
-from clawloop.runtime import runtime_dir
+from clawloop.core.runtime import runtime_dir
 from sandbox._layout import pyguard_dir
 
 FIXTURE = Path(__file__).parent / "fixtures" / "harbor-offline" / "project-imports"
@@ -80,9 +80,9 @@ def test_installed_packages_win_over_project_modules(project: Path, tmp_path: Pa
 def test_harbor_project_imports_pass_with_the_oracle(backend: str) -> None:
     """`python3 -m tally` in /app and `python3 /app/main.py` (a sibling import) work in the
     verifier as under Harbor; the no-op agent still fails."""
-    from clawloop.agent.oracle import run_episode
-    from clawloop.tasks.environment import image_skip_reason
-    from clawloop.tasks.harbor import load_harbor_task
+    from clawloop.core.agent.oracle import run_episode
+    from clawloop.core.tasks.environment import image_skip_reason
+    from clawloop.core.tasks.harbor import load_harbor_task
 
     if why := sandbox.unavailable_reason(backend):
         pytest.skip(f"{backend} backend unavailable: {why}")
@@ -99,7 +99,7 @@ def test_harbor_project_imports_pass_with_the_oracle(backend: str) -> None:
 @pytest.mark.parametrize(("backend", "safepath"), [("local", "1"), ("bwrap", "")])
 def test_without_the_guard_the_verifier_falls_back_to_safepath(backend: str, safepath: str) -> None:
     """The local backend mounts no guard: the verifier's prelude then sets PYTHONSAFEPATH."""
-    from clawloop.tasks.verifier import PY_PRELUDE
+    from clawloop.core.tasks.verifier import PY_PRELUDE
     from sandbox._layout import PYGUARD_MOUNT
 
     if why := sandbox.unavailable_reason(backend):

@@ -1,4 +1,4 @@
-"""`executor: ray` (clawloop/executor.py): the same results as local threads, on one node or two,
+"""`executor: ray` (clawloop/core/executor.py): the same results as local threads, on one node or two,
 and no finished episode lost when a node dies mid-run.
 
 Local-cluster tests share one Ray instance started through `ray_session` (the path a stage takes
@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from clawloop.config.params import Params
+from clawloop.core.executor import ExecutorParams, executor_params, ray_available, ray_session, run_all
+from clawloop.core.tasks.suite import load_suite
 from clawloop.errors import ClawloopError
-from clawloop.executor import ExecutorParams, executor_params, ray_available, ray_session, run_all
-from clawloop.tasks.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELL_CORE = ROOT / "benchmarks" / "shell-core"
@@ -55,7 +55,7 @@ def test_a_dead_head_is_not_joined(monkeypatch: pytest.MonkeyPatch) -> None:
     _need_ray()
     import ray._private.utils
 
-    from clawloop import executor
+    from clawloop.core import executor
 
     monkeypatch.setattr(ray._private.utils, "read_ray_address", lambda *a, **k: "127.0.0.1:9")
     assert executor._started_here() is None
@@ -124,7 +124,7 @@ class TestLocalCluster:
         assert [a for a in listening if not loopback(a.ip)] == [], listening
 
     def test_eval_pass_sets_match_local(self, backend: str) -> None:
-        from clawloop.evaluation import EvalConfig, evaluate
+        from clawloop.phases.evaluate.agent_eval import EvalConfig, evaluate
 
         tasks = _shell_core(12)
         for agent in ("oracle", "noop"):
@@ -139,10 +139,10 @@ class TestLocalCluster:
         assert s_local["passed"] == 0 and s_local["failed"] == len(tasks)  # noop: every shell-core task fails
 
     def test_validation_report_matches_local(self, backend: str) -> None:
-        from clawloop.synthesis.procedural.generate import synthesize
-        from clawloop.synthesis.steering import Plan
-        from clawloop.tasks.task import Solution
-        from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+        from clawloop.core.tasks.task import Solution
+        from clawloop.phases.synthesize.procedural.generate import synthesize
+        from clawloop.phases.synthesize.steering import Plan
+        from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 
         pool = synthesize(Plan({("files", 1): 3, ("text_search", 1): 3, ("json", 2): 2}), seed=7)
         broken = pool[0].model_copy(update={"solution": Solution(steps=["true"]),  # the oracle fails
@@ -159,9 +159,9 @@ class TestLocalCluster:
         assert rep_ray["executor"] == "ray" and sum(rep_ray["nodes"].values()) == len(done) == len(pool) - 1
 
     def test_reference_trajectories_match_local(self, backend: str) -> None:
-        from clawloop.synthesis.procedural.generate import synthesize
-        from clawloop.synthesis.steering import Plan
-        from clawloop.training.reference import reference_trajectories
+        from clawloop.phases.synthesize.procedural.generate import synthesize
+        from clawloop.phases.synthesize.steering import Plan
+        from clawloop.phases.train.reference import reference_trajectories
 
         tasks = synthesize(Plan({("files", 1): 2, ("text_search", 1): 2}), seed=3)
         convs_l, res_l = reference_trajectories(tasks, backend, workers=2)
@@ -222,7 +222,7 @@ class TestTwoNodes:
     def test_evaluation_runs_on_both_nodes(self, two_nodes: dict[str, Any], backend: str) -> None:
         import ray
 
-        from clawloop.evaluation import EvalConfig, evaluate
+        from clawloop.phases.evaluate.agent_eval import EvalConfig, evaluate
 
         tasks = _shell_core(8)
         records, summary = evaluate(tasks, "oracle", EvalConfig(backend=backend, executor="ray"))
@@ -236,7 +236,7 @@ class TestTwoNodes:
         """Kill node B once it has finished an episode and started another: the finished one is
         kept (not rerun), the interrupted one reruns on A (Ray task retry), every result comes
         back in item order."""
-        from clawloop.agent.oracle import run_episode
+        from clawloop.core.agent.oracle import run_episode
 
         items = [i for i in load_suite(SHELL_CORE).items if i.task is not None][:6]
         marks = tmp_path / "starts"

@@ -12,7 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from scripted_policy import ScriptedPolicy
 
-from clawloop.agent.playbook import (
+from clawloop.artifacts.diagnosis import CapabilityReport, CellStats, FailureModeStats
+from clawloop.config.train import PlaybookParams, ReflectionParams
+from clawloop.core.agent.playbook import (
     POLICY_FILE,
     HarnessEdits,
     Playbook,
@@ -20,14 +22,12 @@ from clawloop.agent.playbook import (
     read_playbook,
     write_playbook,
 )
-from clawloop.agent.tool_calls import assistant_message, tool_message
-from clawloop.config.train import PlaybookParams, ReflectionParams
-from clawloop.diagnosis.schema import CapabilityReport, CellStats, FailureModeStats
-from clawloop.tasks.task import FileSpec, Task, Verifier
-from clawloop.training import guards
-from clawloop.training import playbook as pbk
-from clawloop.training import reflect as rf
-from clawloop.trajectory import EPISODE_SCHEMA
+from clawloop.core.agent.tool_calls import assistant_message, tool_message
+from clawloop.core.tasks.task import FileSpec, Task, Verifier
+from clawloop.core.trajectory import EPISODE_SCHEMA
+from clawloop.phases.train import guards
+from clawloop.phases.train import playbook as pbk
+from clawloop.phases.train import reflect as rf
 
 INSTRUCTION = "Write the lines of server.log that contain 'ERROR 42' to alerts/errors.txt, at most 37 lines."
 LIMITS = guards.BudgetLimits(max_turns=6, command_timeout_s=10, max_new_tokens=96)
@@ -214,7 +214,7 @@ def test_the_train_stage_reflects_with_the_policy_itself(tmp_path: Path, rollout
         loads.append(str(path))
         return ScriptedPolicy([REPLY])
 
-    monkeypatch.setattr("clawloop.loop.RolloutSettings.load_policy", load)
+    monkeypatch.setattr("clawloop.core.rollout_settings.RolloutSettings.load_policy", load)
     policy = tmp_path / "iter-0" / "policy"
     policy.mkdir(parents=True)
     (policy / "model.safetensors").write_bytes(b"weights")

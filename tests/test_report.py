@@ -17,13 +17,14 @@ from urllib.parse import quote
 
 import pytest
 
-from clawloop import loop
-from clawloop.diagnosis.diagnose import diagnose
-from clawloop.diagnosis.synthetic import episode_row, step_row, submit_row, write_trajectories
-from clawloop.diagnosis.taxonomy import classify
-from clawloop.io import write_json, write_jsonl
-from clawloop.loop_report import write_report
+from clawloop.artifacts import metrics as artifact_metrics
+from clawloop.core.io import write_json, write_jsonl
+from clawloop.core.taxonomy import classify
+from clawloop.phases.diagnose.diagnose import diagnose
+from clawloop.phases.diagnose.synthetic import episode_row, step_row, submit_row, write_trajectories
+from clawloop.phases.evaluate import gate as gating
 from clawloop.report import ablations
+from clawloop.report.build import write_report
 from clawloop.report.collect import chain, collect, summary
 from clawloop.viewer import load_episodes, write_viewer
 
@@ -60,12 +61,12 @@ def _episodes(it: int) -> tuple[list[dict], list[dict]]:
     return eps, steps
 
 
-def _suites(eps: list[dict]) -> dict[str, loop.SuiteMetrics]:
+def _suites(eps: list[dict]) -> dict[str, artifact_metrics.SuiteMetrics]:
     out = {}
     for suite in ("shell-core", "pool"):
         mine = [e for e in eps if e["suite"] == suite]
         passed = sum(e["outcome"] == "passed" for e in mine)
-        out[suite] = loop.SuiteMetrics(tasks=len(mine), episodes=len(mine), passed=passed, errors=0, skipped=0,
+        out[suite] = artifact_metrics.SuiteMetrics(tasks=len(mine), episodes=len(mine), passed=passed, errors=0, skipped=0,
                                        pass_at_1=passed / len(mine), pass_at_k=passed / len(mine),
                                        mean_reward=passed / len(mine), heldout=suite != "pool", graded=len(mine),
                                        format_error_episodes=sum(e["termination"] == "format_errors" for e in mine))
@@ -90,9 +91,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                             "heldout_pass_rate": 0.25, "promoted": True, "best_heldout_pass_rate": 0.25,
                                             "policy_from": 0, "episodes_per_s": 1.0, "wall_s": 10.0})
         else:
-            loop.write_metrics(d / "metrics.json", loop.headline(it, suites, promoted=promoted_best[0],
+            artifact_metrics.write_metrics(d / "metrics.json", gating.headline(it, suites, promoted=promoted_best[0],
                                                                   best=promoted_best[1], policy_from=it, wall_s=12.0))
-            loop.write_metrics(d / "eval" / "summary.json", loop.EvalDetail(iteration=it, suites=suites,
+            artifact_metrics.write_metrics(d / "eval" / "summary.json", artifact_metrics.EvalDetail(iteration=it, suites=suites,
                                                                              episodes_per_s=1.0, wall_s=12.0))
             write_json(d / "pool" / "manifest.json", {"iteration": 1, "seed": 1, "tasks": 3, "budgets": {"procedural": 3},
                        "routines": {"procedural": {"report": "runs/iter-0/diagnosis/diagnosis.json", "plan": {
@@ -276,10 +277,10 @@ def test_viewer_in_headless_chromium(runs: Path, tmp_path: Path) -> None:
 def test_the_report_shows_what_the_harness_learned(runs: Path, tmp_path: Path) -> None:
     """A playbook iteration's artifact, written by the train stage's own writer, becomes a readable
     section: tips added and pruned, the reflector's verdicts, the harness edits tried and kept."""
-    from clawloop.agent.playbook import HarnessEdits, Playbook, PlaybookEntry, PrunedEntry
-    from clawloop.training.harness_search import HarnessSearch, Trial
-    from clawloop.training.playbook import write_artifact
-    from clawloop.training.reflect import EditRecord, Reflection
+    from clawloop.core.agent.playbook import HarnessEdits, Playbook, PlaybookEntry, PrunedEntry
+    from clawloop.phases.train.harness_search import HarnessSearch, Trial
+    from clawloop.phases.train.playbook import write_artifact
+    from clawloop.phases.train.reflect import EditRecord, Reflection
 
     mine = tmp_path / "runs"
     shutil.copytree(runs, mine)

@@ -12,14 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 from scripted_policy import ScriptedPolicy
 
-from clawloop.agent import episode
-from clawloop.agent.harness import HarnessConfig
-from clawloop.agent.rollout import RolloutConfig, run_rollouts
+from clawloop.core.agent import episode
+from clawloop.core.agent.harness import HarnessConfig
+from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
+from clawloop.core.tasks.environment import TaskEnvironment
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.core.tasks.verifier import Verdict
+from clawloop.core.trajectory import EPISODE_SCHEMA, OUTCOMES, STEP_SCHEMA, TERMINATIONS
 from clawloop.policy.types import SamplingParams
-from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.tasks.verifier import Verdict
-from clawloop.trajectory import EPISODE_SCHEMA, OUTCOMES, STEP_SCHEMA, TERMINATIONS
 from sandbox.base import ExecResult, SandboxConfig
 
 
@@ -182,7 +182,7 @@ def test_rollouts_show_progress(fake: type[FakeSandbox], capsys: pytest.CaptureF
     it is plain lines on stderr, the first at once (a stage log shows life from the start)."""
     import io
 
-    from clawloop.progress import Progress
+    from clawloop.core.progress import Progress
 
     tasks = [make_task(f"f{i}.txt", f"v{i}") for i in range(3)]
     policy = ScriptedPolicy(lambda conv: SUBMIT if len(conv) > 2 else bash("echo hi"))

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from clawloop.agent.harness import initial_messages, system_prompt
 from clawloop.config.params import Params, load_params
+from clawloop.core.agent.harness import initial_messages, system_prompt
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.errors import ClawloopError
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,8 +49,8 @@ def _run(monkeypatch: pytest.MonkeyPatch, stage: str, params: Params, *argv: str
 
 
 def _validated(tmp_path: Path, tasks: list[Task]) -> Path:
-    from clawloop.tasks.pool import write_pool
-    from clawloop.validation.probe import write_probe
+    from clawloop.artifacts.probe import write_probe
+    from clawloop.core.tasks.pool import write_pool
 
     d = tmp_path / "validated"
     d.mkdir()
@@ -65,7 +65,7 @@ def _capture_train(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any]) -> Non
         raise _Stop
 
     monkeypatch.syspath_prepend(str(ROOT))
-    monkeypatch.setattr("clawloop.training.run.train", fake_train)  # the train stage's, through train_weights
+    monkeypatch.setattr("clawloop.phases.train.run.train", fake_train)  # the train stage's, through train_weights
     monkeypatch.setattr("stages.transfer.train", fake_train)
 
 
@@ -82,8 +82,8 @@ def _capture_rollouts(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any], tas
         raise _Stop
 
     _patch_suites(monkeypatch, [("shell-core", [task], True)])
-    monkeypatch.setattr("clawloop.loop.RolloutSettings.load_policy", lambda *a, **k: object())
-    monkeypatch.setattr("clawloop.loop.run_rollouts", fake_rollouts)
+    monkeypatch.setattr("clawloop.core.rollout_settings.RolloutSettings.load_policy", lambda *a, **k: object())
+    monkeypatch.setattr("clawloop.core.rollout_settings.run_rollouts", fake_rollouts)
 
 
 @pytest.mark.parametrize("stage", ["train", "transfer"])
@@ -126,7 +126,7 @@ def test_train_stage_uses_the_sandbox_section(tmp_path: Path, monkeypatch: pytes
 def test_train_runs_reference_trajectories_on_the_given_backend(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from clawloop.config.train import TrainParams
-    from clawloop.training.run import EpisodeSetup, TrainJob, train
+    from clawloop.phases.train.run import EpisodeSetup, TrainJob, train
 
     base = tmp_path / "base"
     base.mkdir()
@@ -138,7 +138,7 @@ def test_train_runs_reference_trajectories_on_the_given_backend(tmp_path: Path,
         seen.update(kwargs, backend=backend)
         raise _Stop
 
-    monkeypatch.setattr("clawloop.training.run.reference_trajectories", fake_reference)
+    monkeypatch.setattr("clawloop.phases.train.run.reference_trajectories", fake_reference)
     with pytest.raises(_Stop):
         train(TrainJob("sft", base, [_task()], tmp_path / "out"), TrainParams.for_profile("cpu"),
               EpisodeSetup(backend="local", jobs=3))
@@ -172,7 +172,7 @@ def test_clawloop_train_refuses_the_old_keys_too() -> None:
 def test_rollouts_are_seeded_by_their_own_knob(tmp_path: Path) -> None:
     """Bug: rollout sampling took synthesis.seed, so an ablation of the synthesis seed also changed
     every evaluation's sampling."""
-    from clawloop.loop import rollout_settings
+    from clawloop.core.rollout_settings import rollout_settings
 
     params = _params(tmp_path, lambda r: (r["synthesis"].update(seed=7), r["rollout"].update(seed=3)))
     assert rollout_settings(params).sampling.seed == 3
@@ -187,7 +187,7 @@ def _record_policy_loads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         seen.append(spec)
         raise _Stop
 
-    monkeypatch.setattr("clawloop.loop.load_policy", fake_load)  # RolloutSettings.load_policy loads through it
+    monkeypatch.setattr("clawloop.core.rollout_settings.load_policy", fake_load)  # RolloutSettings.load_policy loads through it
     return seen
 
 
@@ -208,13 +208,13 @@ def test_grounded_synthesis_loads_the_policy_on_the_rollout_backend(tmp_path: Pa
 def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """evaluate, validate and synthesize (grounded routines) load their policy through `RolloutSettings.load_policy`:
     one PolicySpec (rollout.backend and its options), the checkpoint path and the id filled in."""
-    from clawloop.loop import rollout_settings
+    from clawloop.core.rollout_settings import rollout_settings
 
     params = _params(tmp_path, lambda r: (r["rollout"].update(backend="openai", engine={"threads": 2, "forward": "fast", "speculate": 5}),
                                           r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
     seen = _record_policy_loads(monkeypatch)
     _patch_suites(monkeypatch, [])
-    monkeypatch.setattr("clawloop.validation.run.validate_pool", lambda *a, **k: (
+    monkeypatch.setattr("clawloop.phases.validate.run.validate_pool", lambda *a, **k: (
         [], {"input": 0, "rejected": {}, "tasks_per_s": 0.0}))
     policy = tmp_path / "policy"
     _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", policy, "--out", tmp_path / "eval")
@@ -235,7 +235,7 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
 def test_the_stages_run_episodes_on_the_contexts_sandboxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every stage's episodes take backend, jobs, batch and sampling from the context; every sandbox
     opens with the default config (params.yaml has none to give)."""
-    from clawloop.loop import rollout_settings
+    from clawloop.core.rollout_settings import rollout_settings
 
     params = _params(tmp_path, lambda r: (r["sandbox"].update(backend="local", jobs=3), r["rollout"].update(batch=5)))
     ctx, task = rollout_settings(params), _task()
@@ -259,14 +259,14 @@ def test_transfer_reports_the_paired_difference_of_the_two_task_sets(tmp_path: P
     import importlib
     import json
 
-    from clawloop.trajectory import EpisodeRecord
+    from clawloop.core.trajectory import EpisodeRecord
 
     params = _params(tmp_path, lambda r: r["transfer"].update(base=None))
     tasks = [_task().model_copy(update={"instruction": f"Write alpha into a{i}.txt."}) for i in range(12)]
     validated = _validated(tmp_path, tasks)
     _patch_suites(monkeypatch, [("synth-heldout", tasks, True), ("shell-core", tasks[:4], True)])
     monkeypatch.setattr("stages.transfer.train", lambda job, params, setup: {})
-    monkeypatch.setattr("clawloop.loop.RolloutSettings.load_policy", lambda self, path, policy_id: policy_id)
+    monkeypatch.setattr("clawloop.core.rollout_settings.RolloutSettings.load_policy", lambda self, path, policy_id: policy_id)
     passes = {"transfer-first": set(range(3)), "transfer-final": set(range(1, 11))}  # 1 lost, 8 gained
 
     def fake_rollouts(ctx: Any, tasks: list[Task], policy: str, **kwargs: Any) -> list[EpisodeRecord]:
@@ -274,7 +274,7 @@ def test_transfer_reports_the_paired_difference_of_the_two_task_sets(tmp_path: P
                               "passed" if i in passes[policy] and kwargs["suite"] == "synth-heldout" else "failed")
                 for i, t in enumerate(tasks)]
 
-    monkeypatch.setattr("clawloop.loop.RolloutSettings.rollouts", fake_rollouts)
+    monkeypatch.setattr("clawloop.core.rollout_settings.RolloutSettings.rollouts", fake_rollouts)
     monkeypatch.setattr(sys, "argv", ["stages/transfer.py", "--base", str(tmp_path), "--first", str(validated),
                                       "--final", str(validated), "--out", str(tmp_path / "transfer")])
     importlib.import_module("stages.transfer").main(params)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import sandbox
-from clawloop.runtime import runtime_dir
+from clawloop.core.runtime import runtime_dir
 from sandbox import SandboxError
 
 unavailable = functools.cache(sandbox.unavailable_reason)

@@ -75,7 +75,7 @@ def test_root_is_writable_over_a_read_only_system(docker_client) -> None:  # typ
 
 
 def _harbor_task(root, dockerfile: str):  # type: ignore[no-untyped-def]
-    from clawloop.tasks.harbor import load_harbor_task
+    from clawloop.core.tasks.harbor import load_harbor_task
 
     (root / "environment").mkdir(parents=True)
     (root / "tests").mkdir()
@@ -89,9 +89,9 @@ def _harbor_task(root, dockerfile: str):  # type: ignore[no-untyped-def]
 def test_harbor_tasks_are_judged_against_the_image(docker_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """An apt package the host has but the image lacks (gcc on bwrap's /usr, say) skips the task
     on docker, naming the package and the base image; what the image has runs."""
-    from clawloop.tasks.environment import image_skip_reason as skip_reason
-    from clawloop.tasks.harbor_docker import image_runtime
-    from clawloop.tasks.shell_lite import detect_runtime
+    from clawloop.core.tasks.environment import image_skip_reason as skip_reason
+    from clawloop.core.tasks.harbor_docker import image_runtime
+    from clawloop.core.tasks.shell_lite import detect_runtime
     from sandbox.docker import image_name
 
     have = image_runtime(image_name()).apt_packages
@@ -126,7 +126,7 @@ echo $ok > /logs/verifier/reward.txt
 
 
 def _built_task(root, dockerfile: str, solve: str | None = "cp data.txt out.txt\n"):  # type: ignore[no-untyped-def]
-    from clawloop.tasks.harbor import load_harbor_task
+    from clawloop.core.tasks.harbor import load_harbor_task
 
     for d in ("environment", "tests", "solution"):
         (root / d).mkdir(parents=True)
@@ -145,9 +145,9 @@ def test_a_task_with_a_local_base_image_runs_in_its_own_built_image(docker_clien
     oracle passes and the no-op fails in it, a second run reuses the image, /usr stays read-only."""
     import uuid
 
-    from clawloop.agent.oracle import run_episode
-    from clawloop.tasks.environment import TaskEnvironment
-    from clawloop.tasks.harbor_docker import task_image
+    from clawloop.core.agent.oracle import run_episode
+    from clawloop.core.tasks.environment import TaskEnvironment
+    from clawloop.core.tasks.harbor_docker import task_image
     from sandbox.docker import image_name
 
     base = image_name()
@@ -178,8 +178,8 @@ def test_a_task_with_a_local_base_image_runs_in_its_own_built_image(docker_clien
 def test_task_image_build_failures_and_missing_bases(docker_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A failing RUN is outcome "error" with the build log's gist (no traceback); a base image
     the daemon lacks keeps the generic image, skipping what it cannot run and naming the base."""
-    from clawloop.agent.oracle import run_episode
-    from clawloop.tasks.environment import image_skip_reason as skip_reason
+    from clawloop.core.agent.oracle import run_episode
+    from clawloop.core.tasks.environment import image_skip_reason as skip_reason
     from sandbox.docker import image_name
 
     bad = _built_task(tmp_path / "bad", f"FROM {image_name()}\nRUN echo broken-$((6*7)) >&2; exit 3\n")

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from clawloop.agent.tool_calls import TOOLS, FormatError, assistant_message, parse_reply, tool_message
+from clawloop.core.agent.tool_calls import TOOLS, FormatError, assistant_message, parse_reply, tool_message
 from clawloop.policy.openai import (
     OpenAIPolicy,
     from_openai_messages,
@@ -186,11 +186,11 @@ def serve_tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 @pytest.mark.slow
 def test_openai_policy_to_clawloop_serve_to_a_scratch_model_end_to_end(
         serve_tiny: tuple[str, Path], tmp_path: Path) -> None:
-    from clawloop.agent.harness import HarnessConfig
-    from clawloop.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.core.agent.harness import HarnessConfig
+    from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.core.tasks.task import FileSpec, Task, Verifier
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.load import load_policy
-    from clawloop.tasks.task import FileSpec, Task, Verifier
 
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")

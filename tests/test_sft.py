@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from clawloop.agent.harness import initial_messages
-from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
 from clawloop.config.train import SFTParams
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.training import data as tdata
+from clawloop.core.agent.harness import initial_messages
+from clawloop.core.agent.tool_calls import TOOLS, assistant_message, tool_message
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.phases.train import data as tdata
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -90,7 +90,7 @@ def test_a_turn_marked_untrained_renders_the_same_and_carries_no_loss(tiny_model
 
 
 def test_labels_cover_exactly_the_assistant_tokens(tiny_model: Path, tmp_path: Path) -> None:
-    from clawloop.training.sft import build_trainer
+    from clawloop.phases.train.sft import build_trainer
 
     t1, t2 = make_task("a.txt", "alpha"), make_task("b b.txt", "beta")
     convs = [conversation(t1, "ls", "echo alpha > a.txt", outputs=("x\n[exit code 0]",)),
@@ -143,8 +143,8 @@ def greedy_replies(model_dir: Path, conversations: list[list[dict[str, Any]]]) -
 def test_sft_learns_commands_and_writes_a_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
     """24 trajectories (two commands, twelve phrasings each) from scratch; greedy generation on
     held-in tasks then reproduces the trained commands."""
-    from clawloop.agent.tool_calls import ParsedCall, parse_reply
-    from clawloop.training.sft import run_sft
+    from clawloop.core.agent.tool_calls import ParsedCall, parse_reply
+    from clawloop.phases.train.sft import run_sft
 
     tasks = [Task(instruction=p, verifier=Verifier(files={"test.sh": FileSpec(content="exit 0")}),
                   solution=Solution(steps=[cmd])) for cmd, phrasings in COMMANDS.items() for p in phrasings]
@@ -172,7 +172,7 @@ def test_lora_is_merged_into_a_plain_checkpoint(tiny_model: Path, tmp_path: Path
     from safetensors import safe_open
 
     from clawloop.config.train import LoraParams
-    from clawloop.training.sft import run_sft
+    from clawloop.phases.train.sft import run_sft
 
     t = make_task("a.txt", "alpha")
     params = SFTParams(max_steps=1, per_device_train_batch_size=2, lora=LoraParams(r=4, alpha=8))
@@ -192,7 +192,7 @@ def test_trainable_layers_freeze_everything_below_the_top(tiny_model: Path, tmp_
     backward stops there, which is what makes a 135M model affordable on 2 cores)."""
     from safetensors.torch import load_file
 
-    from clawloop.training.sft import run_sft
+    from clawloop.phases.train.sft import run_sft
 
     t = make_task("a.txt", "alpha")
     params = SFTParams(max_steps=2, per_device_train_batch_size=2, learning_rate=1e-2, trainable_layers=1,
@@ -214,7 +214,7 @@ def test_train_head_false_keeps_an_untied_head_as_the_base(tiny_model: Path, tmp
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
-    from clawloop.training.sft import run_sft
+    from clawloop.phases.train.sft import run_sft
 
     base = tmp_path / "untied"
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model))
@@ -241,7 +241,7 @@ def test_interpolate_puts_trained_weights_part_way_back_to_the_start(tiny_model:
     import torch
     from safetensors.torch import load_file
 
-    from clawloop.training.sft import run_sft
+    from clawloop.phases.train.sft import run_sft
 
     t = make_task("a.txt", "alpha")
     data = tdata.to_dataset([conversation(t, "ls"), conversation(t, "pwd")])
@@ -281,8 +281,8 @@ def test_frozen_weights_keep_the_base_dtype_on_disk(tiny_model: Path, tmp_path: 
     import torch
     from safetensors.torch import load_file, save_file
 
-    from clawloop.training.checkpoint import stored_dtypes
-    from clawloop.training.sft import run_sft
+    from clawloop.artifacts.checkpoint import stored_dtypes
+    from clawloop.phases.train.sft import run_sft
 
     base = tmp_path / "bf16-base"
     shutil.copytree(tiny_model, base)

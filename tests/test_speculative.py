@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import torch
 
-from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
 from clawloop.config.engine import EngineConfig
+from clawloop.core.agent.tool_calls import TOOLS, assistant_message, tool_message
 from clawloop.errors import ClawloopError
 from clawloop.policy.engine.decode_loop import accept, probabilities
 from clawloop.policy.engine.drafter import Drafter, tool_call_snippets

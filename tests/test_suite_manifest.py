@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clawloop import suite_manifest
+from clawloop.artifacts import suites as suite_manifest
 from clawloop.config.params import EvalParams, Params, SuiteParams, ValidationParams
 from clawloop.errors import ClawloopError
 
@@ -31,7 +31,7 @@ def suite(tmp_path: Path) -> Path:
 
 
 def test_manifest_lists_task_ids_and_accepts_the_same_suite(suite: Path, tmp_path: Path) -> None:
-    from clawloop.io import write_json
+    from clawloop.core.io import write_json
 
     params = _params(suite)
     manifest = suite_manifest.build(params)
@@ -46,7 +46,7 @@ def test_manifest_lists_task_ids_and_accepts_the_same_suite(suite: Path, tmp_pat
 
 
 def test_an_edited_task_is_refused_by_name(suite: Path, tmp_path: Path) -> None:
-    from clawloop.io import write_json
+    from clawloop.core.io import write_json
 
     params = _params(suite)
     path = tmp_path / "suites.json"

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from clawloop.artifacts.suites import heldout_tasks
 from clawloop.config.params import load_params
 from clawloop.config.synthesis import Forms
-from clawloop.evaluation import EvalConfig, evaluate
-from clawloop.suite_manifest import heldout_tasks
-from clawloop.synthesis.procedural.generate import HELDOUT_NAMESPACE, synthesize
-from clawloop.synthesis.skills import families
-from clawloop.synthesis.steering import Plan
-from clawloop.tasks.suite import load_suite
-from clawloop.validation.agent_free import (
+from clawloop.core.tasks.suite import load_suite
+from clawloop.phases.evaluate.agent_eval import EvalConfig, evaluate
+from clawloop.phases.synthesize.procedural.generate import HELDOUT_NAMESPACE, synthesize
+from clawloop.phases.synthesize.skills import families
+from clawloop.phases.synthesize.steering import Plan
+from clawloop.phases.validate.agent_free import (
     default_heldout,
     default_heldout_instances,
     exact_key,

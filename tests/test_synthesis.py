@@ -18,14 +18,14 @@ import pytest
 
 from clawloop.config.knobs import NO_KNOBS, Knobs
 from clawloop.config.synthesis import CurriculumParams, Forms
-from clawloop.synthesis import words
-from clawloop.synthesis.builder import TEST_SH, _checker_source
-from clawloop.synthesis.procedural.generate import diversity, manifest, synthesize
-from clawloop.synthesis.skills import LEVELS, families, git_available
-from clawloop.synthesis.steering import plan
-from clawloop.synthesis.templates import templates
-from clawloop.tasks.pool import read_pool, write_pool
-from clawloop.tasks.task import Task
+from clawloop.core.tasks.pool import read_pool, write_pool
+from clawloop.core.tasks.task import Task
+from clawloop.phases.synthesize import words
+from clawloop.phases.synthesize.builder import TEST_SH, _checker_source
+from clawloop.phases.synthesize.procedural.generate import diversity, manifest, synthesize
+from clawloop.phases.synthesize.skills import LEVELS, families, git_available
+from clawloop.phases.synthesize.steering import plan
+from clawloop.phases.synthesize.templates import templates
 
 EXPECTED = ["files", "text_search", "sort_count", "stream_edit", "json", "csv", "archives",
             "permissions_links", "find_bulk", "pipes_redirection", "scripting", "debugging", "git",
@@ -234,9 +234,9 @@ def test_conversational_register_changes_only_the_surface() -> None:
     import random
 
     from clawloop.config.synthesis import CurriculumParams
-    from clawloop.synthesis.procedural.generate import synthesize
-    from clawloop.synthesis.procedural.register import restyle
-    from clawloop.synthesis.steering import plan
+    from clawloop.phases.synthesize.procedural.generate import synthesize
+    from clawloop.phases.synthesize.procedural.register import restyle
+    from clawloop.phases.synthesize.steering import plan
 
     the_plan = plan(None, 42, CurriculumParams(conditioning=False))
     plain = synthesize(the_plan, seed=11)
@@ -261,8 +261,8 @@ def test_conversational_register_changes_only_the_surface() -> None:
 def test_register_backticks_file_names_only(instruction: str, expect: str) -> None:
     import random
 
-    from clawloop.synthesis.procedural.register import restyle
-    from clawloop.tasks.task import FileSpec, Task, Verifier
+    from clawloop.core.tasks.task import FileSpec, Task, Verifier
+    from clawloop.phases.synthesize.procedural.register import restyle
 
     t = Task(instruction=instruction, verifier=Verifier(files={"test.sh": FileSpec(content="exit 0")}))
     out = restyle(t, random.Random(0)).instruction

@@ -12,9 +12,9 @@ import pytest
 
 import sandbox
 from clawloop.config.knobs import NO_KNOBS, Knobs
-from clawloop.synthesis.skills import families
-from clawloop.tasks.task import Task
-from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+from clawloop.core.tasks.task import Task
+from clawloop.phases.synthesize.skills import families
+from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 
 pytestmark = pytest.mark.skipif(sandbox.unavailable_reason("bwrap") is not None,
                                 reason=str(sandbox.unavailable_reason("bwrap")))

@@ -7,9 +7,15 @@ from typing import Any
 
 import pytest
 
-from clawloop.diagnosis.queries import build_taxonomy, episode_modes, find_trajectories, trajectory_db
-from clawloop.diagnosis.synthetic import episode_row, random_tables, step_row, submit_row, write_trajectories
-from clawloop.diagnosis.taxonomy import classify, touches_verifier
+from clawloop.core.taxonomy import classify, touches_verifier
+from clawloop.phases.diagnose.queries import build_taxonomy, episode_modes, find_trajectories, trajectory_db
+from clawloop.phases.diagnose.synthetic import (
+    episode_row,
+    random_tables,
+    step_row,
+    submit_row,
+    write_trajectories,
+)
 
 
 def _case(eid: str, ep: dict[str, Any], steps: list[tuple]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -81,7 +87,7 @@ def test_python_rules(eid: str) -> None:
 
 
 def test_every_mode_has_a_case() -> None:
-    from clawloop.diagnosis.schema import FAILURE_MODES
+    from clawloop.artifacts.diagnosis import FAILURE_MODES
 
     covered = set().union(*(m for _, _, m in CASES.values()))
     assert covered == set(FAILURE_MODES)

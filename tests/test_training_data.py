@@ -10,13 +10,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clawloop.agent.harness import HarnessConfig, initial_messages
-from clawloop.agent.tool_calls import TOOLS
 from clawloop.config.train import TrainParams, field_help, resolve_bf16
+from clawloop.core.agent.harness import HarnessConfig, initial_messages
+from clawloop.core.agent.tool_calls import TOOLS
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.errors import ClawloopError
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.training import data as tdata
-from clawloop.training.reference import call_text, reference_trajectories
+from clawloop.phases.train import data as tdata
+from clawloop.phases.train.reference import call_text, reference_trajectories
 
 TEST_SH = ('if [ "$(cat /workspace/{f} 2>/dev/null)" = "{v}" ]; then echo 1; else echo 0; fi '
            '> /logs/verifier/reward.txt')
@@ -85,7 +85,7 @@ def test_reference_observations_are_real() -> None:
 def test_process_shaped_references_inspect_act_check_then_submit() -> None:
     """The process shape looks first and checks what the steps wrote, each call after a thought line;
     the verifier still decides; a solution too long for the turn limit replays plain."""
-    from clawloop.training.reference import INSPECT, check_command, plan_calls, written_paths
+    from clawloop.phases.train.reference import INSPECT, check_command, plan_calls, written_paths
 
     task = make_task("a.txt", "alpha", ["mkdir -p out", "echo alpha > a.txt && sort a.txt | tee out/s.txt"])
     assert written_paths(task.solution.steps) == ["a.txt", "out/s.txt"]
@@ -111,7 +111,7 @@ def test_the_closing_check_names_what_the_last_step_changed() -> None:
     """A step that writes no file a regex can name is still checked by name: the moved file, the
     edited file, the archive's listing, the mode, the log. Each check only looks (process_score's own
     classifier says so), keeps the step's `cd`, and a pipeline or unknown verb falls back to `ls -la`."""
-    from clawloop.training.reference import check_command, named_check
+    from clawloop.phases.train.reference import check_command, named_check
 
     cases = {
         "mv a.txt b.txt": "ls -la -- b.txt", "cp -r src dst/": "ls -la -- dst/", "mkdir -p a/b": "ls -la -- a/b",
@@ -137,7 +137,7 @@ def test_quiet_checks_print_nothing_when_the_act_worked() -> None:
     empty after a change. Each is still a look (process_score counts it), keeps the step's `cd`, and a
     replay with nothing named to test ends without a check. In a real sandbox the test prints nothing
     and the verifier still passes."""
-    from clawloop.training.reference import check_command, named_check, plan_calls
+    from clawloop.phases.train.reference import check_command, named_check, plan_calls
 
     cases = {
         "mv a.txt b.txt": "test -e b.txt", "cp -r src dst/": "test -e dst/", "mkdir -p a/b": "test -d a/b",
@@ -192,7 +192,7 @@ def test_quoted_text_is_data_but_a_quoted_program_may_write() -> None:
 # --- self-generated trajectories ---------------------------------------------------------------
 
 def write_episodes(path: Path, rows: list[dict[str, Any]]) -> Path:
-    from clawloop.trajectory import EPISODE_SCHEMA
+    from clawloop.core.trajectory import EPISODE_SCHEMA
 
     full = []
     for i, r in enumerate(rows):
@@ -208,7 +208,7 @@ def write_episodes(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def convo(task: Task, *commands: str) -> str:
-    from clawloop.agent.tool_calls import assistant_message, tool_message
+    from clawloop.core.agent.tool_calls import assistant_message, tool_message
 
     msgs = initial_messages(task)
     for c in commands:
@@ -219,7 +219,7 @@ def convo(task: Task, *commands: str) -> str:
 def test_self_trajectories_from_real_rollouts(tmp_path: Path) -> None:
     from scripted_policy import ScriptedPolicy
 
-    from clawloop.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
 
     tasks = [make_task("a.txt", "alpha"), make_task("b.txt", "beta")]
 
@@ -281,8 +281,8 @@ def test_self_trajectories_leave_out_passes_the_agent_did_not_end(tmp_path: Path
 
 def test_self_trajectories_drop_a_checked_submit_and_its_note(tmp_path: Path) -> None:
     """A pass that went fail → submit → note → fix → submit trains as fail → fix → submit."""
-    from clawloop.agent.harness import SUBMIT_CHECK, submit_check_note
-    from clawloop.agent.tool_calls import assistant_message, tool_message
+    from clawloop.core.agent.harness import SUBMIT_CHECK, submit_check_note
+    from clawloop.core.agent.tool_calls import assistant_message, tool_message
 
     t = make_task("a.txt", "alpha")
     msgs = [*initial_messages(t), assistant_message("cat b.txt"), tool_message("No such file\n[exit code 1]"),
@@ -344,7 +344,7 @@ def test_bad_trajectory_files(tmp_path: Path, rows: list[dict[str, Any]] | None,
 
 
 def test_a_process_replay_may_drop_the_steps_that_preview_a_later_one() -> None:
-    from clawloop.training.reference import drop_previews, plan_calls
+    from clawloop.phases.train.reference import drop_previews, plan_calls
 
     steps = ["find d -type f -empty", "find d -type f -empty -delete"]
     assert [c.command for c in plan_calls(steps, "process", 8)] == ["ls -la", *steps, "find d -type f -empty"]
@@ -361,7 +361,13 @@ def test_a_process_replay_may_restate_the_instruction_before_its_first_act() -> 
     """`reference_thoughts: restate`: the first act's thought is the instruction on one line (long ones
     cut at a sentence), ahead of the answer's thought; the look, the later acts and the check are as
     before, and a replayed episode still passes with the restatement in the trained reply."""
-    from clawloop.training.reference import ANSWER_THOUGHT, CHECK_THOUGHT, INSPECT, plan_calls, restatement
+    from clawloop.phases.train.reference import (
+        ANSWER_THOUGHT,
+        CHECK_THOUGHT,
+        INSPECT,
+        plan_calls,
+        restatement,
+    )
 
     assert restatement("Remove the\n empty files  under d.") == "The task: Remove the empty files under d."
     long = "Sort a.txt into b.txt. " * 20

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from clawloop.config.train import TrainParams
+from clawloop.core.tasks.pool import write_pool
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.errors import ClawloopError
-from clawloop.tasks.pool import write_pool
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.training.run import TrainJob, train
+from clawloop.phases.train.run import TrainJob, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -111,7 +111,7 @@ def test_interrupted_sft_resumes_from_its_checkpoint(tiny_model: Path, pool: Pat
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from transformers import TrainerCallback
 
-    from clawloop.training import sft
+    from clawloop.phases.train import sft
 
     class Crash(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -145,7 +145,7 @@ def test_interrupted_sft_resumes_from_its_checkpoint(tiny_model: Path, pool: Pat
 
 @pytest.mark.slow
 def test_cli_train_sft_then_grpo(tiny_model: Path, pool: Path, tmp_path: Path) -> None:
-    from clawloop.tasks.pool import read_pool
+    from clawloop.core.tasks.pool import read_pool
 
     tasks = read_pool(pool)
     probe = tmp_path / "probe.jsonl"
@@ -180,7 +180,7 @@ def test_cli_train_sft_then_grpo(tiny_model: Path, pool: Path, tmp_path: Path) -
 
 
 def test_workdir_resumes_only_the_same_run(tmp_path: Path) -> None:
-    from clawloop.training.checkpoint import WorkDir
+    from clawloop.artifacts.checkpoint import WorkDir
 
     out = tmp_path / "ckpt"
     w = WorkDir(out, {"data": "a"}).open()
@@ -215,7 +215,7 @@ def test_sft_trains_the_labels_its_caller_chose(tmp_path: Path, tiny_model: Path
         chosen.append(sorted(t.id for t in sft_tasks))
         raise ClawloopError("stop before training")
 
-    monkeypatch.setattr("clawloop.training.run.reference_trajectories", record)
+    monkeypatch.setattr("clawloop.phases.train.run.reference_trajectories", record)
     for labels in (None, ["too_easy", "learnable"]):
         with pytest.raises(ClawloopError, match="stop before training"):
             train(TrainJob("sft", tiny_model, pool, tmp_path / "out", probe=probe,

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from clawloop.cli import app
-from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.pool import read_pool, write_pool
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.validation.agent_free import (
+from clawloop.core.tasks.harbor import load_harbor_task
+from clawloop.core.tasks.pool import read_pool, write_pool
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.phases.validate.agent_free import (
     AgentFreeParams,
     HeldoutIndex,
     NearDuplicateIndex,

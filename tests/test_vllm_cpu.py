@@ -56,11 +56,11 @@ def worker(spec_path: Path, out_path: Path) -> None:
     """Runs under .venv-vllm: one engine, every measurement the tests below check."""
     import yaml
 
-    from clawloop.agent.harness import TOOLS
-    from clawloop.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.config.params import load_params
-    from clawloop.evaluation import load_suite
-    from clawloop.loop import rollout_settings
+    from clawloop.core.agent.harness import TOOLS
+    from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.core.rollout_settings import rollout_settings
+    from clawloop.phases.evaluate.agent_eval import load_suite
     from clawloop.policy.types import SamplingParams
     from clawloop.policy.vllm import VLLMPolicy
 
@@ -127,7 +127,7 @@ def run(smollm2: Path, backend: str, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="module")
 def hf_greedy(smollm2: Path) -> list[Any]:
-    from clawloop.agent.harness import TOOLS
+    from clawloop.core.agent.harness import TOOLS
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.types import SamplingParams
 

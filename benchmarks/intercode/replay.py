@@ -37,10 +37,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from clawloop.agent.oracle import run_episode
-from clawloop.tasks import intercode as ic
-from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.task import FileSpec, Solution, Task
+from clawloop.core.agent.oracle import run_episode
+from clawloop.core.tasks import intercode as ic
+from clawloop.core.tasks.environment import TaskEnvironment
+from clawloop.core.tasks.task import FileSpec, Solution, Task
 from sandbox.base import ExecResult
 
 RETRY = "No bash code was found in your last response."

@@ -82,8 +82,8 @@ def load_candidate(name: str, model: Path, threads: int | None) -> Any:
 
 
 def first_turn_prompts(n: int) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
-    from clawloop.agent.harness import HarnessConfig, initial_messages, tools_for
-    from clawloop.evaluation import load_suite
+    from clawloop.core.agent.harness import HarnessConfig, initial_messages, tools_for
+    from clawloop.phases.evaluate.agent_eval import load_suite
 
     harness = HarnessConfig(max_turns=6, command_timeout_s=10, max_format_errors=1)
     tasks = [t for t in load_suite(ROOT / "benchmarks" / "shell-core").tasks if not t.needs_image]
@@ -122,9 +122,10 @@ def measure(policy: Any, convs: list, tools: list, max_new: int, batches: tuple[
 def heldout(policy: Any, model: Path) -> dict[str, Any]:
     """The loop's own evaluation of shell-core with this policy: params.yaml's harness, batch and
     sampling, bwrap sandboxes, multi-turn. Returns passes, wall time and the generation share."""
+    from clawloop.artifacts.metrics import suite_metrics
+    from clawloop.artifacts.suites import eval_suites
     from clawloop.config.params import load_params
-    from clawloop.loop import rollout_settings, suite_metrics
-    from clawloop.suite_manifest import eval_suites
+    from clawloop.core.rollout_settings import rollout_settings
 
     params = load_params(ROOT / "params.yaml")
     ctx = rollout_settings(params)

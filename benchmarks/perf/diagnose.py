@@ -30,7 +30,7 @@ def make_data(directory: Path, episodes: int, steps: int, parts: int) -> tuple[i
     """Write `parts` rollout parts; returns (episodes, steps) written."""
     import pyarrow.parquet as pq
 
-    from clawloop.diagnosis.synthetic import random_tables
+    from clawloop.phases.diagnose.synthetic import random_tables
 
     ep_table, st_table = random_tables(episodes, steps_per_episode=steps, seed=0)
     per = -(-episodes // parts)
@@ -55,8 +55,8 @@ def python_baseline(directory: Path) -> tuple[float, dict[str, int], float]:
     """Pass rate and failure-mode counts in plain Python; returns (seconds, counts, pass rate)."""
     import pyarrow.parquet as pq
 
-    from clawloop.diagnosis.queries import EPISODE_COLUMNS, STEP_COLUMNS
-    from clawloop.diagnosis.taxonomy import classify
+    from clawloop.core.taxonomy import classify
+    from clawloop.phases.diagnose.queries import EPISODE_COLUMNS, STEP_COLUMNS
 
     t0 = time.perf_counter()
     steps: dict[str, list[dict]] = {}
@@ -86,7 +86,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from clawloop.config.diagnosis import DiagnosisParams
-    from clawloop.diagnosis.diagnose import diagnose
+    from clawloop.phases.diagnose.diagnose import diagnose
 
     with tempfile.TemporaryDirectory(prefix="clawloop-bench-") as tmp:
         data, out = Path(tmp) / "rollout", Path(tmp) / "out"

@@ -33,7 +33,7 @@ SUITE = ROOT / "benchmarks" / "shell-core"
 
 
 def _run(executor: str, backend: str, jobs: int) -> tuple[float, set[str], dict[str, Any]]:
-    from clawloop.evaluation import EvalConfig, evaluate
+    from clawloop.phases.evaluate.agent_eval import EvalConfig, evaluate
 
     t0 = time.perf_counter()
     records, summary = evaluate([SUITE], "oracle", EvalConfig(backend=backend, jobs=jobs, executor=executor))
@@ -100,7 +100,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.pop("RAY_ADDRESS", None)
 
-    from clawloop.executor import ExecutorParams, ray_session
+    from clawloop.core.executor import ExecutorParams, ray_session
 
     _run("local", args.backend, args.jobs)  # warm-up: caches, the backend's first-use probe
     local: list[float] = []

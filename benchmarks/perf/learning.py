@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from clawloop.stats import wilson_interval  # noqa: E402
+from clawloop.core.stats import wilson_interval  # noqa: E402
 
 
 def _set(d: dict[str, Any], dotted: str, value: str) -> None:
@@ -110,8 +110,8 @@ def paired_rows(runs: Path) -> list[dict[str, Any]]:
     """Paired held-out comparisons on the same tasks (`clawloop compare`'s figures: exact McNemar,
     paired bootstrap), per suite and in all: the base and iteration 1 against the last iteration's
     checkpoint, and the base against the policy the loop ends with (the gate's pick)."""
-    from clawloop import paired
-    from clawloop.loop import read_heldout
+    from clawloop.artifacts.metrics import read_heldout
+    from clawloop.core import paired
 
     records = {int(d.name.split("-")[1]): read_heldout(d / "heldout.json")
                for d in runs.glob("iter-*") if (d / "heldout.json").exists()}
@@ -202,7 +202,7 @@ def _digest(path: Path) -> str | None:
 
 def seeds(workdir: Path, seed_list: list[int], sets: list[str], profile: str | None) -> dict[str, Any]:
     """`repro` once per seed, then the spread between the runs."""
-    from clawloop import paired
+    from clawloop.core import paired
 
     runs = []
     for k, seed in enumerate(seed_list):
@@ -239,16 +239,18 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
           max_tasks: int | None, start: Path | None = None, skip_eval0: bool = False) -> dict[str, Any]:
     import yaml
 
-    from clawloop import loop
+    from clawloop.artifacts import metrics as artifact_metrics
     from clawloop.bootstrap.base import make_base
     from clawloop.config.params import Params
-    from clawloop.paired import outcomes_of
-    from clawloop.synthesis.procedural.generate import synthesize
-    from clawloop.synthesis.steering import plan
-    from clawloop.tasks.formats import load_suite_any
-    from clawloop.tasks.pool import id_sample
-    from clawloop.training.run import TrainJob, train
-    from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+    from clawloop.core import rollout_settings as settings
+    from clawloop.core.paired import outcomes_of
+    from clawloop.core.tasks.formats import load_suite_any
+    from clawloop.core.tasks.pool import id_sample
+    from clawloop.phases.evaluate import gate as gating
+    from clawloop.phases.synthesize.procedural.generate import synthesize
+    from clawloop.phases.synthesize.steering import plan
+    from clawloop.phases.train.run import TrainJob, train
+    from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 
     raw = yaml.safe_load(params_path.read_text())
     for s in sets:
@@ -259,7 +261,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     suite = params.eval.suites[0]
     heldout = load_suite_any(str(ROOT / suite.path), suite.format, name=suite.name).tasks
     heldout = id_sample(heldout, max_tasks) if max_tasks else heldout
-    ctx = loop.rollout_settings(params)
+    ctx = settings.rollout_settings(params)
     rows: list[dict[str, Any]] = []
 
     def evaluate(policy_dir: Path, i: int) -> dict[str, float]:
@@ -267,7 +269,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
         policy = ctx.load_policy(policy_dir, policy_id=f"iter-{i}")
         res = ctx.rollouts(heldout, policy, k=params.eval.samples, harness=ctx.harness_for(policy_dir),
                            iteration=i, suite=suite.name, progress=False)
-        m = loop.suite_metrics(res, heldout=True)
+        m = artifact_metrics.suite_metrics(res, heldout=True)
         passed = sorted({r.task_id for r in res if r.outcome == "passed"})
         names = {t.id: t.metadata.get("name", t.id[:8]) if isinstance(t.metadata, dict) else t.id[:8]
                  for t in heldout}
@@ -311,7 +313,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
               f" in {rows[-1]['wall_s']} s", flush=True)
         verdicts = evaluate(ckpt, i)
         # the loop's gate, suite guard included (one held-out suite here: it adds nothing to the pooled test)
-        promoted, vs, _ = loop.gate(verdicts, best, params.gate.alpha, params.gate.enabled, params.gate.suite_alpha)
+        promoted, vs, _ = gating.gate(verdicts, best, params.gate.alpha, params.gate.enabled, params.gate.suite_alpha)
         rows[-1]["promoted"] = promoted
         if vs is not None:
             rows[-1]["vs_policy"] = vs.words()

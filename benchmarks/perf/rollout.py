@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT))
 
 
 def load_tasks(n: int) -> tuple[list, str]:
-    from clawloop.tasks.task import FileSpec, Task, Verifier
+    from clawloop.core.tasks.task import FileSpec, Task, Verifier
 
     suite = ROOT / "benchmarks" / "shell-core"
     if suite.is_dir():
-        from clawloop.evaluation import load_suite
+        from clawloop.phases.evaluate.agent_eval import load_suite
 
         tasks = [t for t in load_suite(suite).tasks if not t.needs_image]
         if tasks:
@@ -75,8 +75,8 @@ def main() -> int:
 
         return compare(args)
 
-    from clawloop.agent.harness import HarnessConfig
-    from clawloop.agent.rollout import RolloutConfig, run_rollouts
+    from clawloop.core.agent.harness import HarnessConfig
+    from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.load import load_policy
     from clawloop.policy.types import SamplingParams
@@ -98,7 +98,7 @@ def main() -> int:
     import pyarrow.parquet  # noqa: F401  (imported by the first trajectory flush: not batch 1's cost)
 
     import sandbox
-    from clawloop.tasks.environment import default_config
+    from clawloop.core.tasks.environment import default_config
 
     sandbox.create(args.backend, default_config()).close()
     rows = []
@@ -116,7 +116,7 @@ def main() -> int:
     for r in rows:
         r["speedup"] = round(r["episodes_per_s"] / base, 2)
     # Generation alone (no sandboxes): one batched generate over first-turn prompts.
-    from clawloop.agent.harness import initial_messages, tools_for
+    from clawloop.core.agent.harness import initial_messages, tools_for
 
     for r in rows:
         convs = [initial_messages(t, harness) for t in tasks[:r["batch"]]]

@@ -130,7 +130,7 @@ def main() -> int:
     args = ap.parse_args()
 
     import sandbox
-    from clawloop.runtime import runtime_dir
+    from clawloop.core.runtime import runtime_dir
 
     runtime = runtime_dir()
     backends, skipped = [], {}

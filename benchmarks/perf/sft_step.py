@@ -1,4 +1,4 @@
-"""SFT step time with `trainable_layers`: TRL's path vs the frozen-trunk path (clawloop/training/frozen_trunk.py).
+"""SFT step time with `trainable_layers`: TRL's path vs the frozen-trunk path (clawloop/phases/train/frozen_trunk.py).
 
     .venv/bin/python benchmarks/perf/sft_step.py [--json] [--model DIR|scratch-tiny|scratch-micro]
         [--params params.yaml] [--conversations 16] [--steps 5] [--batch N] [--trainable-layers N]
@@ -57,10 +57,10 @@ OUTPUTS = ["", "total 8\n-rw-r--r-- 1 agent agent 120 Jan  1 00:00 notes.txt\n",
 
 def conversations(n: int) -> list[Any]:
     """`n` harness conversations of 1-4 commands (lengths differ: the batches are padded)."""
-    from clawloop.agent.harness import initial_messages
-    from clawloop.agent.tool_calls import assistant_message, tool_message
-    from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-    from clawloop.training.data import Conversation
+    from clawloop.core.agent.harness import initial_messages
+    from clawloop.core.agent.tool_calls import assistant_message, tool_message
+    from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+    from clawloop.phases.train.data import Conversation
 
     out = []
     for i in range(n):
@@ -105,8 +105,8 @@ class StepTimer:
 
 def run(model: Path, work: Path, sft: Any, data: Any, mode: str, steps: int, tag: str | None = None) -> dict[str, Any]:
     """1 + `steps` optimizer steps with frozen_trunk `mode`: step times, losses, trunk figures."""
-    from clawloop.training import frozen_trunk
-    from clawloop.training.sft import build_trainer
+    from clawloop.phases.train import frozen_trunk
+    from clawloop.phases.train.sft import build_trainer
 
     params = sft.model_copy(update={"max_steps": steps + 1, "logging_steps": 1, "save_steps": 10_000,
                                     "frozen_trunk": mode})
@@ -166,7 +166,7 @@ def main() -> None:
 
     from clawloop.config.params import load_params
     from clawloop.config.train import resolve_bf16
-    from clawloop.training.data import to_dataset
+    from clawloop.phases.train.data import to_dataset
 
     sft = load_params(args.params).train.options().sft
     over = {k: v for k, v in (("per_device_train_batch_size", args.batch), ("trainable_layers", args.trainable_layers),

@@ -31,9 +31,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from clawloop.config.synthesis import CurriculumParams
-    from clawloop.synthesis.procedural.generate import synthesize
-    from clawloop.synthesis.steering import plan
-    from clawloop.tasks.pool import write_pool
+    from clawloop.core.tasks.pool import write_pool
+    from clawloop.phases.synthesize.procedural.generate import synthesize
+    from clawloop.phases.synthesize.steering import plan
 
     p = plan(None, args.n, CurriculumParams(conditioning=False))
     synthesize(plan(None, 70, CurriculumParams(conditioning=False)), seed=999)  # warm caches

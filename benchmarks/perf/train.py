@@ -6,13 +6,13 @@ On a CPU shared with other jobs use --threads 1 (or OMP_WAIT_POLICY=PASSIVE): Op
 spin-waiting for a busy core made 2 threads 4-6x slower than 1 here.
 
 SFT: harness-format conversations (system + tools + instruction + 2 bash calls + submit,
-~470 tokens each) through `clawloop.training.sft.build_trainer`, assistant-only loss. Rows, in
+~470 tokens each) through `clawloop.phases.train.sft.build_trainer`, assistant-only loss. Rows, in
 the same run: batch 1 (baseline) and batch 16 in fp32; bf16 autocast at batch 16 (on a CPU
 without native bf16 it is emulated: expect it much slower); gradient checkpointing at batch 16.
 The first step of each run is warm-up and not timed. tokens/s counts every input token (prompt
 included); trained/s only the assistant tokens that carry loss.
 
-GRPO: `clawloop.training.grpo` on the multi-turn environment path with real bwrap sandboxes
+GRPO: `clawloop.phases.train.grpo` on the multi-turn environment path with real bwrap sandboxes
 (setup, tool calls, verifier per rollout), max_completion_length 64, at generation batch 4 (G=2)
 and 8 (G=4): seconds per optimizer step, first step untimed.
 
@@ -38,7 +38,7 @@ WORDS = ["amber", "ledger", "harbor", "notes", "summit", "river", "report", "sal
 
 
 def make_tasks(n: int, verifier: str | None = None) -> list[Any]:
-    from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
+    from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
 
     test = verifier or ('if [ "$(cat /workspace/{f} 2>/dev/null)" = "{v}" ]; then echo 1; else echo 0; fi '
                         '> /logs/verifier/reward.txt')
@@ -52,9 +52,9 @@ def make_tasks(n: int, verifier: str | None = None) -> list[Any]:
 
 
 def conversations(n: int) -> list[Any]:
-    from clawloop.agent.harness import initial_messages
-    from clawloop.agent.tool_calls import assistant_message, tool_message
-    from clawloop.training.data import Conversation
+    from clawloop.core.agent.harness import initial_messages
+    from clawloop.core.agent.tool_calls import assistant_message, tool_message
+    from clawloop.phases.train.data import Conversation
 
     out = []
     for t in make_tasks(n):
@@ -87,8 +87,8 @@ class StepTimer:
 
 def bench_sft(model: Path, work: Path, name: str, steps: int, **params: Any) -> dict[str, Any]:
     from clawloop.config.train import SFTParams
-    from clawloop.training.data import to_dataset
-    from clawloop.training.sft import build_trainer
+    from clawloop.phases.train.data import to_dataset
+    from clawloop.phases.train.sft import build_trainer
 
     bs = params.get("per_device_train_batch_size", 16)
     ds = to_dataset(conversations(max(bs * (steps + 1), 16)))
@@ -109,7 +109,7 @@ def bench_sft(model: Path, work: Path, name: str, steps: int, **params: Any) -> 
 
 def bench_grpo(model: Path, work: Path, name: str, steps: int, generations: int, batch: int) -> dict[str, Any]:
     from clawloop.config.train import GRPOParams
-    from clawloop.training.grpo import build_trainer
+    from clawloop.phases.train.grpo import build_trainer
 
     tasks = make_tasks(8, verifier="echo $((RANDOM % 2)) > /logs/verifier/reward.txt")
     p = GRPOParams(max_steps=steps + 1, num_generations=generations, per_device_train_batch_size=batch,

@@ -38,8 +38,8 @@ def child(root: Path, pool: Path, backend: str, jobs: int) -> None:
 
     for pkg in (clawloop, sandbox):  # not the editable install's: this tree's
         assert Path(pkg.__file__).resolve().is_relative_to(root.resolve()), pkg.__file__
-    from clawloop.tasks.pool import read_pool_lenient
-    from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+    from clawloop.core.tasks.pool import read_pool_lenient
+    from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 
     tasks, errors = read_pool_lenient(pool)
     assert not errors, errors
@@ -64,11 +64,11 @@ def child(root: Path, pool: Path, backend: str, jobs: int) -> None:
 def write_pool(which: str, dest: Path) -> str:
     """The pool to measure as JSONL at `dest`; returns its name."""
     sys.path.insert(0, str(ROOT))
-    from clawloop.tasks.pool import write_pool as write
+    from clawloop.core.tasks.pool import write_pool as write
 
     if which == "default":
         from clawloop.config.params import load_params
-        from clawloop.synthesis.pool import build_pool
+        from clawloop.phases.synthesize.pool import build_pool
 
         params = load_params(ROOT / "params.yaml")
         pool = build_pool(params.synthesis, 0, None, None, lambda routine: (_ for _ in ()).throw(
@@ -76,7 +76,7 @@ def write_pool(which: str, dest: Path) -> str:
         write(dest, pool.tasks)
         return f"default (synthesized: seed {params.synthesis.seed}, {len(pool.tasks)} tasks)"
     if which == "shell-core":
-        from clawloop.evaluation import load_suite
+        from clawloop.phases.evaluate.agent_eval import load_suite
 
         suite = load_suite(ROOT / "benchmarks" / "shell-core")
         write(dest, [t for t in suite.tasks if not t.needs_image])

@@ -24,12 +24,12 @@ import tempfile
 from pathlib import Path
 
 from clawloop.config.synthesis import Forms
-from clawloop.io import write_text
-from clawloop.synthesis.procedural.generate import HELDOUT_NAMESPACE, synthesize
-from clawloop.synthesis.skills import families
-from clawloop.synthesis.steering import Plan
-from clawloop.tasks.harbor_export import export_harbor_task
-from clawloop.tasks.task import Task
+from clawloop.core.io import write_text
+from clawloop.core.tasks.harbor_export import export_harbor_task
+from clawloop.core.tasks.task import Task
+from clawloop.phases.synthesize.procedural.generate import HELDOUT_NAMESPACE, synthesize
+from clawloop.phases.synthesize.skills import families
+from clawloop.phases.synthesize.steering import Plan
 
 HERE = Path(__file__).resolve().parent
 LEVELS = (1, 2, 3, 4)

@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 
 from clawloop.config.synthesis import CurriculumParams, Forms
-from clawloop.synthesis.procedural.generate import synthesize
-from clawloop.synthesis.steering import plan
-from clawloop.tasks.suite import load_suite
-from clawloop.validation.agent_free import (
+from clawloop.core.tasks.suite import load_suite
+from clawloop.phases.synthesize.procedural.generate import synthesize
+from clawloop.phases.synthesize.steering import plan
+from clawloop.phases.validate.agent_free import (
     AgentFreeParams,
     NearDuplicateIndex,
     _norm_words,

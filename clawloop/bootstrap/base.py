@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from clawloop.artifacts.checkpoint import check_base
 from clawloop.bootstrap.pretrained import materialize
 from clawloop.bootstrap.scratch import bootstrap as build_scratch
 from clawloop.bootstrap.scratch import dir_digest
 from clawloop.config.bootstrap import BootstrapConfig, base_kind, scratch_size
-from clawloop.io import hand_over, write_json
-from clawloop.training.checkpoint import check_base
+from clawloop.core.io import hand_over, write_json
 
 
 def make_base(base: str, out: str | Path, *, seed: int = 0, bootstrap: dict[str, Any] | None = None,

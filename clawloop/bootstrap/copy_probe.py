@@ -21,9 +21,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from clawloop.agent.harness import default_system_prompt
-from clawloop.agent.tool_calls import TOOLS
 from clawloop.bootstrap.corpus import PAIRS, random_word, tool_call
+from clawloop.core.agent.harness import default_system_prompt
+from clawloop.core.agent.tool_calls import TOOLS
 
 PROBE_SEED = "clawloop-copy-probe"
 

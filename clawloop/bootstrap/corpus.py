@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawloop.synthesis import words as word_lists
+from clawloop.phases.synthesize import words as word_lists
 
 DATA = Path(__file__).parent / "data"
 

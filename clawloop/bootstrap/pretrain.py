@@ -9,7 +9,7 @@ copying, so that the loop starts from a model with working induction:
 - `chat`: instruction -> tool call pairs in the harness's chat format (clawloop.bootstrap.corpus
   templates), names drawn from word lists *and* random letter strings, so the only way to
   predict the name in the command is to copy it from the instruction;
-- `task`: procedurally synthesized tasks (clawloop.synthesis, level 1-2, a seed namespace of
+- `task`: procedurally synthesized tasks (clawloop.phases.synthesize, level 1-2, a seed namespace of
   its own) as whole episodes: system prompt, instruction, the reference commands with
   placeholder observations, submit;
 - `shell`: shell transcripts (`$ ls` listings, then commands on listed names, `cat` output that
@@ -37,14 +37,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from clawloop.agent.harness import default_system_prompt, system_prompt
-from clawloop.agent.tool_calls import TOOLS, assistant_message, tool_message
 from clawloop.bootstrap.copy_probe import probe
 from clawloop.bootstrap.corpus import PAIRS, help_text, name_stem, quote, random_word, word
 from clawloop.config.bootstrap import PretrainConfig
 from clawloop.config.knobs import NO_KNOBS
-from clawloop.progress import Progress
-from clawloop.synthesis.skills import families, family
+from clawloop.core.agent.harness import default_system_prompt, system_prompt
+from clawloop.core.agent.tool_calls import TOOLS, assistant_message, tool_message
+from clawloop.core.progress import Progress
+from clawloop.phases.synthesize.skills import families, family
 
 KINDS = ("chat", "task", "shell", "help", "repeat", "echo")
 

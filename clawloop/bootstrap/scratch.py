@@ -21,12 +21,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from clawloop.agent.tool_calls import response_template
 from clawloop.bootstrap.corpus import corpus, pair, tool_call
 from clawloop.bootstrap.pretrain import pretrain
 from clawloop.config.bootstrap import SIZES, BootstrapConfig
+from clawloop.core.agent.tool_calls import response_template
+from clawloop.core.io import write_json
 from clawloop.errors import ClawloopError
-from clawloop.io import write_json
 
 TEMPLATE = Path(__file__).parent / "templates" / "chat_template.jinja"
 

@@ -59,7 +59,7 @@ def loop_rollout(params: Path | None, no_params: bool = False) -> dict[str, Any]
     if params is None and (no_params or not Path("params.yaml").is_file()):
         return {}
     from clawloop.config.params import load_params
-    from clawloop.loop import rollout_settings
+    from clawloop.core.rollout_settings import rollout_settings
 
     path = params or Path("params.yaml")
     ctx = rollout_settings(load_params(path))

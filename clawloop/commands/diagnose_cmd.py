@@ -6,15 +6,16 @@ from pathlib import Path
 
 import typer
 
-from clawloop.agent.harness import HarnessConfig
-from clawloop.agent.rollout import RolloutConfig
+from clawloop.artifacts.probe import summarize, write_probe
 from clawloop.commands import app, loop_rollout, tasks_app
 from clawloop.config.diagnosis import DiagnosisParams
-from clawloop.diagnosis.diagnose import diagnose as write_diagnosis
+from clawloop.core.agent.harness import HarnessConfig
+from clawloop.core.agent.rollout import RolloutConfig
+from clawloop.core.tasks.pool import read_pool
+from clawloop.phases.diagnose.diagnose import diagnose as write_diagnosis
+from clawloop.phases.validate.probe import probe_tasks
 from clawloop.policy.load import load_policy
 from clawloop.policy.types import SamplingParams
-from clawloop.tasks.pool import read_pool
-from clawloop.validation.probe import probe_tasks, summarize, write_probe
 
 
 @app.command()

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from clawloop.check import check_path
+from clawloop.artifacts.check import check_path
 from clawloop.commands import app
-from clawloop.loop_report import write_report
-from clawloop.progress import console
+from clawloop.core.progress import console
+from clawloop.report.build import write_report
 from clawloop.viewer import expand_sources, write_viewer
 
 if TYPE_CHECKING:
-    from clawloop.loop import HeldoutRecord
+    from clawloop.artifacts.metrics import HeldoutRecord
 
 
 @app.command()
@@ -59,7 +59,7 @@ def view(paths: list[Path] = typer.Argument(..., help="evaluation output: rollou
 
 def _heldout(path: Path) -> HeldoutRecord:
     """The HeldoutRecord of an iteration directory or of its heldout.json."""
-    from clawloop.loop import read_heldout
+    from clawloop.artifacts.metrics import read_heldout
 
     return read_heldout(path / "heldout.json" if path.is_dir() else path)
 
@@ -77,7 +77,7 @@ def compare(before: Path = typer.Argument(..., help="an iteration directory (run
     from rich.markup import escape
     from rich.table import Table
 
-    from clawloop import paired
+    from clawloop.core import paired
 
     first, second = _heldout(before), _heldout(after)
     res = paired.compare_suites(first.checkpoint, second.checkpoint)

@@ -11,10 +11,10 @@ from clawloop.bootstrap.base import make_base
 from clawloop.bootstrap.scratch import bootstrap
 from clawloop.commands import model_app
 from clawloop.config.bootstrap import SCRATCH_PREFIX, SIZES, BootstrapConfig, scratch_size
+from clawloop.core.io import read_json
+from clawloop.core.progress import Progress
 from clawloop.errors import ClawloopError
-from clawloop.io import read_json
 from clawloop.policy.gguf_export import export_gguf
-from clawloop.progress import Progress
 
 
 @model_app.command()

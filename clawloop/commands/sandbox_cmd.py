@@ -10,8 +10,8 @@ import typer
 
 import sandbox
 from clawloop.commands import sandbox_app
+from clawloop.core.runtime import runtime_dir
 from clawloop.errors import ClawloopError
-from clawloop.runtime import runtime_dir
 from sandbox.docker import reap as reap_containers
 from sandbox.doctor import check_backend
 from sandbox.image import build_image as build_docker_image

@@ -10,26 +10,26 @@ from typing import Any
 import typer
 
 from clawloop.commands import POLICY_SET_HELP, app, loop_rollout, loop_spec, parse_sets, renamed, tasks_app
+from clawloop.core.executor import executor_params
+from clawloop.core.io import write_json, write_jsonl
+from clawloop.core.progress import Progress, console
+from clawloop.core.tasks.claw_eval_live import without_grader_root
+from clawloop.core.tasks.formats import load_suite_any
+from clawloop.core.tasks.harbor_export import export_tasks
+from clawloop.core.tasks.layers import layer_specs
+from clawloop.core.tasks.pool import read_pool, read_pool_lenient, write_pool
+from clawloop.core.tasks.suite import load_suite
+from clawloop.core.tasks.task import Task
 from clawloop.errors import ClawloopError
-from clawloop.evaluation import EvalConfig, evaluate
-from clawloop.executor import executor_params
-from clawloop.io import write_json, write_jsonl
-from clawloop.policy.load import with_options
-from clawloop.progress import Progress, console
-from clawloop.tasks.claw_eval_live import without_grader_root
-from clawloop.tasks.formats import load_suite_any
-from clawloop.tasks.harbor_export import export_tasks
-from clawloop.tasks.layers import layer_specs
-from clawloop.tasks.pool import read_pool, read_pool_lenient, write_pool
-from clawloop.tasks.suite import load_suite
-from clawloop.tasks.task import Task
-from clawloop.validation.agent_free import (
+from clawloop.phases.evaluate.agent_eval import EvalConfig, evaluate
+from clawloop.phases.validate.agent_free import (
     AgentFreeParams,
     default_heldout,
     default_heldout_instances,
     load_heldout,
     validate_pool,
 )
+from clawloop.policy.load import with_options
 
 _BACKEND_HELP = "Sandbox backend: bwrap (isolated, default), docker, or local (NOT isolated)."
 
@@ -177,7 +177,7 @@ def eval_(
                                    "not ./params.yaml's."),
     playbook: Path | None = typer.Option(None, "--playbook", help="--agent model: a playbook.json rendered into "
                                          "the system prompt (default: the one a model DIR carries, if any)."),
-    # --- formats hook (issue #10): benchmark layouts (clawloop.tasks.formats)
+    # --- formats hook (issue #10): benchmark layouts (clawloop.core.tasks.formats)
     fmt: str = typer.Option("auto", "--format", help="auto | harbor | jsonl | clawgym | claw-eval-live | intercode."),
     grader_root: Path | None = typer.Option(None, "--grader-root", help="claw-eval-live: a checkout of the "
                                             "benchmark whose package grades its tasks (else $CLAWLOOP_GRADER_ROOT)."),
@@ -196,7 +196,7 @@ def eval_(
     if policy_sets and not model:  # checked before any episode starts
         raise ClawloopError("--policy-set needs --agent model --model")
     options: dict[str, Any] = {}
-    if agent == "model":  # the model agent's knobs (clawloop.agent.model_agent.run_model_agent)
+    if agent == "model":  # the model agent's knobs (clawloop.core.agent.model_agent.run_model_agent)
         loop = loop_rollout(params, no_params)
         options.update({k: v for k, v in loop.items() if k != "policy"})
         if model:

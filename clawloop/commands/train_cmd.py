@@ -10,10 +10,10 @@ import typer
 
 from clawloop.commands import app, parse_sets
 from clawloop.config.train import TrainParams, field_help, load_section, merge
+from clawloop.core.executor import executor_params
 from clawloop.errors import ClawloopError
-from clawloop.executor import executor_params
-from clawloop.training.run import EpisodeSetup, TrainJob
-from clawloop.training.run import train as run_training
+from clawloop.phases.train.run import EpisodeSetup, TrainJob
+from clawloop.phases.train.run import train as run_training
 
 
 def _sandbox_section(params: Path | None) -> dict:
@@ -55,7 +55,7 @@ def train(
         None, "--jobs", min=1, help="Reference trajectories run in parallel (default: sandbox.jobs of --params, else 4)."),
     executor: str | None = typer.Option(
         None, "--executor", help="Where reference trajectories run: local (--jobs threads) or ray (Ray tasks, one "
-        "CPU each; clawloop.executor). Default: the executor section of --params, else local."),
+        "CPU each; clawloop.core.executor). Default: the executor section of --params, else local."),
     help_params: bool = typer.Option(False, "--help-params", help="List every knob with its default and exit."),
 ) -> None:
     """Fine-tune a checkpoint on the task pool: SFT on successful trajectories, GRPO on the verifier."""

@@ -8,11 +8,11 @@ FAILURE_MODES = (
     "format_error", "unknown_command", "error_ignored", "repeated_action", "timeout",
     "max_turns", "premature_submit", "wrong_result", "verifier_tamper", "infra_error",
 )
-"""The failure taxonomy's modes (clawloop.diagnosis.taxonomy classifies an episode into them)."""
+"""The failure taxonomy's modes (clawloop.core.taxonomy classifies an episode into them)."""
 
 
 class DiagnosisParams(BaseModel):
-    """Thresholds of the report. The recommendation rule (`clawloop.diagnosis.report.decide_level`),
+    """Thresholds of the report. The recommendation rule (`clawloop.phases.diagnose.report.decide_level`),
     per skill over its cells with at least `min_episodes` graded episodes: a level whose Wilson high
     end is <= lower_ci_high steps the skill back below it; else the top level L raises it to L+1
     when its low end is >= raise_ci_low, and holds it at its frontier when not (the highest level

@@ -1,4 +1,4 @@
-"""params.yaml `executor`: where the agent-free phases' sandbox episodes run (clawloop.executor)."""
+"""params.yaml `executor`: where the agent-free phases' sandbox episodes run (clawloop.core.executor)."""
 
 from __future__ import annotations
 

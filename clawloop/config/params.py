@@ -110,18 +110,18 @@ class RolloutParams(_Section):
     """Replies in a row without a valid tool call that end an episode (a base model that answers
     in prose pays max_new_tokens for each)."""
     format_hint: Literal["tool_call", "json_fence", "short"] = "tool_call"
-    """The hint after a reply without a valid call (clawloop.agent.playbook.FORMAT_HINTS): the call
+    """The hint after a reply without a valid call (clawloop.core.agent.playbook.FORMAT_HINTS): the call
     form of the model's chat template, `json_fence` for Qwen2.5's json template. The variants are
-    spelled here, not imported (every stage would list clawloop/agent/playbook.py as a dvc dep);
+    spelled here, not imported (every stage would list clawloop/core/agent/playbook.py as a dvc dep);
     test_params checks they are FormatHint's."""
     repeat_note: bool = True
     """Note in the observation when a command repeats the previous one verbatim (greedy loops)."""
     repeat_resample: float | None = Field(None, gt=0)
     """Temperature at which a reply that repeats the last command verbatim is drawn once more
-    before it runs (clawloop.agent.harness.HarnessConfig.repeat_resample); null runs the repeat."""
+    before it runs (clawloop.core.agent.harness.HarnessConfig.repeat_resample); null runs the repeat."""
     submit_check: bool = False
     """Answer an episode's first submit with a note when no command ran yet or the last one failed
-    (clawloop.agent.harness.HarnessConfig.submit_check); a second submit ends it."""
+    (clawloop.core.agent.harness.HarnessConfig.submit_check); a second submit ends it."""
     gguf_type: Literal["q4_0", "q5_0", "q8_0", "f16", "f32"] = "q8_0"
     """Weights of the llamacpp backend's converted checkpoint."""
     engine: RolloutEngineParams = Field(default_factory=RolloutEngineParams)
@@ -156,7 +156,7 @@ class ProbeParams(_Section):
 
 
 class HintedParams(_Section):
-    """Help rollouts: "generate with help, train without it" (clawloop.agent.hints)."""
+    """Help rollouts: "generate with help, train without it" (clawloop.core.agent.hints)."""
 
     k: int = Field(0, ge=0)
     """Rollouts per task the probe labelled frontier, with a hint from its reference solution (the
@@ -187,7 +187,7 @@ class LoopTrainParams(TrainParams):
 
     method: Literal["sft", "grpo", "sft+grpo", "playbook", "sft+playbook"] = "sft"
     """What the train stage runs: weights (sft, grpo, sft+grpo), a playbook with the weights
-    frozen (playbook), or SFT and then a playbook (sft+playbook); see clawloop.agent.playbook."""
+    frozen (playbook), or SFT and then a playbook (sft+playbook); see clawloop.core.agent.playbook."""
 
     def options(self) -> TrainParams:
         """Everything but `method`: the training library's own params."""
@@ -249,7 +249,7 @@ class EvalParams(_Section):
     the trained policy has seen them, 87 of 96 passed at iteration 1)."""
     fresh: int = Field(8, ge=0)
     """New instances per skill, drawn at the highest level of the iteration's pool
-    (clawloop.synthesis.fresh), rolled out by the trained policy as the held-in suite `fresh`: the
+    (clawloop.phases.synthesize.fresh), rolled out by the trained policy as the held-in suite `fresh`: the
     episodes the curriculum decides raise / hold / lower on. 0 = off (the pool sample and the probe
     decide, as before)."""
     sampled: SampledEvalParams = Field(default_factory=SampledEvalParams)
@@ -266,7 +266,7 @@ class EvalParams(_Section):
 
 class GateParams(_Section):
     """Held-out gate: promote a checkpoint unless the paired comparison with the policy it would
-    replace, on the same held-out tasks, says it is worse (clawloop.paired)."""
+    replace, on the same held-out tasks, says it is worse (clawloop.core.paired)."""
 
     alpha: float = Field(0.2, gt=0, le=1)
     """Reject when the exact one-sided sign test (McNemar) that the checkpoint is worse than the
@@ -280,7 +280,7 @@ class GateParams(_Section):
 
 
 class DiagnosisSection(_Section):
-    """Diagnosis thresholds (clawloop.diagnosis)."""
+    """Diagnosis thresholds (clawloop.phases.diagnose)."""
 
     options: DiagnosisParams = Field(default_factory=DiagnosisParams)
 
@@ -341,7 +341,7 @@ class Params(_Section):
     sandbox: SandboxParams = Field(default_factory=SandboxParams)
     executor: ExecutorParams = Field(default_factory=ExecutorParams)
     """Where the sandbox episodes of agent-free validation and reference trajectories run: local
-    threads or Ray tasks (`executor: ray`; clawloop.executor)."""
+    threads or Ray tasks (`executor: ray`; clawloop.core.executor)."""
     rollout: RolloutParams = Field(default_factory=RolloutParams)
     synthesis: SynthesisParams = Field(default_factory=SynthesisParams)
     validation: ValidationParams = Field(default_factory=ValidationParams)

@@ -143,7 +143,7 @@ class ProposerParams(BaseModel):
 @dataclass(frozen=True)
 class Forms:
     """How a procedural pool is worded and shaped beyond its plan: the share of draws given each form
-    (clawloop.synthesis.procedural.generate). Each share draws from an rng of its own keyed by the
+    (clawloop.phases.synthesize.procedural.generate). Each share draws from an rng of its own keyed by the
     task's seed, so turning one on never moves the tasks another made; `Forms()` is the generators'
     terse phrasing, byte-identical to the pools made before any of these existed."""
 
@@ -187,16 +187,16 @@ class SynthesisParams(BaseModel):
     """Restrict to these skill families (None = all)."""
     conversational: float = Field(0.5, ge=0, le=1)
     """Share of procedural tasks rephrased as people write requests: absolute paths in backticks, a
-    polite frame (clawloop/synthesis/procedural/register.py). 0 = the generators' terse phrasing only."""
+    polite frame (clawloop/phases/synthesize/procedural/register.py). 0 = the generators' terse phrasing only."""
     answer: float = Field(0.5, ge=0, le=1)
     """Share of procedural draws asked in the answer form where the task allows it (its result one
     file its last step writes: ~44% of the generators' tasks, so ~22% of a pool at 0.5): "print the
     answer" instead of "write it to out.txt", graded on the agent's last command's output as
-    InterCode-Bash grades (clawloop/tasks/answer.py). 0 = files only (the former pools)."""
+    InterCode-Bash grades (clawloop/core/tasks/answer.py). 0 = files only (the former pools)."""
     elsewhere: float = Field(0.25, ge=0, le=1)
     """Share of procedural tasks whose agent starts in `/` instead of beside its files in /workspace
     (the instruction says where they are), as InterCode-Bash's agent starts in `/`
-    (clawloop/synthesis/procedural/register.py: start_elsewhere). 0 = always in /workspace."""
+    (clawloop/phases/synthesize/procedural/register.py: start_elsewhere). 0 = always in /workspace."""
     twins: float = Field(0.0, ge=0, le=1)
     """Share of the answer-form draws whose file-form twin (the same workspace, asked to write the
     file) takes the next slot of their cell, so that only the instruction says which form is
@@ -206,11 +206,11 @@ class SynthesisParams(BaseModel):
     request, a closing remark, hard-wrapped over several lines (register.in_detail), so that the
     pool is not only one short line each. 0 = the one-line forms only."""
     curriculum: CurriculumParams = Field(default_factory=CurriculumParams)
-    """Thresholds of the procedural plan (clawloop.synthesis.steering)."""
+    """Thresholds of the procedural plan (clawloop.phases.synthesize.steering)."""
     hindsight: HindsightParams = Field(default_factory=HindsightParams)
-    """Hindsight relabeling options (clawloop.synthesis.grounded.hindsight)."""
+    """Hindsight relabeling options (clawloop.phases.synthesize.grounded.hindsight)."""
     proposer: ProposerParams = Field(default_factory=ProposerParams)
-    """Proposer options (clawloop.synthesis.grounded.proposer)."""
+    """Proposer options (clawloop.phases.synthesize.grounded.proposer)."""
 
     @model_validator(mode="after")
     def _check(self) -> SynthesisParams:

@@ -48,7 +48,7 @@ class DataParams(_Params):
     self_order: Literal["shortest", "process"] = Field(
         "shortest", description="Which own passes the per-task cap keeps first: the shortest, or those with "
         "the highest process score (a look before the first change, a look after the last: "
-        "clawloop.training.data.process_score), shortest among equals.")
+        "clawloop.phases.train.data.process_score), shortest among equals.")
     self_min_process: int = Field(
         0, ge=0, le=2, description="Own passes scoring lower are not trained on (2: only those that inspect "
         "before acting and check before submitting).")
@@ -60,20 +60,20 @@ class DataParams(_Params):
         0.0, ge=0.0, le=1.0, description="Share of process-shaped replays of tasks whose shell starts away from "
         "their files that first run their first step where the shell starts (its real 'No such file' error, no "
         "loss on that turn) and then fix it with a `cd`: the recovery InterCode's agent lacks. Only steps that "
-        "fail without changing anything take it (clawloop.training.reference.relative_mistake).")
+        "fail without changing anything take it (clawloop.phases.train.reference.relative_mistake).")
     reference_previews: Literal["keep", "drop"] = Field(
         "keep", description="Solution steps that only preview a later step (`find d -empty` before `find d -empty "
-        "-delete`): kept, or dropped from process replays (clawloop.training.reference.drop_previews). After "
+        "-delete`): kept, or dropped from process replays (clawloop.phases.train.reference.drop_previews). After "
         "training on them the policy listed and submitted on delete tasks instead of deleting.")
     reference_thoughts: Literal["none", "restate"] = Field(
         "none", description="The thought before a process replay's first act: none, or the instruction restated "
-        "on one line (clawloop.training.reference.restatement), so that the command is written right after "
+        "on one line (clawloop.phases.train.reference.restatement), so that the command is written right after "
         "what the task asks; the trained policy swapped InterCode's requests for the nearest pool template.")
     reference_checks: Literal["look", "quiet", "none"] = Field(
         "look", description="The check a process replay ends on: look (the head of the written file, the listing "
         "of the moved one), quiet (a test that prints nothing when the act worked: `test -s out`, `test -e new`; "
         "no check where nothing is named to test), or none (look -> act -> submit). InterCode grades the last "
-        "command's output, empty after a change (clawloop.training.reference.check_command); at iteration 1 "
+        "command's output, empty after a change (clawloop.phases.train.reference.check_command); at iteration 1 "
         "quiet and none gave InterCode 3 and 5 of 50 against look's 7 (docs/experiments/2026-12-06-quiet-checks.md).")
     seed: int = Field(0, description="Seed of the sampling when mixing trajectories.")
 
@@ -89,7 +89,7 @@ class LoraParams(_Params):
 
 
 class TrainerParams(_Params):
-    """What SFT and GRPO set alike (the TrainingArguments of clawloop.training.sft.shared_args);
+    """What SFT and GRPO set alike (the TrainingArguments of clawloop.phases.train.sft.shared_args);
     the fields whose defaults differ between the two are declared in each."""
 
     gradient_accumulation_steps: int = Field(1, gt=0, description="Micro-batches per optimizer step.")
@@ -137,7 +137,7 @@ class SFTParams(TrainerParams):
     frozen_trunk: Literal["auto", "off"] = Field(
         "auto", description="With trainable_layers (no packing, on a CPU): compute the frozen "
         "layers' output once per conversation and train the top layers from it, scoring the head only where "
-        "the loss is (same loss and gradients; clawloop/training/frozen_trunk.py, "
+        "the loss is (same loss and gradients; clawloop/phases/train/frozen_trunk.py, "
         "benchmarks/perf/sft_step.py). off: TRL's path, every layer forward at every step.")
     interpolate: float = Field(
         1.0, gt=0, le=1, description="Weight-space ensembling (WiSE-FT, Wortsman et al. 2022): after training, "
@@ -177,7 +177,7 @@ class GRPOParams(TrainerParams):
 
 class ReflectionParams(_Params):
     """The reflector (train.playbook.reflector: model): the policy reads its own held-in episodes
-    and proposes playbook edits (clawloop.training.reflect)."""
+    and proposes playbook edits (clawloop.phases.train.reflect)."""
 
     groups: int = Field(4, gt=0, description="Most (failure mode, skill) groups shown, most frequent first.")
     failed_per_group: int = Field(2, gt=0, description="Failed episodes shown per group.")
@@ -186,11 +186,11 @@ class ReflectionParams(_Params):
     max_new_tokens: int = Field(384, gt=0, description="Most tokens of the reflector's reply.")
     max_edits: int = Field(6, gt=0, description="Most edits read from one reply (the rest dropped).")
     max_tip_chars: int = Field(220, gt=0, description="A longer tip line is dropped.")
-    template: str = Field("reflect.j2", description="The prompt (clawloop/agent/templates or an absolute path).")
+    template: str = Field("reflect.j2", description="The prompt (clawloop/core/agent/templates or an absolute path).")
 
 
 class HarnessSearchParams(_Params):
-    """Harness edits tried on a held-in development split (clawloop.training.harness_search)."""
+    """Harness edits tried on a held-in development split (clawloop.phases.train.harness_search)."""
 
     search: bool = Field(True, description="Propose and try harness edits (false: the harness stays as it is).")
     dev_tasks: int = Field(16, gt=0, description="Tasks of the development split: a fixed subset of the "

@@ -1,4 +1,4 @@
 """The loop's report: collect (figures from runs/), plots, ablations, render (templates).
 
-`clawloop.loop_report.write_report` puts them together with the trajectory viewer.
+`clawloop.report.build.write_report` puts them together with the trajectory viewer.
 """

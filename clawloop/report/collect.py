@@ -5,7 +5,7 @@ runs kept them in metrics.json), diagnosis/diagnosis.json (cells, failure modes,
 recommendations), pool/manifest.json (what synthesis did with the previous diagnosis),
 validated/valid.jsonl, train.json, heldout.json (per-task held-out verdicts: the paired
 evidence). Intervals are Wilson 95% for rates, as in the diagnosis; differences between
-iterations are paired (clawloop.paired: flips, exact McNemar p, bootstrap interval).
+iterations are paired (clawloop.core.paired: flips, exact McNemar p, bootstrap interval).
 
 runs/ may come from a DVC remote, i.e. from anyone: every artifact with a schema is checked
 against the one `clawloop check` uses (metrics, summary, heldout, diagnosis, playbook) before a
@@ -24,10 +24,10 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from clawloop import paired
+from clawloop.core import paired
+from clawloop.core.io import iter_jsonl, read_json
+from clawloop.core.stats import wilson_interval
 from clawloop.errors import ClawloopError, describe_validation_error, validated
-from clawloop.io import iter_jsonl, read_json
-from clawloop.stats import wilson_interval
 
 
 def iteration_dirs(runs: Path) -> list[tuple[int, Path]]:
@@ -64,7 +64,7 @@ def _reading(path: Path) -> Iterator[None]:
 def _metrics(path: Path) -> dict[str, Any]:
     """metrics.json validated by IterationMetrics; runs from before eval/summary.json kept the
     suites (held to SuiteMetrics) and episodes_per_s in it."""
-    from clawloop.loop import IterationMetrics, SuiteMetrics
+    from clawloop.artifacts.metrics import IterationMetrics, SuiteMetrics
 
     obj = read_json(path)
     suites = None
@@ -159,7 +159,7 @@ def _learned(art: Path, iteration: int) -> dict[str, Any] | None:
     """What the playbook methods learned in one iteration (runs/iter-N/playbook/): the tips added
     and pruned, the reflector's edits, the harness edits tried on the dev split and kept; None
     for weight-only methods (an empty playbook)."""
-    from clawloop.agent.playbook import read_playbook
+    from clawloop.core.agent.playbook import read_playbook
 
     book = _read(art / "playbook.json", _dumped(read_playbook))
     if not book or not (book.get("entries") or book.get("pruned") or _harness_words(book.get("harness"))):
@@ -195,8 +195,8 @@ def collect(runs: str | Path) -> dict[str, Any]:
     data: dict[str, Any] = {"iterations": [], "suites": {}, "skills": {}, "modes": {}, "pools": {},
                             "metrics": {}, "heldout": {}, "diagnoses": {}, "synthesis": {}, "wall": {},
                             "mtimes": {}, "records": {}, "baselines": {}, "learned": {}}
-    from clawloop.diagnosis.schema import load_report
-    from clawloop.loop import read_eval_detail, read_heldout
+    from clawloop.artifacts.diagnosis import load_report
+    from clawloop.artifacts.metrics import read_eval_detail, read_heldout
 
     for i, d in iters:
         data["iterations"].append(i)
@@ -253,7 +253,7 @@ def collect(runs: str | Path) -> dict[str, Any]:
 
 def sampled(data: dict[str, Any]) -> dict[str, Any] | None:
     """Base vs final at k samples per task (runs/sampled/vs-base.json): settings and one row per
-    suite, then per level where the tasks' levels are known (clawloop.paired.by_level)."""
+    suite, then per level where the tasks' levels are known (clawloop.core.paired.by_level)."""
     got = data.get("sampled")
     if not got:
         return None

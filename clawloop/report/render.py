@@ -6,7 +6,7 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from clawloop.paired import format_p
+from clawloop.core.paired import format_p
 from clawloop.report.ablations import KNOBS
 from clawloop.report.collect import baselines, chain, evidence, sampled, summary
 

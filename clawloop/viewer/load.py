@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from clawloop.diagnosis.taxonomy import classify
+from clawloop.core.io import iter_jsonl
+from clawloop.core.taxonomy import classify
 from clawloop.errors import ClawloopError, validated, where
-from clawloop.io import iter_jsonl
 
 SUMMARY_KEYS = ("id", "task_id", "sample", "suite", "skill", "level", "outcome", "reward", "termination",
                 "n_turns", "modes", "iteration", "title")
@@ -48,7 +48,7 @@ def _rows(part: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from clawloop.trajectory import check_trajectories  # the schema `clawloop check` holds it to
+    from clawloop.core.trajectory import check_trajectories  # the schema `clawloop check` holds it to
 
     check_trajectories(part)
     try:
@@ -134,7 +134,7 @@ class _RecordLine(BaseModel):
 
 def _jsonl_episodes(path: Path) -> Iterator[dict[str, Any]]:
     """EpisodeRecord lines: commands with outputs and the verifier's, but no conversation."""
-    from clawloop.trajectory import check_records  # the schema `clawloop check` holds it to
+    from clawloop.core.trajectory import check_records  # the schema `clawloop check` holds it to
 
     check_records(path)  # every line an object with a known outcome
     for n, (lineno, obj) in enumerate(iter_jsonl(path)):

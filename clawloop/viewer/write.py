@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from clawloop.core.io import write_text
 from clawloop.errors import ClawloopError
-from clawloop.io import write_text
 from clawloop.viewer.load import SUMMARY_KEYS, load_episodes
 
 CHUNK_SIZE = 100

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import sandbox
-from clawloop.runtime import runtime_dir
+from clawloop.core.runtime import runtime_dir
 
 LIMITS: dict[str, Any] = {"memory_mb": 512, "max_processes": 64, "max_file_size_mb": 8, "cpu_seconds": 1,
                           "disk_mb": 64}

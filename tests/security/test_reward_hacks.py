@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.agent.oracle import run_episode
-from clawloop.tasks.environment import TaskEnvironment, open_sandbox
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.trajectory import EpisodeRecord
-from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+from clawloop.core.agent.oracle import run_episode
+from clawloop.core.tasks.environment import TaskEnvironment, open_sandbox
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.core.trajectory import EpisodeRecord
+from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 from sandbox._layout import PYGUARD_MOUNT
 from sandbox.base import ExecResult
 

@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 import pytest
 
-from clawloop.agent.oracle import run_episode
-from clawloop.tasks.environment import TaskEnvironment, open_sandbox
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+from clawloop.core.agent.oracle import run_episode
+from clawloop.core.tasks.environment import TaskEnvironment, open_sandbox
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 from sandbox.base import ExecResult
 
 from .test_reward_hacks import COMPARE, GIT_ID, SCORE, assert_not_passed, require_git

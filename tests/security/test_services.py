@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
+from clawloop.core.io import write_json, write_jsonl
 from clawloop.errors import ClawloopError
-from clawloop.io import write_json, write_jsonl
 from clawloop.policy.load import load_policy
 from clawloop.policy.openai import OpenAIPolicy
 from clawloop.policy.serve import ServeConfig, make_server, url
@@ -185,7 +185,7 @@ def test_serve_bearer_token(monkeypatch: pytest.MonkeyPatch) -> None:
 # ------------------------------------------- 14: malformed artifacts end in tracebacks
 def _parquet_run(d: Path) -> Path:
     """A valid rollout directory of one episode (what a remote's runs/iter-N/eval holds)."""
-    from clawloop.diagnosis.synthetic import episode_row, step_row, write_trajectories
+    from clawloop.phases.diagnose.synthetic import episode_row, step_row, write_trajectories
 
     eid = "t1-0-r"
     write_trajectories(d, [episode_row(eid, suite="s", skill="files", level=1, outcome="failed",
@@ -271,7 +271,7 @@ def test_a_pickled_checkpoint_is_refused_by_name(tmp_path: Path) -> None:
 def test_training_refuses_a_pickled_base(tmp_path: Path) -> None:
     """The train stage's base check: a pickled-only checkpoint is named and refused (it accepted
     pytorch_model*.bin, which transformers would unpickle)."""
-    from clawloop.training.checkpoint import check_base
+    from clawloop.artifacts.checkpoint import check_base
 
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()

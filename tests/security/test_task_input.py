@@ -16,17 +16,17 @@ from pathlib import Path
 import orjson
 import pytest
 
-from clawloop.check import check_path
+from clawloop.artifacts.check import check_path
+from clawloop.core.tasks import claw_eval_grading as ceg
+from clawloop.core.tasks import claw_eval_live as cel
+from clawloop.core.tasks import file_tree
+from clawloop.core.tasks.formats import load_suite_any
+from clawloop.core.tasks.harbor import load_harbor_task
+from clawloop.core.tasks.harbor_export import export_harbor_task, export_tasks
+from clawloop.core.tasks.pool import read_pool, write_pool
+from clawloop.core.tasks.suite import load_suite
+from clawloop.core.tasks.task import FileSpec
 from clawloop.errors import ClawloopError
-from clawloop.tasks import claw_eval_grading as ceg
-from clawloop.tasks import claw_eval_live as cel
-from clawloop.tasks import file_tree
-from clawloop.tasks.formats import load_suite_any
-from clawloop.tasks.harbor import load_harbor_task
-from clawloop.tasks.harbor_export import export_harbor_task, export_tasks
-from clawloop.tasks.pool import read_pool, write_pool
-from clawloop.tasks.suite import load_suite
-from clawloop.tasks.task import FileSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 CEL = ROOT / "benchmarks" / "fixtures" / "claw-eval-live"
@@ -81,7 +81,7 @@ def test_pool_line_grader_is_an_error_in_an_episode(tmp_path: Path) -> None:
     """What `tasks validate`, `eval` and the loop do with the line: the verdict is an error and
     nothing ran on the host (the no-op would have passed with the record's grader)."""
     import sandbox
-    from clawloop.agent.oracle import run_episode
+    from clawloop.core.agent.oracle import run_episode
 
     if why := sandbox.unavailable_reason("bwrap"):
         pytest.skip(why)

@@ -1,4 +1,4 @@
-"""Breaking the judge must not beat failing: a policy trained on GRPO's reward (clawloop.training.grpo)
+"""Breaking the judge must not beat failing: a policy trained on GRPO's reward (clawloop.phases.train.grpo)
 that makes its verifier error out gets 0, not a masked row.
 
 Masked rows sit out of the group baseline while plain failures are pushed down, so each attack
@@ -11,9 +11,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from clawloop.agent.harness import initial_messages
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.training.grpo import environment_factory
+from clawloop.core.agent.harness import initial_messages
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.phases.train.grpo import environment_factory
 
 TEST_SH = ('if [ "$(cat /workspace/a.txt 2>/dev/null)" = "alpha" ]; then echo 1; else echo 0; fi '
            '> /logs/verifier/reward.txt')

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from clawloop.agent.oracle import run_episode
-from clawloop.tasks.environment import TaskEnvironment
-from clawloop.tasks.task import FileSpec, Solution, Task, Verifier
-from clawloop.validation.agent_free import AgentFreeParams, validate_pool
+from clawloop.core.agent.oracle import run_episode
+from clawloop.core.tasks.environment import TaskEnvironment
+from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
+from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 from sandbox._paths import tmp_root
 from sandbox.base import ExecResult
 
@@ -306,7 +306,7 @@ def test_verifier_files_count_against_the_disk_quota(backend: str) -> None:
 
 
 def _quota_config():  # noqa: ANN202
-    from clawloop.tasks.environment import default_config
+    from clawloop.core.tasks.environment import default_config
 
     from .conftest import LIMITS
 

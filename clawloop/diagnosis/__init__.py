@@ -1,9 +1,0 @@
-"""Diagnosis: DuckDB over trajectories → CapabilityReport (schema.py is import-light).
-
-`clawloop.diagnosis.diagnose.diagnose(...)` runs the whole phase; `DiagnosisParams` holds its
-knobs (params.yaml `diagnosis.options`).
-"""
-
-from clawloop.config.diagnosis import DiagnosisParams
-
-__all__ = ["DiagnosisParams"]

@@ -1,0 +1,1 @@
+"""The evaluate phase: held-out suites (greedy and sampled), the gate, promotion, and `clawloop eval`."""

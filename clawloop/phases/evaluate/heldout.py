@@ -1,0 +1,111 @@
+"""The loop's evaluation of a checkpoint: rollouts on the loop's suites, their figures and the
+held-out verdicts the gate compares (the evaluate and transfer stages)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clawloop.artifacts.metrics import EvalDetail, SampledEval, SuiteMetrics, suite_metrics
+from clawloop.artifacts.suites import published_baselines
+from clawloop.core.paired import Comparison, Outcomes, by_level, compare_suites, levels_of, outcomes_of
+from clawloop.core.tasks.task import Task
+from clawloop.errors import ClawloopError
+
+if TYPE_CHECKING:
+    from clawloop.config.params import Params
+    from clawloop.core.agent.harness import HarnessConfig
+    from clawloop.core.rollout_settings import RolloutSettings
+    from clawloop.policy.types import Policy
+
+Suites = list[tuple[str, list[Task], bool]]
+"""(name, tasks, held out) of each suite, as `suite_manifest.eval_suites` lists them."""
+
+
+@dataclass
+class SuiteResults:
+    """A checkpoint's figures on every suite, and its per-task verdicts on the held-out ones."""
+
+    figures: dict[str, SuiteMetrics] = field(default_factory=dict)
+    verdicts: Outcomes = field(default_factory=dict)
+    levels: dict[str, int] = field(default_factory=dict)
+    """Held-out task key → level (clawloop.core.paired.levels_of)."""
+    episodes: int = 0
+
+    def detail(self, iteration: int, wall_s: float) -> EvalDetail:
+        """eval/summary.json."""
+        return EvalDetail(iteration=iteration, suites=self.figures, wall_s=round(wall_s, 1),
+                          episodes_per_s=round(self.episodes / wall_s, 3) if wall_s else 0.0)
+
+
+def evaluate_suites(params: Params, ctx: RolloutSettings, suites: Suites, *, policy: Policy, harness: HarnessConfig,
+                    out_dir: Path, iteration: int) -> SuiteResults:
+    """Roll `policy` out under `harness` on each suite, `eval.samples` per task, trajectories under
+    `out_dir/<suite>`; each suite's figures carry the published baselines of its tasks."""
+    results = SuiteResults()
+    for name, tasks, heldout in suites:
+        summaries = ctx.rollouts(tasks, policy, k=params.eval.samples, harness=harness, out_dir=out_dir / name,
+                                 iteration=iteration, suite=name, progress=True)
+        figures = results.figures[name] = suite_metrics(summaries, heldout=heldout).model_copy(update={
+            "baselines": published_baselines(params, name, [e.name for e in summaries])})
+        if heldout:
+            results.verdicts |= outcomes_of(summaries, name)
+            results.levels |= levels_of(summaries, name)
+        results.episodes += len(summaries)
+        print(f"[evaluate] {name}: pass@1 {figures.pass_at_1:.3f} over {figures.tasks} tasks")
+    return results
+
+
+def heldout_verdicts(ctx: RolloutSettings, policy: Policy, suites: list[tuple[str, list[Task]]]) -> tuple[Outcomes, float]:
+    """`policy`'s per-task verdicts on the held-out `suites` (one sample per task, the plain harness;
+    keyed `suite/task` as clawloop.core.paired keys them) and their pass@1 pooled over every graded task, as
+    metrics.json's held-out pass@1 is (a mean of the suites' rates would weigh InterCode's 50 tasks as
+    synth-heldout's 112)."""
+    verdicts: Outcomes = {}
+    for suite, tasks in suites:
+        verdicts |= outcomes_of(ctx.rollouts(tasks, policy, suite=suite, progress=True), suite)
+    return verdicts, (sum(verdicts.values()) / len(verdicts) if verdicts else 0.0)
+
+
+def paired_rows(before: Outcomes, after: Outcomes) -> dict[str, dict[str, Any]]:
+    """Per suite (and "all"), `after` against `before` on the tasks both graded: the rates, the paired
+    difference with its 95% bootstrap interval, the flips and the exact McNemar p (the transfer stage's
+    first vs final)."""
+    return {name: {"tasks": c.paired, "before": round(c.before_rate, 4), "after": round(c.after_rate, 4),
+                   "diff": round(c.diff, 4), "diff_low": round(c.diff_low, 4), "diff_high": round(c.diff_high, 4),
+                   "gained": c.gained, "lost": c.lost, "p_mcnemar": round(c.p_two_sided, 6)}
+            for name, c in compare_suites(before, after).items()}
+
+
+SAMPLED_OUTCOMES = "outcomes.json"
+"""A sampled evaluation's settings, figures and per-task pass rates (clawloop.artifacts.metrics.SampledEval)."""
+
+
+def vs_base(base: SampledEval, final: SampledEval) -> dict[str, Any]:
+    """evaluate-sampled-final's metrics: per suite (and per level where the tasks' levels are known), the
+    base's and the final policy's mean per-task pass rate over k samples, the paired difference with
+    its bootstrap interval, and the paired permutation test on the per-task rates (the sign test
+    beside it counts only which tasks moved). Refuses two evaluations sampled differently."""
+    for key in ("k", "temperature"):
+        if getattr(base, key) != getattr(final, key):
+            raise ClawloopError(f"sampled evaluations differ in {key}: base {getattr(base, key)}, final "
+                                f"{getattr(final, key)} (rerun the base's: `dvc repro -f -s evaluate-sampled-base`)")
+    before, after = base.outcomes, final.outcomes
+    out: dict[str, Any] = {"k": final.k, "temperature": final.temperature}
+    for name, c in compare_suites(before, after).items():
+        if name == "all":
+            continue
+        row = _sampled_row(c)
+        levels = by_level(before, after, name, base.levels | final.levels)
+        if levels:
+            row["levels"] = {f"L{lv}": _sampled_row(lc) for lv, lc in levels.items()}
+        out[name] = row
+    return out
+
+
+def _sampled_row(c: Comparison) -> dict[str, Any]:
+    return {"tasks": c.paired, "base": round(c.before_rate, 4), "final": round(c.after_rate, 4),
+            "diff": round(c.diff, 4), "diff_low": round(c.diff_low, 4), "diff_high": round(c.diff_high, 4),
+            "p_permutation": round(c.p_permutation, 6), "p_sign": round(c.p_two_sided, 6),
+            "better": c.gained, "worse": c.lost}

@@ -1,5 +1,0 @@
-"""Tasks: the frozen unit that synthesis makes, validation filters, training and evaluation use."""
-
-from clawloop.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
-
-__all__ = ["FileSpec", "Limits", "Provenance", "Solution", "Task", "Verifier"]
