@@ -244,7 +244,7 @@ def test_a_missing_dep_or_param_is_named() -> None:
     assert "clawloop/phases/evaluate/gate.py  (stages/evaluate.py → " in missing
     assert "clawloop/core/agent/templates  (" in missing
     missed = missing_params("evaluate@${key}", body)
-    assert any(m.startswith("eval.") and "(read at stages/evaluate.py:" in m for m in missed), missed
+    assert any(m.startswith("eval.") and "(read at clawloop/phases/evaluate/evaluate.py:" in m for m in missed), missed
     assert any(m.startswith("rollout  (read at clawloop/core/rollout_settings.py:") for m in missed)
 
 

@@ -6,7 +6,7 @@ import pytest
 from clawloop.artifacts.metrics import SampledEval, SuiteMetrics, read_sampled, write_metrics
 from clawloop.config.params import EvalParams
 from clawloop.errors import ClawloopError
-from clawloop.phases.evaluate.heldout import vs_base
+from clawloop.phases.evaluate.sampled import vs_base
 
 
 def _figures(n: int) -> SuiteMetrics:

@@ -200,7 +200,7 @@ def test_hindsight_routine_with_scripted_policy(tmp_path: Path) -> None:
 
 
 def test_synthesize_grounded_hindsight_from_procedural_seeds() -> None:
-    from clawloop.phases.synthesize.grounded.run import synthesize_grounded
+    from clawloop.phases.synthesize.grounded.routines import synthesize_grounded
 
     be = backend()
     policy = ScriptedPolicy([bash("touch marker.txt"), SUBMIT])

@@ -343,7 +343,7 @@ def test_sft_plus_playbook_trains_sft_then_adds_the_playbook(tmp_path: Path, rol
         (Path(job.out) / "model.safetensors").write_bytes(b"new")
         return {"method": job.method, "steps": 3}
 
-    monkeypatch.setattr("clawloop.phases.train.run.train", fake_train)
+    monkeypatch.setattr("clawloop.phases.train.jobs.train", fake_train)
     policy = tmp_path / "policy"
     policy.mkdir()
     write_playbook(policy / POLICY_FILE, Playbook(token_budget=100, entries=[tip(skill="csv", baseline=0.5)]))

@@ -102,7 +102,7 @@ def test_sft_on_the_real_base_makes_it_pass_held_in_tasks(smollm2: Path, tmp_pat
     from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
     from clawloop.phases.synthesize.procedural.generate import synthesize
     from clawloop.phases.synthesize.steering import Plan
-    from clawloop.phases.train.run import EpisodeSetup, TrainJob, train
+    from clawloop.phases.train.jobs import EpisodeSetup, TrainJob, train
     from clawloop.policy.hf import HFPolicy
     from clawloop.policy.types import SamplingParams
 

@@ -22,7 +22,7 @@ from clawloop.phases.synthesize.grounded.proposer import (
     proposal_task,
     propose_tasks,
 )
-from clawloop.phases.synthesize.grounded.run import synthesize_grounded
+from clawloop.phases.synthesize.grounded.routines import synthesize_grounded
 from clawloop.phases.synthesize.steering import failure_modes, plan_targets, weak_skills
 from clawloop.policy.types import Generation
 
@@ -201,7 +201,7 @@ def test_grounded_imports_stay_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, clawloop.phases.synthesize.grounded.run, clawloop.phases.synthesize.grounded.hindsight, "
+    code = ("import sys, clawloop.phases.synthesize.grounded.routines, clawloop.phases.synthesize.grounded.hindsight, "
             "clawloop.phases.synthesize.grounded.proposer; "
             "print(any(m in sys.modules for m in ('torch', 'transformers', 'trl')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

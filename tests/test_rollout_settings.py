@@ -65,15 +65,15 @@ def _capture_train(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any]) -> Non
         raise _Stop
 
     monkeypatch.syspath_prepend(str(ROOT))
-    monkeypatch.setattr("clawloop.phases.train.run.train", fake_train)  # the train stage's, through train_weights
-    monkeypatch.setattr("stages.transfer.train", fake_train)
+    monkeypatch.setattr("clawloop.phases.train.jobs.train", fake_train)  # the train stage's, through train_weights
+    monkeypatch.setattr("clawloop.transfer.train", fake_train)
 
 
 def _patch_suites(monkeypatch: pytest.MonkeyPatch, suites: list[Any]) -> None:
     """The evaluate and transfer stages see `suites` as params.yaml's suites."""
     monkeypatch.syspath_prepend(str(ROOT))
-    for stage in ("evaluate", "transfer"):
-        monkeypatch.setattr(f"stages.{stage}.eval_suites", lambda params, manifest: suites)
+    for module in ("clawloop.phases.evaluate.evaluate", "clawloop.transfer"):
+        monkeypatch.setattr(f"{module}.eval_suites", lambda params, manifest: suites)
 
 
 def _capture_rollouts(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any], task: Task) -> None:
@@ -126,7 +126,7 @@ def test_train_stage_uses_the_sandbox_section(tmp_path: Path, monkeypatch: pytes
 def test_train_runs_reference_trajectories_on_the_given_backend(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from clawloop.config.train import TrainParams
-    from clawloop.phases.train.run import EpisodeSetup, TrainJob, train
+    from clawloop.phases.train.jobs import EpisodeSetup, TrainJob, train
 
     base = tmp_path / "base"
     base.mkdir()
@@ -138,7 +138,7 @@ def test_train_runs_reference_trajectories_on_the_given_backend(tmp_path: Path,
         seen.update(kwargs, backend=backend)
         raise _Stop
 
-    monkeypatch.setattr("clawloop.phases.train.run.reference_trajectories", fake_reference)
+    monkeypatch.setattr("clawloop.phases.train.jobs.reference_trajectories", fake_reference)
     with pytest.raises(_Stop):
         train(TrainJob("sft", base, [_task()], tmp_path / "out"), TrainParams.for_profile("cpu"),
               EpisodeSetup(backend="local", jobs=3))
@@ -214,7 +214,7 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
                                           r["synthesis"].update(routines={"hindsight": 1.0}, tasks_per_iteration=2)))
     seen = _record_policy_loads(monkeypatch)
     _patch_suites(monkeypatch, [])
-    monkeypatch.setattr("clawloop.phases.validate.run.validate_pool", lambda *a, **k: (
+    monkeypatch.setattr("clawloop.phases.validate.validate.validate_pool", lambda *a, **k: (
         [], {"input": 0, "rejected": {}, "tasks_per_s": 0.0}))
     policy = tmp_path / "policy"
     _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", policy, "--out", tmp_path / "eval")
@@ -265,7 +265,7 @@ def test_transfer_reports_the_paired_difference_of_the_two_task_sets(tmp_path: P
     tasks = [_task().model_copy(update={"instruction": f"Write alpha into a{i}.txt."}) for i in range(12)]
     validated = _validated(tmp_path, tasks)
     _patch_suites(monkeypatch, [("synth-heldout", tasks, True), ("shell-core", tasks[:4], True)])
-    monkeypatch.setattr("stages.transfer.train", lambda job, params, setup: {})
+    monkeypatch.setattr("clawloop.transfer.train", lambda job, params, setup: {})
     monkeypatch.setattr("clawloop.core.rollout_settings.RolloutSettings.load_policy", lambda self, path, policy_id: policy_id)
     passes = {"transfer-first": set(range(3)), "transfer-final": set(range(1, 11))}  # 1 lost, 8 gained
 

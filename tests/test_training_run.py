@@ -17,7 +17,7 @@ from clawloop.config.train import TrainParams
 from clawloop.core.tasks.pool import write_pool
 from clawloop.core.tasks.task import FileSpec, Solution, Task, Verifier
 from clawloop.errors import ClawloopError
-from clawloop.phases.train.run import TrainJob, train
+from clawloop.phases.train.jobs import TrainJob, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -215,7 +215,7 @@ def test_sft_trains_the_labels_its_caller_chose(tmp_path: Path, tiny_model: Path
         chosen.append(sorted(t.id for t in sft_tasks))
         raise ClawloopError("stop before training")
 
-    monkeypatch.setattr("clawloop.phases.train.run.reference_trajectories", record)
+    monkeypatch.setattr("clawloop.phases.train.jobs.reference_trajectories", record)
     for labels in (None, ["too_easy", "learnable"]):
         with pytest.raises(ClawloopError, match="stop before training"):
             train(TrainJob("sft", tiny_model, pool, tmp_path / "out", probe=probe,

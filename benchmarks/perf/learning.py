@@ -249,7 +249,7 @@ def drive(params_path: Path, sets: list[str], iterations: int | None, workdir: P
     from clawloop.phases.evaluate import gate as gating
     from clawloop.phases.synthesize.procedural.generate import synthesize
     from clawloop.phases.synthesize.steering import plan
-    from clawloop.phases.train.run import TrainJob, train
+    from clawloop.phases.train.jobs import TrainJob, train
     from clawloop.phases.validate.agent_free import AgentFreeParams, validate_pool
 
     raw = yaml.safe_load(params_path.read_text())

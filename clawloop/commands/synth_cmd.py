@@ -13,7 +13,7 @@ from clawloop.core.io import write_json
 from clawloop.core.tasks.pool import manifest_path, write_pool
 from clawloop.errors import ClawloopError
 from clawloop.phases.synthesize.grounded.attempts import Attempts
-from clawloop.phases.synthesize.grounded.run import synth_command
+from clawloop.phases.synthesize.grounded.routines import synth_command
 from clawloop.phases.synthesize.procedural.generate import manifest, synthesize
 from clawloop.phases.synthesize.steering import plan
 
@@ -37,7 +37,7 @@ def synth(
                                 help="Share of the answer-form tasks also asked in the file form, in the next slot."),
     elsewhere: float = typer.Option(0.25, "--elsewhere", min=0.0, max=1.0,
                                     help="Share whose shell starts in / instead of beside the task's files."),
-    # --- grounded routines hook (clawloop/phases/synthesize/grounded/run.py) ---
+    # --- grounded routines hook (clawloop/phases/synthesize/grounded/routines.py) ---
     model: str | None = typer.Option(None, "--model", help="Loop model for hindsight|proposer: DIR, "
                                      "vllm:DIR or openai:MODEL@URL."),
     backend: str = typer.Option("bwrap", "--backend", help="Sandbox backend of hindsight exploration."),
@@ -49,7 +49,7 @@ def synth(
         raise ClawloopError(f"--routine: unknown routine {routine!r} (choose from {', '.join(ROUTINES)})")
     if n < 0:
         raise ClawloopError(f"--n: must be >= 0, got {n}")
-    # --- grounded routines hook (clawloop/phases/synthesize/grounded/run.py) ---
+    # --- grounded routines hook (clawloop/phases/synthesize/grounded/routines.py) ---
     if routine != "procedural":
         if not model:
             raise ClawloopError(f"--routine {routine}: needs --model (DIR, vllm:DIR or openai:MODEL@URL)")

@@ -12,8 +12,8 @@ from clawloop.commands import app, parse_sets
 from clawloop.config.train import TrainParams, field_help, load_section, merge
 from clawloop.core.executor import executor_params
 from clawloop.errors import ClawloopError
-from clawloop.phases.train.run import EpisodeSetup, TrainJob
-from clawloop.phases.train.run import train as run_training
+from clawloop.phases.train.jobs import EpisodeSetup, TrainJob
+from clawloop.phases.train.jobs import train as run_training
 
 
 def _sandbox_section(params: Path | None) -> dict:

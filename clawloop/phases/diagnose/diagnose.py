@@ -11,8 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clawloop.artifacts.diagnosis import CapabilityReport, load_report
+from clawloop.artifacts.stage import output_dir
 from clawloop.config.diagnosis import DiagnosisParams
+from clawloop.config.params import Params
 from clawloop.core.io import write_bytes, write_text
+from clawloop.core.trajectory import FRESH_SUITE, HELD_IN_SUITES
+from clawloop.errors import ClawloopError
 from clawloop.phases.diagnose.queries import compute_figures, find_trajectories
 from clawloop.phases.diagnose.render import HEATMAP_NAME, render_heatmap, render_markdown
 from clawloop.phases.diagnose.report import build_report, pool_diversity
@@ -106,3 +110,28 @@ def write_report(report: CapabilityReport, out_dir: str | Path) -> None:
         (out / HEATMAP_NAME).unlink(missing_ok=True)
     write_text(out / MARKDOWN_NAME, markdown)
     write_text(out / REPORT_NAME, data)
+
+
+def diagnose_iteration(params: Params, *, iteration: int, eval: list[Path], out: Path, pool: Path | None = None,
+                       previous: Path | None = None) -> CapabilityReport:
+    """The capability report of iteration `iteration` from its rollout dirs `eval` (the evaluation,
+    the probe) into `out`: diagnosis.json (read by the next synthesis), report.md, a heatmap. The
+    cells and recommendations rest on held-in episodes only: the trained policy's fresh instances
+    (`<eval>/fresh`) when the evaluate stage made them, else the pool sample and the probe."""
+    if params.diagnosis.options.narrative:  # a knob that would otherwise do nothing here
+        raise ClawloopError("params.yaml: diagnosis.options.narrative: the diagnose stage loads no policy, so it "
+                            "writes no narrative; set it false (`clawloop diagnose --narrative-model DIR` writes one)")
+    # A probe that rolled out nothing (no task kept) leaves no episode parts: nothing to read there.
+    rollouts = [p for p in eval if not p.is_dir() or any(p.rglob("episodes*.parquet"))]
+    for p in sorted(set(eval) - set(rollouts)):
+        print(f"[diagnose] {p}: no episodes, skipped")
+    fresh = any(p.is_dir() and any((p / FRESH_SUITE).rglob("episodes*.parquet")) for p in rollouts)
+    evidence = (FRESH_SUITE,) if fresh else HELD_IN_SUITES
+    report = diagnose(rollouts, previous=previous, pool=pool, iteration=iteration,
+                      params=params.diagnosis.options, evidence_suites=evidence)
+    with output_dir(out) as tmp:
+        write_report(report, tmp)
+    print(f"[diagnose] iteration {iteration}: {report.episodes} episodes, "
+          f"pass rate {report.pass_rate:.3f}, {sum(c.episodes for c in report.cells)} held-in graded episodes "
+          f"({', '.join(evidence)}) behind {len(report.recommendations)} recommendations")
+    return report

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clawloop.artifacts import IterDir
 from clawloop.artifacts.metrics import (
     HeldoutRecord,
     IterationMetrics,
@@ -103,18 +104,19 @@ def gate_and_promote(iteration: int, figures: dict[str, SuiteMetrics], verdicts:
     hand the winner over to `it_dir/policy`, write heldout.json and metrics.json. `gate_params`:
     params.yaml's gate section (alpha, enabled); `levels`: the held-out tasks' levels (heldout.json)."""
     rate = heldout_rate(figures)
-    prev = read_metrics(previous / "metrics.json") if previous else None
-    before = read_heldout(previous / "heldout.json") if previous else None
+    it, last = IterDir(it_dir), IterDir(previous) if previous else None
+    prev = read_metrics(last.metrics_json) if last else None
+    before = read_heldout(last.heldout_json) if last else None
     promoted, vs_policy, blocked = gate(verdicts, before.policy if before else None, gate_params.alpha,
                                         gate_params.enabled, gate_params.suite_alpha)
     record = heldout_record(iteration, verdicts, before, promoted=promoted, vs_policy=vs_policy, levels=levels)
-    if previous is not None:
-        hand_over(checkpoint if promoted else previous / "policy", it_dir / "policy")
+    if last is not None:
+        hand_over(checkpoint if promoted else last.policy, it.policy)
     best = rate if promoted or prev is None else prev.best_heldout_pass_rate
-    write_metrics(it_dir / "heldout.json", record)
+    write_metrics(it.heldout_json, record)
     row = headline(iteration, figures, promoted=promoted, best=best, policy_from=record.policy_from,
                    wall_s=wall_s, record=record, worse_on=blocked)
-    write_metrics(it_dir / "metrics.json", row)
+    write_metrics(it.metrics_json, row)
     vs = f" vs the policy {vs_policy.words()}," if vs_policy else ""
     verdict = "promoted" if promoted else "not promoted (the policy stays)"
     if blocked:

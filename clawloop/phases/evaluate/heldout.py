@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawloop.artifacts.metrics import EvalDetail, SampledEval, SuiteMetrics, suite_metrics
+from clawloop.artifacts.metrics import EvalDetail, SuiteMetrics, suite_metrics
 from clawloop.artifacts.suites import published_baselines
-from clawloop.core.paired import Comparison, Outcomes, by_level, compare_suites, levels_of, outcomes_of
+from clawloop.core.paired import Outcomes, compare_suites, levels_of, outcomes_of
 from clawloop.core.tasks.task import Task
-from clawloop.errors import ClawloopError
 
 if TYPE_CHECKING:
     from clawloop.config.params import Params
@@ -76,36 +75,3 @@ def paired_rows(before: Outcomes, after: Outcomes) -> dict[str, dict[str, Any]]:
                    "diff": round(c.diff, 4), "diff_low": round(c.diff_low, 4), "diff_high": round(c.diff_high, 4),
                    "gained": c.gained, "lost": c.lost, "p_mcnemar": round(c.p_two_sided, 6)}
             for name, c in compare_suites(before, after).items()}
-
-
-SAMPLED_OUTCOMES = "outcomes.json"
-"""A sampled evaluation's settings, figures and per-task pass rates (clawloop.artifacts.metrics.SampledEval)."""
-
-
-def vs_base(base: SampledEval, final: SampledEval) -> dict[str, Any]:
-    """evaluate-sampled-final's metrics: per suite (and per level where the tasks' levels are known), the
-    base's and the final policy's mean per-task pass rate over k samples, the paired difference with
-    its bootstrap interval, and the paired permutation test on the per-task rates (the sign test
-    beside it counts only which tasks moved). Refuses two evaluations sampled differently."""
-    for key in ("k", "temperature"):
-        if getattr(base, key) != getattr(final, key):
-            raise ClawloopError(f"sampled evaluations differ in {key}: base {getattr(base, key)}, final "
-                                f"{getattr(final, key)} (rerun the base's: `dvc repro -f -s evaluate-sampled-base`)")
-    before, after = base.outcomes, final.outcomes
-    out: dict[str, Any] = {"k": final.k, "temperature": final.temperature}
-    for name, c in compare_suites(before, after).items():
-        if name == "all":
-            continue
-        row = _sampled_row(c)
-        levels = by_level(before, after, name, base.levels | final.levels)
-        if levels:
-            row["levels"] = {f"L{lv}": _sampled_row(lc) for lv, lc in levels.items()}
-        out[name] = row
-    return out
-
-
-def _sampled_row(c: Comparison) -> dict[str, Any]:
-    return {"tasks": c.paired, "base": round(c.before_rate, 4), "final": round(c.after_rate, 4),
-            "diff": round(c.diff, 4), "diff_low": round(c.diff_low, 4), "diff_high": round(c.diff_high, 4),
-            "p_permutation": round(c.p_permutation, 6), "p_sign": round(c.p_two_sided, 6),
-            "better": c.gained, "worse": c.lost}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from clawloop.artifacts.diagnosis import CapabilityReport
 from clawloop.config.synthesis import GROUNDED, SynthesisParams
 from clawloop.phases.synthesize.grounded.attempts import Attempts
-from clawloop.phases.synthesize.grounded.run import synthesize_grounded
+from clawloop.phases.synthesize.grounded.routines import synthesize_grounded
 from clawloop.phases.synthesize.procedural.generate import manifest, synthesize
 from clawloop.phases.synthesize.steering import grounded_skip, largest_remainder, plan
 
