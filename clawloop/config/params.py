@@ -7,7 +7,6 @@ own config classes are reused where they exist.
 
 from __future__ import annotations
 
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -78,10 +77,10 @@ class RolloutEngineParams(EngineConfig):
     pass defaults to auto here; HFPolicy's own default is the reference, hf. `threads` sets
     llama.cpp's threads too."""
 
-    forward: Literal["hf", "fast", "auto"] = field(default="auto", metadata={"help": (
-        "hf backend's forward pass: transformers' (any model), fast (clawloop.policy.engine.fast_forward: "
-        "CPU, Llama/Qwen2/Qwen3 decoders), or auto: fast where it can run (a CPU and one of those "
-        "models), else hf.")})
+    forward: Literal["hf", "fast", "auto"] = "auto"
+    """hf backend's forward pass: transformers' (any model), fast (clawloop.policy.engine.fast_forward:
+    CPU, Llama/Qwen2/Qwen3 decoders), or auto: fast where it can run (a CPU and one of those models),
+    else hf."""
 
 
 ROLLOUT_ENGINE_KEYS = ("speculate", "quantize", "threads")
@@ -198,8 +197,11 @@ class SuiteParams(_Section):
     """One evaluation suite."""
 
     name: str
+    """The suite's name in metrics, reports and `runs/suites.json`."""
     path: str
+    """Its directory (or JSONL file), relative to the repository."""
     format: Literal["auto", "harbor", "jsonl", "clawgym", "claw-eval-live", "intercode"] = "auto"
+    """Task format; auto: detected from the files."""
     heldout: bool = True
     """Held-out suites gate promotion, and validation keeps synthesized tasks off them; others
     are reported only."""
@@ -277,6 +279,7 @@ class GateParams(_Section):
     test p <= suite_alpha; null: the pooled test only). Uncorrected for the 2-3 suites on purpose:
     a rejection keeps the last good policy, and the pooled test hid InterCode 3 -> 0 of 50."""
     enabled: bool = True
+    """false: every checkpoint is promoted (the comparison is still written)."""
 
 
 class DiagnosisSection(_Section):
@@ -289,6 +292,7 @@ class TransferParams(_Section):
     """Transfer: a fresh model trained on the first vs the final refined task set."""
 
     enabled: bool = True
+    """false: the stage writes transfer.json without training anything."""
     base: str | None = None
     """The fresh model trained on each task set: null = a fresh copy of the loop's base
     (runs/iter-0/policy), or any `model.base` value (e.g. scratch-tiny for a smaller model)."""

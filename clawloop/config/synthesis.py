@@ -7,7 +7,7 @@ section through it, so every stage imports it; the code that runs the routines l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -95,7 +95,9 @@ class HindsightParams(BaseModel):
     command_timeout_s: float = Field(10.0, gt=0)
     """Timeout of one command (exploration and replays)."""
     temperature: float = Field(1.0, ge=0)
+    """Sampling temperature of the exploration episodes."""
     max_new_tokens: int = Field(128, ge=1)
+    """Longest reply of one exploration turn."""
     batch_size: int = Field(16, ge=1)
     """Exploration episodes stepped in lockstep."""
     levels: tuple[int, ...] = (1, 2, 3)
@@ -107,6 +109,7 @@ class HindsightParams(BaseModel):
     literal_chars: int = Field(400, ge=0)
     """Longest text an instruction may spell out."""
     literal_lines: int = Field(12, ge=0)
+    """Most lines an instruction may spell out."""
     keep_untouched: bool = True
     """The verifier also checks that the seeded files the episode left alone are unchanged."""
     minimize: bool = True
@@ -123,7 +126,9 @@ class ProposerParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     temperature: float = Field(1.0, ge=0)
+    """Sampling temperature of the proposals."""
     max_new_tokens: int = Field(1024, ge=1)
+    """Longest proposal (tokens)."""
     batch_size: int = Field(8, ge=1)
     """Proposals generated in one batched call."""
     levels: tuple[int, ...] = (1, 2, 3)
@@ -131,11 +136,17 @@ class ProposerParams(BaseModel):
     skills: list[str] | None = None
     """Skills to propose for (None: every skill family)."""
     workdir: str = "/workspace"
+    """The task's working directory, where its files are seeded."""
     max_files: int = Field(20, ge=0)
+    """Most files a proposal may seed."""
     max_file_bytes: int = Field(65536, ge=1)
+    """Largest seeded file."""
     max_steps: int = Field(30, ge=1)
+    """Most commands in a proposal's reference solution."""
     max_instruction_chars: int = Field(2000, ge=1)
+    """Longest instruction."""
     max_test_chars: int = Field(8000, ge=1)
+    """Longest verifier test script."""
     avoid: int = Field(3, ge=0)
     """Instructions of earlier proposals for the same skill shown as 'make it different'."""
 
@@ -147,16 +158,17 @@ class Forms:
     task's seed, so turning one on never moves the tasks another made; `Forms()` is the generators'
     terse phrasing, byte-identical to the pools made before any of these existed."""
 
-    conversational: float = field(default=0.0, metadata={"help": "rephrased as people write requests "
-                                                                 "(register.restyle)"})
-    answer: float = field(default=0.0, metadata={"help": "asked to print the answer where the task allows it "
-                                                         "(builder: answer form)"})
-    twins: float = field(default=0.0, metadata={"help": "of the answer-form draws, also asked in the file form "
-                                                        "in the next slot of the same cell: the same workspace, "
-                                                        "the form named only by the instruction"})
-    elsewhere: float = field(default=0.0, metadata={"help": "whose shell starts in / (register.start_elsewhere)"})
-    detailed: float = field(default=0.0, metadata={"help": "written at length over several lines "
-                                                           "(register.in_detail)"})
+    conversational: float = 0.0
+    """rephrased as people write requests (register.restyle)"""
+    answer: float = 0.0
+    """asked to print the answer where the task allows it (builder: answer form)"""
+    twins: float = 0.0
+    """of the answer-form draws, also asked in the file form in the next slot of the same cell: the same
+    workspace, the form named only by the instruction"""
+    elsewhere: float = 0.0
+    """whose shell starts in / (register.start_elsewhere)"""
+    detailed: float = 0.0
+    """written at length over several lines (register.in_detail)"""
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -38,79 +38,87 @@ class _Params(BaseModel):
 class DataParams(_Params):
     """Which trajectories train the model."""
 
-    self_fraction: float | None = Field(
-        None, ge=0.0, le=1.0,
-        description="Share of the policy's own successful rollouts in the SFT set; the rest are reference "
-        "trajectories. None keeps every trajectory (natural mix); otherwise the largest subset with this "
-        "share is taken, without repeating any example.")
-    max_per_task: int = Field(
-        4, gt=0, description="Most self-generated trajectories kept per task (shortest first, after dedup).")
-    self_order: Literal["shortest", "process"] = Field(
-        "shortest", description="Which own passes the per-task cap keeps first: the shortest, or those with "
-        "the highest process score (a look before the first change, a look after the last: "
-        "clawloop.phases.train.data.process_score), shortest among equals.")
-    self_min_process: int = Field(
-        0, ge=0, le=2, description="Own passes scoring lower are not trained on (2: only those that inspect "
-        "before acting and check before submitting).")
-    reference_shape: Literal["plain", "process"] = Field(
-        "plain", description="How reference solutions are replayed: plain (the steps, then submit) or process "
-        "(a look at the workspace first and a check of what the steps wrote before submitting, each with a "
-        "one-line thought: inspect -> act -> check -> submit; solutions too long for max_turns stay plain).")
-    reference_mistakes: float = Field(
-        0.0, ge=0.0, le=1.0, description="Share of process-shaped replays of tasks whose shell starts away from "
-        "their files that first run their first step where the shell starts (its real 'No such file' error, no "
-        "loss on that turn) and then fix it with a `cd`: the recovery InterCode's agent lacks. Only steps that "
-        "fail without changing anything take it (clawloop.phases.train.reference.relative_mistake).")
-    reference_previews: Literal["keep", "drop"] = Field(
-        "keep", description="Solution steps that only preview a later step (`find d -empty` before `find d -empty "
-        "-delete`): kept, or dropped from process replays (clawloop.phases.train.reference.drop_previews). After "
-        "training on them the policy listed and submitted on delete tasks instead of deleting.")
-    reference_thoughts: Literal["none", "restate"] = Field(
-        "none", description="The thought before a process replay's first act: none, or the instruction restated "
-        "on one line (clawloop.phases.train.reference.restatement), so that the command is written right after "
-        "what the task asks; the trained policy swapped InterCode's requests for the nearest pool template.")
-    reference_checks: Literal["look", "quiet", "none"] = Field(
-        "look", description="The check a process replay ends on: look (the head of the written file, the listing "
-        "of the moved one), quiet (a test that prints nothing when the act worked: `test -s out`, `test -e new`; "
-        "no check where nothing is named to test), or none (look -> act -> submit). InterCode grades the last "
-        "command's output, empty after a change (clawloop.phases.train.reference.check_command); at iteration 1 "
-        "quiet and none gave InterCode 3 and 5 of 50 against look's 7 (docs/experiments/2026-12-06-quiet-checks.md).")
-    seed: int = Field(0, description="Seed of the sampling when mixing trajectories.")
+    self_fraction: float | None = Field(None, ge=0.0, le=1.0)
+    """Share of the policy's own successful rollouts in the SFT set; the rest are reference trajectories.
+    None keeps every trajectory (natural mix); otherwise the largest subset with this share is taken,
+    without repeating any example."""
+    max_per_task: int = Field(4, gt=0)
+    """Most self-generated trajectories kept per task (shortest first, after dedup)."""
+    self_order: Literal["shortest", "process"] = "shortest"
+    """Which own passes the per-task cap keeps first: the shortest, or those with the highest process
+    score (a look before the first change, a look after the last:
+    clawloop.phases.train.data.process_score), shortest among equals."""
+    self_min_process: int = Field(0, ge=0, le=2)
+    """Own passes scoring lower are not trained on (2: only those that inspect before acting and check
+    before submitting)."""
+    reference_shape: Literal["plain", "process"] = "plain"
+    """How reference solutions are replayed: plain (the steps, then submit) or process (a look at the
+    workspace first and a check of what the steps wrote before submitting, each with a one-line
+    thought: inspect -> act -> check -> submit; solutions too long for max_turns stay plain)."""
+    reference_mistakes: float = Field(0.0, ge=0.0, le=1.0)
+    """Share of process-shaped replays of tasks whose shell starts away from their files that first run
+    their first step where the shell starts (its real 'No such file' error, no loss on that turn) and
+    then fix it with a `cd`: the recovery InterCode's agent lacks. Only steps that fail without
+    changing anything take it (clawloop.phases.train.reference.relative_mistake)."""
+    reference_previews: Literal["keep", "drop"] = "keep"
+    """Solution steps that only preview a later step (`find d -empty` before `find d -empty -delete`):
+    kept, or dropped from process replays (clawloop.phases.train.reference.drop_previews). After
+    training on them the policy listed and submitted on delete tasks instead of deleting."""
+    reference_thoughts: Literal["none", "restate"] = "none"
+    """The thought before a process replay's first act: none, or the instruction restated on one line
+    (clawloop.phases.train.reference.restatement), so that the command is written right after what the
+    task asks; the trained policy swapped InterCode's requests for the nearest pool template."""
+    reference_checks: Literal["look", "quiet", "none"] = "look"
+    """The check a process replay ends on: look (the head of the written file, the listing of the moved
+    one), quiet (a test that prints nothing when the act worked: `test -s out`, `test -e new`; no
+    check where nothing is named to test), or none (look -> act -> submit). InterCode grades the last
+    command's output, empty after a change (clawloop.phases.train.reference.check_command); at
+    iteration 1 quiet and none gave InterCode 3 and 5 of 50 against look's 7
+    (docs/experiments/2026-12-06-quiet-checks.md)."""
+    seed: int = 0
+    """Seed of the sampling when mixing trajectories."""
 
 
 class LoraParams(_Params):
     """Low-rank adapters (peft); merged into the weights when saving."""
 
-    r: int = Field(16, gt=0, description="Adapter rank.")
-    alpha: int = Field(32, gt=0, description="LoRA alpha (scaling = alpha / r).")
-    dropout: float = Field(0.05, ge=0.0, lt=1.0, description="Dropout on the adapter input.")
-    target_modules: str | list[str] = Field(
-        "all-linear", description="Modules that get adapters; 'all-linear' = every linear layer but the head.")
+    r: int = Field(16, gt=0)
+    """Adapter rank."""
+    alpha: int = Field(32, gt=0)
+    """LoRA alpha (scaling = alpha / r)."""
+    dropout: float = Field(0.05, ge=0.0, lt=1.0)
+    """Dropout on the adapter input."""
+    target_modules: str | list[str] = "all-linear"
+    """Modules that get adapters; 'all-linear' = every linear layer but the head."""
 
 
 class TrainerParams(_Params):
     """What SFT and GRPO set alike (the TrainingArguments of clawloop.phases.train.sft.shared_args);
     the fields whose defaults differ between the two are declared in each."""
 
-    gradient_accumulation_steps: int = Field(1, gt=0, description="Micro-batches per optimizer step.")
-    gradient_checkpointing: bool = Field(
-        False, description="Recompute activations in backward: less memory, slower steps.")
-    bf16: bool | None = Field(
-        None, description="bf16 mixed precision; None = on for CUDA with bf16 support or a CPU with native "
-        "bf16 (AVX512-BF16/AMX), off otherwise (emulated bf16 is far slower than fp32: benchmarks/perf/README.md).")
-    save_total_limit: int = Field(2, gt=0, description="Checkpoints kept in OUT.tmp while training.")
-    seed: int = Field(0, description="Seed of initialization, data order and (GRPO) rollout sampling.")
-    lora: LoraParams | None = Field(
-        None, description="Train LoRA adapters instead of the weights (never the head); with trainable_layers, "
-        "adapters on the top N layers only.")
-    trainable_layers: int | None = Field(
-        None, gt=0, description="Train only the top N transformer layers and the final norm (with lora: their "
-        "adapters); the embeddings (and a tied head) and lower layers stay frozen, so the backward pass stops "
-        "at layer N from the top. None = all weights.")
-    train_head: bool = Field(
-        True, description="With trainable_layers: an untied output head trains too. false: the head stays "
-        "the base's (Qwen2.5-Coder-0.5B's untied head is 136M of the 226M weights its top 6 layers and head "
-        "hold, and it re-weights every token of the vocabulary from narrow data).")
+    gradient_accumulation_steps: int = Field(1, gt=0)
+    """Micro-batches per optimizer step."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in backward: less memory, slower steps."""
+    bf16: bool | None = None
+    """bf16 mixed precision; None = on for CUDA with bf16 support or a CPU with native bf16
+    (AVX512-BF16/AMX), off otherwise (emulated bf16 is far slower than fp32:
+    benchmarks/perf/README.md)."""
+    save_total_limit: int = Field(2, gt=0)
+    """Checkpoints kept in OUT.tmp while training."""
+    seed: int = 0
+    """Seed of initialization, data order and (GRPO) rollout sampling."""
+    lora: LoraParams | None = None
+    """Train LoRA adapters instead of the weights (never the head); with trainable_layers, adapters on
+    the top N layers only."""
+    trainable_layers: int | None = Field(None, gt=0)
+    """Train only the top N transformer layers and the final norm (with lora: their adapters); the
+    embeddings (and a tied head) and lower layers stay frozen, so the backward pass stops at layer N
+    from the top. None = all weights."""
+    train_head: bool = True
+    """With trainable_layers: an untied output head trains too. false: the head stays the base's
+    (Qwen2.5-Coder-0.5B's untied head is 136M of the 226M weights its top 6 layers and head hold, and
+    it re-weights every token of the vocabulary from narrow data)."""
 
     @model_validator(mode="after")
     def _head_needs_layers(self) -> TrainerParams:
@@ -123,29 +131,40 @@ class TrainerParams(_Params):
 class SFTParams(TrainerParams):
     """Supervised fine-tuning on successful trajectories (assistant-only loss)."""
 
-    learning_rate: float = Field(1e-3, gt=0, description="Peak learning rate.")
-    num_train_epochs: float = Field(3.0, gt=0, description="Passes over the data (ignored when max_steps > 0).")
-    max_steps: int = Field(-1, description="Optimizer steps; -1 = use num_train_epochs.")
-    per_device_train_batch_size: int = Field(16, gt=0, description="Conversations per device per micro-batch.")
-    max_length: int = Field(1024, gt=0, description="Tokens per conversation; longer ones are cut at the end.")
-    packing: bool = Field(False, description="Pack several conversations per row (slower per token on CPU: benchmarks/perf/README.md).")
-    warmup_ratio: float = Field(0.05, ge=0.0, lt=1.0, description="Share of steps with linear warm-up.")
-    lr_scheduler_type: str = Field("cosine", description="transformers scheduler name.")
-    weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
-    logging_steps: int = Field(10, gt=0, description="Steps between metric logs.")
-    save_steps: int = Field(200, gt=0, description="Steps between checkpoints (for resuming).")
-    frozen_trunk: Literal["auto", "off"] = Field(
-        "auto", description="With trainable_layers (no packing, on a CPU): compute the frozen "
-        "layers' output once per conversation and train the top layers from it, scoring the head only where "
-        "the loss is (same loss and gradients; clawloop/phases/train/frozen_trunk.py, "
-        "benchmarks/perf/sft_step.py). off: TRL's path, every layer forward at every step.")
-    interpolate: float = Field(
-        1.0, gt=0, le=1, description="Weight-space ensembling (WiSE-FT, Wortsman et al. 2022): after training, "
-        "each trained weight is put at start + interpolate * (trained - start), where start is the policy the "
-        "stage began from (the previous iteration's). 1 = the trained weights; 0.5 = half way back, which in "
-        "the paper keeps most of the fine-tuning gain and much of what the start did on other distributions; on the "
-        "CPU default's iteration 1, 0.5 kept 3 of 18 synth-heldout tasks gained and won back 1 of 6 InterCode tasks lost "
-        "(docs/experiments/2026-12-05-the-default-timed-end-to-end.md).")
+    learning_rate: float = Field(1e-3, gt=0)
+    """Peak learning rate."""
+    num_train_epochs: float = Field(3.0, gt=0)
+    """Passes over the data (ignored when max_steps > 0)."""
+    max_steps: int = -1
+    """Optimizer steps; -1 = use num_train_epochs."""
+    per_device_train_batch_size: int = Field(16, gt=0)
+    """Conversations per device per micro-batch."""
+    max_length: int = Field(1024, gt=0)
+    """Tokens per conversation; longer ones are cut at the end."""
+    packing: bool = False
+    """Pack several conversations per row (slower per token on CPU: benchmarks/perf/README.md)."""
+    warmup_ratio: float = Field(0.05, ge=0.0, lt=1.0)
+    """Share of steps with linear warm-up."""
+    lr_scheduler_type: str = "cosine"
+    """transformers scheduler name."""
+    weight_decay: float = Field(0.0, ge=0.0)
+    """AdamW weight decay."""
+    logging_steps: int = Field(10, gt=0)
+    """Steps between metric logs."""
+    save_steps: int = Field(200, gt=0)
+    """Steps between checkpoints (for resuming)."""
+    frozen_trunk: Literal["auto", "off"] = "auto"
+    """With trainable_layers (no packing, on a CPU): compute the frozen layers' output once per
+    conversation and train the top layers from it, scoring the head only where the loss is (same loss
+    and gradients; clawloop/phases/train/frozen_trunk.py, benchmarks/perf/sft_step.py). off: TRL's
+    path, every layer forward at every step."""
+    interpolate: float = Field(1.0, gt=0, le=1)
+    """Weight-space ensembling (WiSE-FT, Wortsman et al. 2022): after training, each trained weight is
+    put at start + interpolate * (trained - start), where start is the policy the stage began from
+    (the previous iteration's). 1 = the trained weights; 0.5 = half way back, which in the paper keeps
+    most of the fine-tuning gain and much of what the start did on other distributions; on the CPU
+    default's iteration 1, 0.5 kept 3 of 18 synth-heldout tasks gained and won back 1 of 6 InterCode
+    tasks lost (docs/experiments/2026-12-05-the-default-timed-end-to-end.md)."""
 
     @model_validator(mode="after")
     def _interpolate_needs_weights(self) -> SFTParams:
@@ -158,103 +177,136 @@ class SFTParams(TrainerParams):
 class GRPOParams(TrainerParams):
     """Multi-turn GRPO with the hidden verifier's reward."""
 
-    learning_rate: float = Field(1e-6, gt=0, description="Peak learning rate.")
-    beta: float = Field(0.0, ge=0.0, description="KL weight against the base model (0 = no reference model).")
-    num_generations: int = Field(4, gt=1, description="Rollouts per task in a group (G).")
-    per_device_train_batch_size: int = Field(
-        4, gt=0, description="Rollouts per device per micro-batch; the generation batch must divide by G.")
-    max_steps: int = Field(50, gt=0, description="Optimizer steps.")
-    max_completion_length: int = Field(
-        512, gt=0, description="Tokens of the whole multi-turn completion (replies and tool results).")
-    max_turns: int = Field(8, gt=0, description="Most tool-calling rounds per rollout.")
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature of rollouts.")
-    loss_type: str = Field("dapo", description="TRL GRPO loss: dapo | grpo | dr_grpo | bnpo | ...")
-    use_vllm: bool = Field(False, description="Generate with vLLM (GPU only).")
-    vllm_mode: Literal["colocate", "server"] = Field("colocate", description="vLLM in-process or a server.")
-    logging_steps: int = Field(1, gt=0, description="Steps between metric logs.")
-    save_steps: int = Field(25, gt=0, description="Steps between checkpoints (for resuming).")
+    learning_rate: float = Field(1e-6, gt=0)
+    """Peak learning rate."""
+    beta: float = Field(0.0, ge=0.0)
+    """KL weight against the base model (0 = no reference model)."""
+    num_generations: int = Field(4, gt=1)
+    """Rollouts per task in a group (G)."""
+    per_device_train_batch_size: int = Field(4, gt=0)
+    """Rollouts per device per micro-batch; the generation batch must divide by G."""
+    max_steps: int = Field(50, gt=0)
+    """Optimizer steps."""
+    max_completion_length: int = Field(512, gt=0)
+    """Tokens of the whole multi-turn completion (replies and tool results)."""
+    max_turns: int = Field(8, gt=0)
+    """Most tool-calling rounds per rollout."""
+    temperature: float = Field(1.0, gt=0)
+    """Sampling temperature of rollouts."""
+    loss_type: str = "dapo"
+    """TRL GRPO loss: dapo | grpo | dr_grpo | bnpo | ..."""
+    use_vllm: bool = False
+    """Generate with vLLM (GPU only)."""
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    """vLLM in-process or a server."""
+    logging_steps: int = Field(1, gt=0)
+    """Steps between metric logs."""
+    save_steps: int = Field(25, gt=0)
+    """Steps between checkpoints (for resuming)."""
 
 
 class ReflectionParams(_Params):
     """The reflector (train.playbook.reflector: model): the policy reads its own held-in episodes
     and proposes playbook edits (clawloop.phases.train.reflect)."""
 
-    groups: int = Field(4, gt=0, description="Most (failure mode, skill) groups shown, most frequent first.")
-    failed_per_group: int = Field(2, gt=0, description="Failed episodes shown per group.")
-    passed: int = Field(2, ge=0, description="Passed episodes shown (the groups' skills first).")
-    episode_chars: int = Field(700, gt=0, description="Characters of one condensed episode in the prompt.")
-    max_new_tokens: int = Field(384, gt=0, description="Most tokens of the reflector's reply.")
-    max_edits: int = Field(6, gt=0, description="Most edits read from one reply (the rest dropped).")
-    max_tip_chars: int = Field(220, gt=0, description="A longer tip line is dropped.")
-    template: str = Field("reflect.j2", description="The prompt (clawloop/core/agent/templates or an absolute path).")
+    groups: int = Field(4, gt=0)
+    """Most (failure mode, skill) groups shown, most frequent first."""
+    failed_per_group: int = Field(2, gt=0)
+    """Failed episodes shown per group."""
+    passed: int = Field(2, ge=0)
+    """Passed episodes shown (the groups' skills first)."""
+    episode_chars: int = Field(700, gt=0)
+    """Characters of one condensed episode in the prompt."""
+    max_new_tokens: int = Field(384, gt=0)
+    """Most tokens of the reflector's reply."""
+    max_edits: int = Field(6, gt=0)
+    """Most edits read from one reply (the rest dropped)."""
+    max_tip_chars: int = Field(220, gt=0)
+    """A longer tip line is dropped."""
+    template: str = "reflect.j2"
+    """The prompt (clawloop/core/agent/templates or an absolute path)."""
 
 
 class HarnessSearchParams(_Params):
     """Harness edits tried on a held-in development split (clawloop.phases.train.harness_search)."""
 
-    search: bool = Field(True, description="Propose and try harness edits (false: the harness stays as it is).")
-    dev_tasks: int = Field(16, gt=0, description="Tasks of the development split: a fixed subset of the "
-                           "iteration's validated pool (never a held-out suite).")
-    min_dev_tasks: int = Field(4, gt=0, description="With fewer validated tasks no edit is tried.")
-    max_candidates: int = Field(2, ge=0, description="Most edits tried per iteration (each costs one "
-                                "rollout of the dev split).")
-    min_net_gain: int = Field(1, gt=0, description="An edit is kept only when it gains at least this many "
-                              "more dev tasks than it loses (paired, same tasks).")
-    alpha: float = Field(0.5, gt=0, le=1, description="... and the exact one-sided sign test that it is better "
-                         "has p <= alpha (0.5: any net gain of 1 over no loss; lower is stricter).")
-    min_observation_chars: int = Field(200, ge=100, description="Shortest observation an edit may set.")
-    max_observation_chars: int = Field(8000, le=16_000, description="Longest observation an edit may set.")
-    format_error_share: float = Field(0.25, ge=0, le=1, description="Share of episodes with format errors "
-                                      "above which the other format-hint and tool-description variants are tried.")
-    truncated_share: float = Field(0.1, ge=0, le=1, description="Share of commands whose output was cut above "
-                                   "which a longer observation is tried.")
-    mode_share: float = Field(0.25, ge=0, le=1, description="Share of episodes of a failure mode (max_turns, "
-                              "timeout, wrong_result, premature_submit) above which its edit is tried.")
+    search: bool = True
+    """Propose and try harness edits (false: the harness stays as it is)."""
+    dev_tasks: int = Field(16, gt=0)
+    """Tasks of the development split: a fixed subset of the iteration's validated pool (never a held-out
+    suite)."""
+    min_dev_tasks: int = Field(4, gt=0)
+    """With fewer validated tasks no edit is tried."""
+    max_candidates: int = Field(2, ge=0)
+    """Most edits tried per iteration (each costs one rollout of the dev split)."""
+    min_net_gain: int = Field(1, gt=0)
+    """An edit is kept only when it gains at least this many more dev tasks than it loses (paired, same
+    tasks)."""
+    alpha: float = Field(0.5, gt=0, le=1)
+    """... and the exact one-sided sign test that it is better has p <= alpha (0.5: any net gain of 1
+    over no loss; lower is stricter)."""
+    min_observation_chars: int = Field(200, ge=100)
+    """Shortest observation an edit may set."""
+    max_observation_chars: int = Field(8000, le=16_000)
+    """Longest observation an edit may set."""
+    format_error_share: float = Field(0.25, ge=0, le=1)
+    """Share of episodes with format errors above which the other format-hint and tool-description
+    variants are tried."""
+    truncated_share: float = Field(0.1, ge=0, le=1)
+    """Share of commands whose output was cut above which a longer observation is tried."""
+    mode_share: float = Field(0.25, ge=0, le=1)
+    """Share of episodes of a failure mode (max_turns, timeout, wrong_result, premature_submit) above
+    which its edit is tried."""
 
 
 class PlaybookParams(_Params):
     """The playbook methods (train.method playbook | sft+playbook): what the playbook may hold."""
 
-    reflector: Literal["model", "rules"] = Field(
-        "model", description="Who proposes the tips: the policy itself, reading its own held-in episodes "
-        "(model; the rule tips are the fallback when it proposes nothing valid) or playbook_tips.yaml (rules).")
+    reflector: Literal["model", "rules"] = "model"
+    """Who proposes the tips: the policy itself, reading its own held-in episodes (model; the rule tips
+    are the fallback when it proposes nothing valid) or playbook_tips.yaml (rules)."""
     reflection: ReflectionParams = Field(default_factory=ReflectionParams)
     harness: HarnessSearchParams = Field(default_factory=HarnessSearchParams)
 
-    token_budget: int = Field(
-        384, gt=0, description="Most tokens of the rendered playbook block, counted with the policy's "
-        "tokenizer: a small model pays for each at every turn.")
-    max_tips: int = Field(6, ge=0, description="Most instruction lines (per skill and per failure mode).")
-    max_mode_tips: int = Field(
-        3, ge=0, description="Most of those answering failure modes (the most frequent); the rest go to the "
-        "weakest skills.")
-    max_examples: int = Field(2, ge=0, description="Most worked examples (the agent's own successful episodes).")
-    examples_per_skill: int = Field(1, gt=0, description="Most worked examples of one skill.")
-    max_example_steps: int = Field(4, gt=0, description="Episodes with more commands are not used as examples.")
-    example_instruction_chars: int = Field(
-        300, gt=0, description="An example's task text is cut to this many characters.")
-    example_output_chars: int = Field(
-        0, ge=0, description="Characters of each command's output shown in an example (0: exit code only).")
-    weak_below: float = Field(
-        0.5, ge=0.0, le=1.0, description="Skills whose pass rate in the report is below this get a tip.")
-    prune: bool = Field(
-        True, description="Drop entries whose skill's pass rate (or failure mode's share) did not improve "
-        "since they were last judged; a pruned entry is never re-added.")
+    token_budget: int = Field(384, gt=0)
+    """Most tokens of the rendered playbook block, counted with the policy's tokenizer: a small model
+    pays for each at every turn."""
+    max_tips: int = Field(6, ge=0)
+    """Most instruction lines (per skill and per failure mode)."""
+    max_mode_tips: int = Field(3, ge=0)
+    """Most of those answering failure modes (the most frequent); the rest go to the weakest skills."""
+    max_examples: int = Field(2, ge=0)
+    """Most worked examples (the agent's own successful episodes)."""
+    examples_per_skill: int = Field(1, gt=0)
+    """Most worked examples of one skill."""
+    max_example_steps: int = Field(4, gt=0)
+    """Episodes with more commands are not used as examples."""
+    example_instruction_chars: int = Field(300, gt=0)
+    """An example's task text is cut to this many characters."""
+    example_output_chars: int = Field(0, ge=0)
+    """Characters of each command's output shown in an example (0: exit code only)."""
+    weak_below: float = Field(0.5, ge=0.0, le=1.0)
+    """Skills whose pass rate in the report is below this get a tip."""
+    prune: bool = True
+    """Drop entries whose skill's pass rate (or failure mode's share) did not improve since they were
+    last judged; a pruned entry is never re-added."""
 
 
 class TrainParams(_Params):
     """Every knob of the training stage."""
 
-    profile: Profile = Field("cpu", description="Which defaults the other fields start from: cpu | gpu.")
+    profile: Profile = "cpu"
+    """Which defaults the other fields start from: cpu | gpu."""
     data: DataParams = Field(default_factory=DataParams)
     sft: SFTParams = Field(default_factory=SFTParams)
     grpo: GRPOParams = Field(default_factory=GRPOParams)
     playbook: PlaybookParams = Field(default_factory=PlaybookParams)
-    threads: int | None = Field(
-        None, gt=0, description="torch CPU threads (None: torch's default, one per core). On a CPU shared "
-        "with other jobs, more threads can be slower than one (OpenMP spin-waiting, benchmarks/perf/README.md); "
-        "OMP_WAIT_POLICY=PASSIVE in the environment fixes it too.")
-    dvclive: bool = Field(True, description="Log per-step metrics with DVCLive into the --logs dir (train_meta.json always).")
+    threads: int | None = Field(None, gt=0)
+    """torch CPU threads (None: torch's default, one per core). On a CPU shared with other jobs, more
+    threads can be slower than one (OpenMP spin-waiting, benchmarks/perf/README.md);
+    OMP_WAIT_POLICY=PASSIVE in the environment fixes it too."""
+    dvclive: bool = True
+    """Log per-step metrics with DVCLive into the --logs dir (train_meta.json always)."""
 
     @model_validator(mode="before")
     @classmethod
