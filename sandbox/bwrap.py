@@ -26,14 +26,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import stat
 import tempfile
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 from sandbox import _merge
 from sandbox import _trusted as trusted
+from sandbox._bwrap_layers import BwrapLayers
 from sandbox._bwrap_run import DISK, SHM_MB, BwrapContainers, cleanup
 from sandbox._execserver import ExecServer, find_python
 from sandbox._host import HostIdentity, bwrap_version, find_bwrap, host_identity
@@ -52,6 +52,7 @@ from sandbox._layout import (
     venv_origin,
 )
 from sandbox._limits import Cgroup, whole_sandbox_limits
+from sandbox._owners import copy_etc, give_tree, make_private, tree_readable
 from sandbox._paths import (
     FileView,
     Mount,
@@ -64,11 +65,10 @@ from sandbox._paths import (
 )
 from sandbox._pid1 import Launch
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
-from sandbox.layers import Layer
 
 __all__ = ["BwrapSandbox", "HostIdentity", "bwrap_version", "find_bwrap", "host_identity"]
 
-class BwrapSandbox(BwrapContainers, Backend):
+class BwrapSandbox(BwrapLayers, BwrapContainers, Backend):
     """A sandbox whose commands run one at a time in its bubblewrap container."""
 
     backend = "bwrap"
@@ -133,7 +133,7 @@ class BwrapSandbox(BwrapContainers, Backend):
                 self._chown(self.root / top, follow=False)
         for name in ("usr", "proc", "dev"):
             self._mkdir(self.root / name)
-        _copy_etc(self._etc, self.root / "etc", owner)
+        copy_etc(self._etc, self.root / "etc", owner)
         self._view.add(Mount("/usr", Path("/usr"), False, system=True))
         self._view.add(Mount("/proc", None, False, system=True))
         self._view.add(Mount("/dev", None, False, system=True))
@@ -210,65 +210,6 @@ class BwrapSandbox(BwrapContainers, Backend):
                     os.chown(os.path.join(dirpath, n), *self._ident.run_as, follow_symlinks=False)
 
     # -- layers and uids (sandbox/_merge.py) ------------------------------------------------
-
-    def add_layers(self, layers: Sequence[Layer]) -> None:
-        """Merge read-only layers (sandbox/layers.py) into the system the commands see: an apt
-        layer's usr/ over /usr and its etc/ entries into the sandbox's /etc (and into the
-        template trusted roots take /etc's loader and alternatives files from), a pip layer
-        over the task runtime. Later layers lie above earlier ones; both the agent's root and
-        every trusted root show them, read-only."""
-        with self._lock:
-            self._check_open()
-            why = _merge.unshare_available()
-            if why:
-                raise SandboxError(why)
-            owner = self._ident.run_as
-            for layer in layers:
-                if layer.key in self._layer_keys:
-                    continue
-                tree = layer.tree.resolve()
-                if not tree.is_dir() or not _merge.overlay_path_ok(tree):
-                    raise SandboxError(f"layer {layer.key}: {tree} is not a usable layer dir")
-                if layer.kind == "apt":
-                    if (tree / "usr").is_dir():
-                        self._overlay("/usr", Path("/usr"), tree / "usr")
-                    if (tree / "etc").is_dir():
-                        self._layer_etc(tree / "etc", owner)
-                elif layer.kind == "pip":
-                    if self._runtime is None:
-                        raise SandboxError(f"layer {layer.key}: a pip layer needs the task runtime")
-                    self._overlay(RUNTIME_MOUNT, self._runtime, tree)
-                else:
-                    raise SandboxError(f"layer {layer.key}: unknown kind {layer.kind!r}")
-                self._layer_keys.append(layer.key)
-
-    def _overlay(self, target: str, base: Path, lower: Path) -> None:
-        merged = self.state_dir / ("merged" + target.replace("/", "-"))
-        if merged not in self._overlays:
-            merged.mkdir()
-            os.chmod(merged, 0o755)
-            self._overlays[merged] = [base]
-            self._view.add(Mount(target, merged, False, system=True))
-        self._overlays[merged].insert(0, lower)
-
-    def _layer_etc(self, etc: Path, owner: tuple[int, int] | None) -> None:
-        """The layer's /etc files as an image would have them: in the agent's /etc (its own,
-        writable copy) and in this sandbox's own copy of the /etc template."""
-        if self._etc == etc_template():  # first layer with /etc: a template of this sandbox's own
-            own = self.state_dir / "etc-template"
-            shutil.copytree(self._etc, own, symlinks=True)
-            self._etc = own
-        for dest in (self.root / "etc", self._etc):
-            shutil.copytree(etc, dest, symlinks=True, dirs_exist_ok=True)
-            for dirpath, dirnames, filenames in os.walk(dest):
-                for n in dirnames:
-                    os.chmod(os.path.join(dirpath, n), 0o755)
-                for n in filenames:  # writable by their owner, as dpkg leaves them
-                    p = os.path.join(dirpath, n)
-                    if not os.path.islink(p):
-                        os.chmod(p, 0o644 | (os.stat(p).st_mode & 0o111))
-        if owner:
-            _give(self.root / "etc", owner)
 
     def enable_uids(self) -> None:
         """Run the following commands in a user namespace with uids 0..65535 (root inside keeps
@@ -371,17 +312,17 @@ class BwrapSandbox(BwrapContainers, Backend):
             if t == "/" or top in RESERVED_TOPS or (inside is not None and inside.system):
                 raise SandboxError(f"mount target {target}: inside the read-only system view")
             owner = self._ident.run_as
-            if owner and not (reachable_by(host, owner[0]) and (writable or _tree_readable(host))):
+            if owner and not (reachable_by(host, owner[0]) and (writable or tree_readable(host))):
                 # The sandbox uid cannot reach it (e.g. under a 0700 mkdtemp dir): show a copy,
                 # and copy a writable one back to the host after every command.
                 mirror = Path(tempfile.mkdtemp(dir=self.disk, prefix="mnt-"))
                 shutil.copytree(host, mirror, symlinks=True, dirs_exist_ok=True)
-                _give(mirror, owner if writable else None)
+                give_tree(mirror, owner if writable else None)
                 if writable:
                     self._copy_back[t] = (mirror, host)
                 host = mirror
             elif owner and writable:
-                _give(host, owner)
+                give_tree(host, owner)
             if owner and self._userns and not writable:
                 # Several uids: a read-only mount is root's alone inside, as files Docker copies
                 # in become root's and a verifier's `chmod -R go-rwx /tests` leaves them (a bind
@@ -389,7 +330,7 @@ class BwrapSandbox(BwrapContainers, Backend):
                 # cleared, so a process run as another user cannot read the hidden tests.
                 mirror = Path(tempfile.mkdtemp(dir=self.disk, prefix="mnt-"))
                 shutil.copytree(host, mirror, symlinks=True, dirs_exist_ok=True)
-                _private(mirror, owner)
+                make_private(mirror, owner)
                 host = mirror
             if inside is None and t.count("/") == 1:
                 self._stub(t)  # a new top-level mount point such as /tests
@@ -481,74 +422,3 @@ def _check_strings(command: str, env: dict[str, str]) -> ExecResult | None:
     if bad:
         return ExecResult(1, f"bwrap: setenv failed: bad variable name {bad[0]!r}\n", False, 0.0)
     return None
-
-
-def _copy_etc(template: Path, dest: Path, owner: tuple[int, int] | None) -> None:
-    """The sandbox's own /etc: a copy of `template` (ours, never the agent's), as
-    `shutil.copytree(symlinks=True)` and `_give` made it (mode and times kept, dirs and files
-    chowned to `owner`, links as they are) in one pass: a third of copytree's time, whose
-    per-entry copystat dominated (~700 entries, nearly all links; benchmarks/perf/README.md)."""
-    dirs: list[tuple[str, os.stat_result]] = []
-    todo = [(str(template), str(dest))]
-    os.mkdir(dest)
-    dirs.append((str(dest), os.stat(template)))
-    while todo:
-        src, dst = todo.pop()
-        with os.scandir(src) as it:
-            for e in it:
-                target = os.path.join(dst, e.name)
-                st = e.stat(follow_symlinks=False)
-                if stat.S_ISLNK(st.st_mode):
-                    os.symlink(os.readlink(e.path), target)
-                    continue
-                if stat.S_ISDIR(st.st_mode):
-                    os.mkdir(target)
-                    dirs.append((target, st))
-                    todo.append((e.path, target))
-                    continue
-                shutil.copyfile(e.path, target, follow_symlinks=False)
-                os.chmod(target, stat.S_IMODE(st.st_mode))
-                os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
-                if owner:
-                    os.chown(target, *owner)
-    for path, st in reversed(dirs):  # after their contents, as copytree does
-        os.chmod(path, stat.S_IMODE(st.st_mode))
-        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-        if owner:
-            os.chown(path, *owner)
-
-
-def _give(root: Path, owner: tuple[int, int] | None) -> None:
-    """chown a tree to the sandbox uid (writable mounts), or make it world-readable."""
-    for dirpath, _, filenames in os.walk(root):
-        paths = [dirpath, *(os.path.join(dirpath, n) for n in filenames)]
-        for p in paths:
-            if os.path.islink(p):
-                continue
-            if owner:
-                os.chown(p, *owner)
-            else:
-                os.chmod(p, os.stat(p).st_mode | (0o555 if p == dirpath else 0o444))
-
-
-def _private(root: Path, owner: tuple[int, int]) -> None:
-    """chown a tree to the sandbox uid and clear its group and other permission bits."""
-    for dirpath, _, filenames in os.walk(root):
-        for p in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
-            if os.path.islink(p):
-                continue
-            os.chown(p, *owner)
-            os.chmod(p, os.stat(p).st_mode & 0o700)
-
-
-def _tree_readable(path: Path) -> bool:
-    """Can others read every file and list every dir of the tree?"""
-    for dirpath, dirnames, filenames in os.walk(path):
-        for n in dirnames:
-            if os.stat(os.path.join(dirpath, n)).st_mode & 0o005 != 0o005:
-                return False
-        for n in filenames:
-            p = os.path.join(dirpath, n)
-            if not os.path.islink(p) and not os.stat(p).st_mode & 0o004:
-                return False
-    return True

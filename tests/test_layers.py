@@ -19,6 +19,8 @@ from clawloop.core.tasks.harbor import load_harbor_task
 from clawloop.core.tasks.layers import SANDBOX_KEY, layer_skip_reason, layer_specs, uids_unavailable
 from clawloop.core.tasks.shell_lite import ACCOUNTS_SETUP, LayerWants, Runtime, classify
 from clawloop.core.tasks.task import FileSpec, Task, Verifier
+from sandbox import layer_apt as A
+from sandbox import layer_spec as S
 from sandbox import layers as L
 from sandbox._merge import with_userns, wrap
 
@@ -60,9 +62,9 @@ def test_key_is_a_content_hash_of_kind_packages_and_base() -> None:
 def test_runtime_identity_follows_its_distributions(tmp_path: Path) -> None:
     site = tmp_path / "lib" / "python3.11" / "site-packages"
     (site / "pytest-8.0.dist-info").mkdir(parents=True)
-    one = L.runtime_identity(tmp_path)
+    one = S.runtime_identity(tmp_path)
     (site / "numpy-2.0.dist-info").mkdir()
-    assert L.runtime_identity(tmp_path) != one
+    assert S.runtime_identity(tmp_path) != one
 
 
 def test_cache_root_honours_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -87,7 +89,7 @@ def test_ucf_first_install_copies_are_redone(tmp_path: Path) -> None:
           ucf /usr/share/x/dots.conf /etc/../usr/bin/evil
         fi
         """)
-    copies = L.ucf_copies([postinst])
+    copies = A.ucf_copies([postinst])
     assert copies[:2] == [("/usr/lib/lo/share/.registry/main.xcd", "/etc/lo/registry/main.xcd"),
                           ("/usr/share/x/default.conf", "/etc/x.conf")]
     assert all("$" not in a + b and b.startswith("/etc/") for a, b in copies)
@@ -97,7 +99,7 @@ def test_ucf_first_install_copies_are_redone(tmp_path: Path) -> None:
         (root / f).write_text(f)
     (host / "etc").mkdir(parents=True)
     (host / "etc/x.conf").write_text("the host's")
-    made = L.install_ucf(root, copies, host)
+    made = A.install_ucf(root, copies, host)
     assert made == ["/etc/lo/registry/main.xcd"]  # the host's x.conf stands; ../ is refused
     assert (root / "etc/lo/registry/main.xcd").read_text() == "usr/lib/lo/share/.registry/main.xcd"
     assert not (root / "etc/x.conf").exists() and not (root / "usr/bin/evil").exists()
@@ -116,7 +118,7 @@ def test_alternatives_are_read_from_postinst_and_linked(tmp_path: Path) -> None:
           update-alternatives --install /usr/bin/$NAME y /usr/bin/y 1
         fi
         """)
-    alts = L.alternatives([postinst])
+    alts = A.alternatives([postinst])
     assert alts["nc"] == ("/bin/nc", "/bin/nc.openbsd", 50) and alts["netcat"][0] == "/bin/netcat"
     assert alts["x"][1] == "/usr/bin/x.high"  # the highest priority wins
     assert "y" not in alts  # built from a shell variable: not reproduced
@@ -125,12 +127,12 @@ def test_alternatives_are_read_from_postinst_and_linked(tmp_path: Path) -> None:
         (root / f).parent.mkdir(parents=True, exist_ok=True)
         (root / f).write_text("#!/bin/sh\n")
     (root / "var/lib/dpkg").mkdir(parents=True)
-    L.merge_usr(root)
+    A.merge_usr(root)
     assert sorted(p.name for p in root.iterdir()) == ["usr"]  # /bin merged into usr/, var/ dropped
     host = tmp_path / "host"
     (host / "usr/bin").mkdir(parents=True)
     (host / "usr/bin/x").write_text("")  # the host has its own x: its choice stands
-    made = L.link_alternatives(root, alts, host)
+    made = A.link_alternatives(root, alts, host)
     assert made == ["nc", "netcat"]
     assert os.readlink(root / "usr/bin/nc") == "/etc/alternatives/nc"
     assert os.readlink(root / "etc/alternatives/nc") == "/usr/bin/nc.openbsd"
@@ -185,9 +187,9 @@ def test_list_and_prune_the_cache(tmp_path: Path) -> None:
 
 def test_a_layer_too_big_to_fetch_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAWLOOP_LAYER_MAX_MB", "0.001")
-    monkeypatch.setattr(L, "apt_download_size", lambda pins, cwd: 5 * 2**20)
+    monkeypatch.setattr(A, "apt_download_size", lambda pins, cwd: 5 * 2**20)
     with pytest.raises(L.LayerError, match="5 MiB, more than"):
-        L._fetch_debs([("x", "1", "all")], tmp_path)
+        A._fetch_debs([("x", "1", "all")], tmp_path)
 
 
 def test_a_manifest_with_a_bad_key_is_refused(tmp_path: Path) -> None:
