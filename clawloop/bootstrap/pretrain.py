@@ -60,17 +60,10 @@ def random_stem(rng: random.Random, p_random: float = 0.5) -> str:
         return name_stem(rng)
     a = random_word(rng)
     shape = rng.randrange(6)
-    if shape == 0:
-        return a
-    if shape == 1:
-        return f"{a}_{random_word(rng)}"
-    if shape == 2:
-        return f"{a}-{random_word(rng, 2, 6)}"
-    if shape == 3:
-        return f"{a}{rng.randrange(0, 100)}"
-    if shape == 4:
-        return a.capitalize() + random_word(rng, 2, 5).capitalize()
-    return f"{a} {random_word(rng)}"  # needs quoting
+    shapes = (lambda: a, lambda: f"{a}_{random_word(rng)}", lambda: f"{a}-{random_word(rng, 2, 6)}",
+              lambda: f"{a}{rng.randrange(0, 100)}", lambda: a.capitalize() + random_word(rng, 2, 5).capitalize(),
+              lambda: f"{a} {random_word(rng)}")  # the last needs quoting
+    return shapes[shape]()
 
 
 def random_file(rng: random.Random, p_random: float = 0.5) -> str:

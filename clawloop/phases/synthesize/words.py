@@ -40,28 +40,18 @@ def plain_stem(rng: random.Random) -> str:
     """A file stem like `amber_ledger` or `harbor-notes2`: safe for any shell command."""
     shape = rng.randrange(4)
     a, n = pick(rng, "adjectives"), pick(rng, "nouns")
-    if shape == 0:
-        return f"{a}_{n}"
-    if shape == 1:
-        return f"{n}_{pick(rng, 'nouns')}"
-    if shape == 2:
-        return f"{a}-{n}"
-    return f"{n}{rng.randrange(2, 99)}"
+    shapes = (lambda: f"{a}_{n}", lambda: f"{n}_{pick(rng, 'nouns')}", lambda: f"{a}-{n}",
+              lambda: f"{n}{rng.randrange(2, 99)}")
+    return shapes[shape]()  # drawn after a and n, as the frozen suites were
 
 
 def awkward_stem(rng: random.Random) -> str:
     """A stem that breaks unquoted commands: spaces, a leading dash, unicode, parentheses."""
     shape = rng.randrange(5)
     a, n = pick(rng, "adjectives"), pick(rng, "nouns")
-    if shape == 0:
-        return f"{a} {n}"
-    if shape == 1:
-        return f"{pick(rng, 'unicode')} {n}"
-    if shape == 2:
-        return f"{n} ({rng.randrange(2, 9)})"
-    if shape == 3:
-        return f"{pick(rng, 'unicode')}_{n}"
-    return f"{a} {n} {pick(rng, 'unicode')}"
+    shapes = (lambda: f"{a} {n}", lambda: f"{pick(rng, 'unicode')} {n}", lambda: f"{n} ({rng.randrange(2, 9)})",
+              lambda: f"{pick(rng, 'unicode')}_{n}", lambda: f"{a} {n} {pick(rng, 'unicode')}")
+    return shapes[shape]()
 
 
 def sentence(rng: random.Random, n: int | None = None) -> str:
