@@ -1,6 +1,8 @@
 """Stage `diagnose@N`: DuckDB over the iteration's rollouts → the capability report.
 
-    python -m stages.diagnose --iteration 1 --eval runs/iter-1/eval runs/iter-1/validated/probe         --pool runs/iter-1/validated/valid.jsonl         --previous runs/iter-0/diagnosis/diagnosis.json --out runs/iter-1/diagnosis
+    python -m stages.diagnose --iteration 1 --eval runs/iter-1/eval runs/iter-1/validated/probe \
+        --pool runs/iter-1/validated/valid.jsonl \
+        --previous runs/iter-0/diagnosis/diagnosis.json --out runs/iter-1/diagnosis
 
 Writes diagnosis.json (read by the next synthesis), report.md and a pass-rate heatmap. The cells
 and recommendations rest on held-in episodes only: the trained policy's fresh instances

@@ -1,6 +1,8 @@
 """Stage `evaluate@N`: roll out the new checkpoint on the held-out suites, gate its promotion.
 
-    python -m stages.evaluate --iteration 1 --policy runs/iter-1/checkpoint         --previous runs/iter-0 --pool runs/iter-1/validated/valid.jsonl         --fresh runs/iter-1/pool/fresh.jsonl --out runs/iter-1/eval
+    python -m stages.evaluate --iteration 1 --policy runs/iter-1/checkpoint \
+        --previous runs/iter-0 --pool runs/iter-1/validated/valid.jsonl \
+        --fresh runs/iter-1/pool/fresh.jsonl --out runs/iter-1/eval
 
 Rolls out every suite of `eval.suites` (held-out), a sample of the validated pool, and the
 synthesize stage's fresh instances (--fresh: new draws of each skill at its pool's top level,

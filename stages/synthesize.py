@@ -1,6 +1,7 @@
 """Stage `synthesize@N`: iteration N's task pool, steered by the previous capability report.
 
-    python -m stages.synthesize --iteration 1 --report runs/iter-0/diagnosis/diagnosis.json         --policy runs/iter-0/policy --out runs/iter-1/pool
+    python -m stages.synthesize --iteration 1 --report runs/iter-0/diagnosis/diagnosis.json \
+        --policy runs/iter-0/policy --out runs/iter-1/pool
 
 The budget split, the grounded routines (run with the current policy on rollout.backend) and the
 procedural refill are clawloop.phases.synthesize.pool's. Writes pool.jsonl, manifest.json and fresh.jsonl:

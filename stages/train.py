@@ -1,6 +1,8 @@
 """Stage `train@N`: SFT and/or GRPO of the current policy, and/or its playbook, on iteration N's tasks.
 
-    python -m stages.train --iteration 1 --validated runs/iter-1/validated         --policy runs/iter-0/policy --self-rollouts runs/iter-0/eval         --report runs/iter-0/diagnosis/diagnosis.json --out runs/iter-1/checkpoint
+    python -m stages.train --iteration 1 --validated runs/iter-1/validated \
+        --policy runs/iter-0/policy --self-rollouts runs/iter-0/eval \
+        --report runs/iter-0/diagnosis/diagnosis.json --out runs/iter-1/checkpoint
 
 What each train.method does, reads and writes: clawloop/phases/train/__init__.py.
 """

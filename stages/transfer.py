@@ -1,6 +1,7 @@
 """Stage `transfer`: do the refined tasks carry the gain to a fresh model?
 
-    python -m stages.transfer --base runs/iter-0/policy --first runs/iter-1/validated         --final runs/iter-3/validated --out runs/transfer
+    python -m stages.transfer --base runs/iter-0/policy --first runs/iter-1/validated \
+        --final runs/iter-3/validated --out runs/transfer
 
 A fresh copy of the loop's base (`--base`, i.e. runs/iter-0/policy; or `transfer.base`, any
 `model.base` value such as scratch-tiny for a smaller model) is trained with the same budget on

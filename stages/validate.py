@@ -1,6 +1,7 @@
 """Stage `validate@N`: keep only sound tasks, then label them with the current policy.
 
-    python -m stages.validate --iteration 1 --pool runs/iter-1/pool/pool.jsonl         --policy runs/iter-0/policy --out runs/iter-1/validated
+    python -m stages.validate --iteration 1 --pool runs/iter-1/pool/pool.jsonl \
+        --policy runs/iter-0/policy --out runs/iter-1/validated
 
 Agent-free: the reference solution passes, a no-op fails, the verifier agrees with itself, no
 near-duplicates, no overlap with the held-out suites. Agent-based: k rollouts of the current
