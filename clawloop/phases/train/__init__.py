@@ -1,9 +1,9 @@
 """Training: reference trajectories, data mixing, SFT and multi-turn GRPO (TRL), the playbook.
 
-`run.train(job, params, setup)` trains the weights (what `clawloop train` and the train stage
+`jobs.train(job, params, setup)` trains the weights (what `clawloop train` and the train stage
 run); torch, transformers and trl are imported only when a function needs them.
 
-What the train stage (stages/train.py) does with each `train.method`: SFT learns from reference
+What the train stage (`train.train_iteration`) does with each `train.method`: SFT learns from reference
 trajectories (the tasks' solutions executed in the sandbox) and the policy's own successful
 rollouts on held-in tasks (the probe's, and the last evaluation's pool suite; never a held-out
 suite). GRPO trains on the tasks the probe labelled learnable. `playbook` keeps the weights (the
