@@ -39,3 +39,13 @@ def test_every_config_field_has_a_docstring() -> None:
             if not (isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
                 bare.append(f"{p.relative_to(ROOT)}:{st.lineno} {cls.name}.{st.target.id}")
     assert not bare, f"{len(bare)} config fields without a docstring:\n  " + "\n  ".join(bare)
+
+
+def test_train_help_params_prints_every_knobs_docstring() -> None:
+    """`clawloop train --help-params` reads the docstrings (pydantic's use_attribute_docstrings)."""
+    from clawloop.config.train import TrainParams, field_help
+
+    rows = field_help(TrainParams())
+    assert len(rows) > 50
+    assert not [name for name, _, text in rows if not text]
+    assert dict((n, t) for n, _, t in rows)["sft.learning_rate"] == "Peak learning rate."

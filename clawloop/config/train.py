@@ -32,7 +32,8 @@ def moved_key(options: dict[str, Any] | None) -> str | None:
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # Attribute docstrings become the fields' descriptions: `clawloop train --help-params` prints them.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 
 
 class DataParams(_Params):
