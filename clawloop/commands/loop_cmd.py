@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from clawloop.artifacts import IterDir
 from clawloop.artifacts.check import check_path
 from clawloop.commands import app
 from clawloop.core.progress import console
@@ -61,7 +62,7 @@ def _heldout(path: Path) -> HeldoutRecord:
     """The HeldoutRecord of an iteration directory or of its heldout.json."""
     from clawloop.artifacts.metrics import read_heldout
 
-    return read_heldout(path / "heldout.json" if path.is_dir() else path)
+    return read_heldout(IterDir(path).heldout_json if path.is_dir() else path)
 
 
 @app.command()

@@ -195,44 +195,46 @@ def collect(runs: str | Path) -> dict[str, Any]:
     data: dict[str, Any] = {"iterations": [], "suites": {}, "skills": {}, "modes": {}, "pools": {},
                             "metrics": {}, "heldout": {}, "diagnoses": {}, "synthesis": {}, "wall": {},
                             "mtimes": {}, "records": {}, "baselines": {}, "learned": {}}
+    from clawloop.artifacts import IterDir
     from clawloop.artifacts.diagnosis import load_report
     from clawloop.artifacts.metrics import read_eval_detail, read_heldout
 
     for i, d in iters:
+        it = IterDir(d)
         data["iterations"].append(i)
-        metrics = _read(d / "metrics.json", _metrics)
-        detail = _read(d / "eval" / "summary.json", _dumped(read_eval_detail))
+        metrics = _read(it.metrics_json, _metrics)
+        detail = _read(it.eval / "summary.json", _dumped(read_eval_detail))
         suites = (detail or {}).get("suites") or (metrics or {}).get("suites") or {}
         for name, s in suites.items():
             data["suites"].setdefault(name, {})[i] = s["pass_at_1"]
             if s.get("baselines"):
                 data["baselines"].setdefault(name, {})[i] = {"suite": s, "published": s["baselines"]}
-        record = _read(d / "heldout.json", _dumped(read_heldout))
+        record = _read(it.heldout_json, _dumped(read_heldout))
         if record:
             data["records"][i] = record
         if metrics:
             data["metrics"][i] = metrics
             data["heldout"][i] = _heldout(metrics, suites)
-            data["mtimes"][i] = (d / "metrics.json").stat().st_mtime
-        train = _read(d / "train.json", _json_object)
-        with _reading(d / "train.json"):
+            data["mtimes"][i] = it.metrics_json.stat().st_mtime
+        train = _read(it.train_json, _json_object)
+        with _reading(it.train_json):
             data["wall"][i] = _wall(d, metrics, train)
-        rep = _read(d / "diagnosis" / "diagnosis.json", _dumped(load_report))
+        rep = _read(it.diagnosis_json, _dumped(load_report))
         if rep:
             data["diagnoses"][i] = rep
             for skill, r in _skill_rates(rep).items():
                 data["skills"].setdefault(skill, {})[i] = r
             for fm in rep.get("failure_modes", []):
                 data["modes"].setdefault(fm["mode"], {})[i] = fm["count"]
-        with _reading(d / "playbook"):
-            learned = _learned(d / "playbook", i)
+        with _reading(it.playbook):
+            learned = _learned(it.playbook, i)
         if learned:
             data["learned"][i] = learned
-        manifest = _read(d / "pool" / "manifest.json", _json_object)
+        manifest = _read(it.pool / "manifest.json", _json_object)
         if manifest:
-            with _reading(d / "pool" / "manifest.json"):
+            with _reading(it.pool / "manifest.json"):
                 data["synthesis"][i] = _synthesis(manifest)
-        pool = d / "validated" / "valid.jsonl"
+        pool = it.validated / "valid.jsonl"
         if pool.exists():
             skills: Counter[str] = Counter()
             levels: list[int] = []
