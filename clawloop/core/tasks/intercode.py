@@ -111,10 +111,13 @@ ERROR_MARK = "clawloop-intercode:"
 _REWARD_SRC = Path(icr.__file__).read_text(encoding="utf-8")
 _EOF = "CLAWLOOP_INTERCODE_EOF"
 
+# _TEST_SH and intercode_reward.py's text are part of every task's content id (the suite samples its
+# 50 by id): their bytes stay as they were, stale path in the comment below included
+# (tests/test_intercode.py pins the ids).
 _TEST_SH = f"""#!/bin/bash
 # clawloop: InterCode-Bash verifier. The intercode format adapter replays the gold command in a
 # pristine sandbox and writes both runs' file systems and last observations to /tests/{RUN_FILE};
-# this script only computes InterCode's reward from them (clawloop/core/tasks/intercode_reward.py).
+# this script only computes InterCode's reward from them (clawloop/tasks/intercode_reward.py).
 if [ ! -f /tests/{RUN_FILE} ]; then
   echo "{ERROR_MARK} no /tests/{RUN_FILE}: this verifier runs under clawloop's intercode adapter"
   exit 1

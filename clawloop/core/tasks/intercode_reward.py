@@ -1,6 +1,6 @@
 """InterCode-Bash's reward, in the Python standard library alone (no clawloop, no sklearn).
 
-One file, three uses: the host imports it (clawloop.core.tasks.intercode), every InterCode task's
+One file, three uses: the host imports it (clawloop.tasks.intercode), every InterCode task's
 verifier runs it as /tests/intercode_reward.py, and sandboxes run its walker as
 `python3 -I -S - walk OUT` (the source piped in). It reproduces `BashEnv.get_reward` of
 princeton-nlp/intercode (intercode/envs/bash/bash_env.py), which, after an episode, compares the
