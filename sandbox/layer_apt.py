@@ -33,7 +33,7 @@ def resolve_apt(packages: tuple[str, ...], cwd: Path) -> list[tuple[str, str, st
     """(name, version, arch) of every package `apt-get install` would add to this host, from a
     simulation against the host's dpkg database and apt lists (no lock, no root, no network)."""
     r = run_argv(["apt-get", "-s", "-q", "-o", "Debug::NoLocking=1", "-o", "APT::Get::Show-User-Simulation-Note=0",
-              "install", "--no-install-recommends", "-y", "--", *packages], cwd)
+                  "install", "--no-install-recommends", "-y", "--", *packages], cwd)
     missing = re.findall(r"^E: (?:Unable to locate package|Package '?)(\S+?)'?(?: has no installation candidate)?$",
                          r.stdout + r.stderr, re.M)
     if missing:
@@ -62,7 +62,7 @@ def _fetch_debs(pins: list[tuple[str, str, str]], cwd: Path) -> dict[str, Path]:
         raise LayerError(f"apt layer of {len(pins)} packages would fetch {size / 2**20:.0f} MiB, more than "
                          f"CLAWLOOP_LAYER_MAX_MB={max_download_bytes() / 2**20:g}")
     r = run_argv(["apt-get", "-q", "-o", "Debug::NoLocking=1", "download", "--",
-              *(f"{n}:{a}={v}" if a != "all" else f"{n}={v}" for n, v, a in pins)], cwd)
+                  *(f"{n}:{a}={v}" if a != "all" else f"{n}={v}" for n, v, a in pins)], cwd)
     if r.returncode != 0:
         raise LayerError(f"apt-get download failed: {tail_lines(r.stdout + r.stderr)}")
     debs = {}
@@ -189,7 +189,7 @@ def link_alternatives(root: Path, alts: dict[str, tuple[str, str, int]], host: P
 
 
 def build_apt(spec: LayerSpec, pins: list[tuple[str, str, str]] | None, stage: Path, work: Path,
-               key: str) -> dict[str, object]:
+              key: str) -> dict[str, object]:
     pins = resolve_apt(spec.packages, work) if pins is None else pins
     debs = _fetch_debs(pins, work)
     hashes = {n: sha256_hex(p.read_bytes()) for n, p in debs.items()}

@@ -24,7 +24,7 @@ def _pip_base(runtime_dir: Path, prefix: Path) -> list[str]:
 
 
 def build_pip(spec: LayerSpec, pins: list[dict[str, str]] | None, stage: Path, work: Path,
-               runtime_dir: Path) -> dict[str, object]:
+              runtime_dir: Path) -> dict[str, object]:
     """Resolve against the runtime (`--dry-run --report`: what pip would add or replace, nothing
     written), then install exactly those pins, hash-checked, into a prefix of their own. A pin
     that replaces a runtime distribution (another version) is installed beside it and the
@@ -53,7 +53,7 @@ def build_pip(spec: LayerSpec, pins: list[dict[str, str]] | None, stage: Path, w
         lock = work / "pins.txt"
         lock.write_text("".join(f"{p['name']}=={p['version']} --hash=sha256:{p['sha256']}\n" for p in pins))
         r = run_argv([*_pip_base(runtime_dir, prefix), "--no-deps", "--ignore-installed", "--require-hashes",
-                  "-r", str(lock)], work)
+                     "-r", str(lock)], work)
         if r.returncode != 0:
             raise LayerError(f"pip install of the pinned layer failed: {tail_lines(r.stdout + r.stderr)}")
     tree = stage / "tree"

@@ -158,7 +158,7 @@ def builder_uid() -> tuple[int, int] | None:
 
 
 def run_argv(argv: list[str], cwd: Path, *, timeout: float = BUILD_TIMEOUT_S, env: dict[str, str] | None = None,
-         ) -> subprocess.CompletedProcess[str]:
+             ) -> subprocess.CompletedProcess[str]:
     who = builder_uid()
     kw: dict[str, object] = {"user": who[0], "group": who[1], "extra_groups": []} if who else {}
     try:

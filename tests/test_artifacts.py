@@ -24,7 +24,7 @@ def _dvc_paths() -> set[str]:
 
 
 def test_iter_dir_names_the_paths_of_dvc_yaml() -> None:
-    it = IterDir.of("runs", "${key}")  # type: ignore[arg-type]  (dvc.yaml's template variable)
+    it = IterDir(Path("runs/iter-${key}"))  # dvc.yaml's template variable
     properties = [name for name, v in vars(IterDir).items() if isinstance(v, property)]
     assert len(properties) >= 12
     paths = _dvc_paths()
@@ -34,5 +34,5 @@ def test_iter_dir_names_the_paths_of_dvc_yaml() -> None:
 
 
 def test_iter_dir_of_an_iteration() -> None:
-    assert IterDir.of("runs", 2).policy == Path("runs/iter-2/policy")
+    assert IterDir(Path("runs/iter-2")).policy == Path("runs/iter-2/policy")
     assert IterDir(Path("r/iter-1")).diagnosis_json == Path("r/iter-1/diagnosis/diagnosis.json")

@@ -28,10 +28,6 @@ class IterDir:
 
     path: Path
 
-    @classmethod
-    def of(cls, runs: str | Path, iteration: int) -> IterDir:
-        return cls(Path(runs) / f"iter-{iteration}")
-
     @property
     def pool(self) -> Path:
         return self.path / "pool"
