@@ -1,5 +1,7 @@
 """InterCode-Bash's file systems: each setup script run once in an isolated sandbox, what it made
-archived (tar.gz, files re-dated to a sentinel) and cached by content hash, then extracted into
+archived (tar.gz, files re-dated to a sentinel, and so the members and gzip headers of the
+archives the script made: fs 2 and 3 make one with `tar -czf`, whose bytes would otherwise carry
+the build's clock into every task's id) and cached by content hash, then extracted into
 every sandbox of its tasks (`restore_command`), so the agent's run and the gold run start
 byte-identical. The whole story: clawloop.core.tasks.intercode."""
 
@@ -29,7 +31,7 @@ SNAPSHOT = "/opt/clawloop-intercode/fs.tar.gz"
 """Where the task's file-system archive is written before its setup extracts (and deletes) it."""
 SENTINEL = 946684800
 """mtime (2000-01-01T00:00:00Z) of what the setup script made, in the archive."""
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 """Part of the cache key: a change to the build gives new archives."""
 CACHE_ENV = "CLAWLOOP_INTERCODE_CACHE"
 SNAPSHOT_MAX_BYTES = 64 << 20
@@ -55,6 +57,7 @@ _BUILD = r'''
 import gzip, io, json, os, stat, subprocess, sys, tarfile, time
 out, script, sentinel = sys.argv[1], sys.argv[2], int(sys.argv[3])
 skip = set(json.loads(sys.argv[4]))
+ARCHIVES = (".tar", ".tar.gz", ".tgz", ".gz")
 t0 = int(time.time()) - 1
 with open(os.path.join(out, "setup.log"), "wb") as log:
     status = subprocess.run(["/bin/bash", "/" + script], cwd="/", stdin=subprocess.DEVNULL, stdout=log,
@@ -73,9 +76,38 @@ def tree(rel):
     if os.path.isdir(full) and not os.path.islink(full):
         for n in sorted(os.listdir(full)):
             yield from tree(rel + "/" + n)
+def redate_member(ti):
+    if ti.mtime >= t0:
+        ti.mtime = sentinel
+    return ti
+def normalize_archive(path):
+    # An archive the script made holds the build's clock (member mtimes, gzip's header): dated
+    # at the sentinel like every file, so that two builds give the same bytes.
+    with open(path, "rb") as f:
+        data = f.read()
+    zipped = data[:2] == b"\x1f\x8b"
+    try:
+        raw = gzip.decompress(data) if zipped else data
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as src:
+            out = io.BytesIO()
+            with tarfile.open(fileobj=out, mode="w", format=src.format or tarfile.GNU_FORMAT) as dst:
+                for m in sorted(src.getmembers(), key=lambda m: m.name):  # not the build fs's readdir order
+                    dst.addfile(redate_member(m), src.extractfile(m) if m.isreg() else None)
+            raw = out.getvalue()
+    except (OSError, EOFError, tarfile.TarError, ValueError):
+        if not zipped:
+            return
+    if zipped:
+        raw = gzip.compress(raw, compresslevel=6, mtime=0)
+    with open(path, "wb") as f:
+        f.write(raw)
 paths = [p for r in roots for p in tree(r)]
 for p in paths:
-    if os.lstat("/" + p).st_mtime >= t0:
+    st = os.lstat("/" + p)
+    if st.st_mtime >= t0:
+        if stat.S_ISREG(st.st_mode) and p.endswith(ARCHIVES):
+            normalize_archive("/" + p)
+            os.chmod("/" + p, stat.S_IMODE(st.st_mode))
         os.utime("/" + p, (sentinel, sentinel), follow_symlinks=False)
 buf = io.BytesIO()
 with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz, \
