@@ -299,3 +299,21 @@ def test_the_diagnose_stage_refuses_the_narrative_it_cannot_write(tmp_path: Path
     with pytest.raises(ClawloopError, match=r"diagnosis\.options\.narrative: the diagnose stage loads no policy"):
         importlib.import_module("stages.diagnose").main(params)
     assert not (tmp_path / "diagnosis").exists()
+
+
+@pytest.mark.parametrize(("jobs", "expected"), [(None, 6), (5, 5)])
+def test_agent_free_validation_runs_twice_the_sandbox_jobs_unless_told(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int | None, expected: int) -> None:
+    """A check waits on the kernel between its containers: `validation.jobs` (default 2 x sandbox.jobs)."""
+    from clawloop.phases.validate.validate import check_pool
+
+    params = _params(tmp_path, lambda r: (r["sandbox"].update(jobs=3), r["validation"].update(jobs=jobs)))
+    seen: list[int] = []
+    monkeypatch.setattr("clawloop.phases.validate.validate.validate_pool", lambda tasks, backend, j, *a, **k: (
+        seen.append(j), ([], {"input": 0, "rejected": {}, "tasks_per_s": 0.0}))[1])
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text("")
+    from clawloop.core.rollout_settings import rollout_settings
+
+    check_pool(params, rollout_settings(params), pool, None)
+    assert seen == [expected]

@@ -171,6 +171,10 @@ class ValidationParams(_Section):
 
     near_duplicate_threshold: float = Field(0.9, gt=0, le=1)
     """Word-shingle Jaccard similarity above which a task is a near-duplicate."""
+    jobs: int | None = Field(None, ge=1)
+    """Sandboxes in parallel for the agent-free checks; None: twice `sandbox.jobs`. A check waits
+    on the kernel between its containers, so more sandboxes than cores keep the cores busy
+    (2 cores: 5.8 tasks/s at 2, 6.7 at 4, 6.9 at 8; benchmarks/perf/README.md)."""
     heldout: list[str] = Field(default_factory=lambda: ["benchmarks/shell-core"])
     """Held-out suites no synthesized task may overlap."""
     probe: ProbeParams = Field(default_factory=ProbeParams)

@@ -32,7 +32,7 @@ def check_pool(params: Params, ctx: RolloutSettings, pool: Path, suites: Path | 
     heldout = heldout_tasks(params, suites)
     with Progress("validate", total=len(tasks), unit="tasks") as bar:
         kept, rejections = validate_pool(
-            tasks, ctx.backend, ctx.jobs, heldout,
+            tasks, ctx.backend, params.validation.jobs or 2 * ctx.jobs, heldout,
             AgentFreeParams(near_duplicate_threshold=params.validation.near_duplicate_threshold),
             parse_errors=parse_errors, on_done=bar.advance, executor=params.executor,
             heldout_instances=heldout_tasks(params, suites, overlap="same_task"))
