@@ -24,12 +24,11 @@ from clawloop.phases.evaluate.evaluate import evaluate_iteration
 
 
 def main(params: Params) -> None:
-    ap = stage_parser()
+    ap = stage_parser(suites=True)
     ap.add_argument("--policy", type=Path, required=True, help="checkpoint to evaluate")
     ap.add_argument("--previous", type=Path, help="previous iteration dir (its metrics.json and policy/)")
     ap.add_argument("--pool", type=Path, help="validated pool: a sample is rolled out for the diagnosis")
     ap.add_argument("--fresh", type=Path, help="the synthesize stage's fresh.jsonl (new instances of the pool's top levels)")
-    ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
     evaluate_iteration(params, **vars(ap.parse_args()))
 
 

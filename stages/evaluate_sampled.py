@@ -22,9 +22,8 @@ from clawloop.phases.evaluate.sampled import evaluate_sampled
 
 
 def main(params: Params) -> None:
-    ap = stage_parser()
+    ap = stage_parser(suites=True)
     ap.add_argument("--policy", type=Path, required=True, help="the policy to sample")
-    ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
     ap.add_argument("--base", type=Path, help="the base's sampled evaluation: compare against it")
     ap.add_argument("--metrics", type=Path, help="where the comparison goes (default: <out>/../vs-base.json)")
     evaluate_sampled(params, **vars(ap.parse_args()))

@@ -20,11 +20,10 @@ from clawloop.transfer import transfer
 
 
 def main(params: Params) -> None:
-    ap = stage_parser(iteration=False)
+    ap = stage_parser(iteration=False, suites=True)
     ap.add_argument("--base", type=Path, required=True, help="the loop's base checkpoint (iteration 0)")
     ap.add_argument("--first", type=Path, required=True, help="iteration 1's validated dir")
     ap.add_argument("--final", type=Path, required=True, help="the final iteration's validated dir")
-    ap.add_argument("--suites", type=Path, help="runs/suites.json: the suites must still match it")
     transfer(params, **vars(ap.parse_args()))
 
 

@@ -29,13 +29,16 @@ def run_stage(main: Callable[[Params], None], params_path: str = "params.yaml") 
     print(f"[{name}] done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
 
-def stage_parser(*, iteration: bool = True) -> argparse.ArgumentParser:
-    """A parser with the flags stages share: --out (the stage's output, required) and, for the
-    stages of one loop iteration, --iteration. The stage adds its own inputs."""
+def stage_parser(*, iteration: bool = True, suites: bool = False) -> argparse.ArgumentParser:
+    """A parser with the flags stages share: --out (the stage's output, required), for the stages
+    of one loop iteration --iteration, and for those that read the held-out suites --suites. The
+    stage adds its own inputs."""
     ap = argparse.ArgumentParser()
     if iteration:
         ap.add_argument("--iteration", type=int, required=True)
     ap.add_argument("--out", type=Path, required=True)
+    if suites:
+        ap.add_argument("--suites", type=Path, help="runs/suites.json: the held-out suites must still match it")
     return ap
 
 
