@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
 
@@ -20,7 +19,7 @@ from clawloop.config.engine import EngineConfig, refuse_flat_engine_keys
 from clawloop.config.executor import ExecutorParams
 from clawloop.config.policy import OpenAIPolicyConfig, VLLMPolicyConfig
 from clawloop.config.synthesis import SynthesisParams
-from clawloop.config.train import TrainParams
+from clawloop.config.train import TrainParams, load_section
 from clawloop.errors import ClawloopError, validated
 
 
@@ -364,14 +363,7 @@ class Params(_Section):
 def load_params(path: str | Path = "params.yaml") -> Params:
     """Load and validate params.yaml; errors name the file and the key."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ClawloopError(f"{path}: file not found") from None
-    except yaml.YAMLError as e:
-        raise ClawloopError(f"{path}: not valid YAML ({e})") from None
-    if not isinstance(raw, dict):
-        raise ClawloopError(f"{path}: expected a mapping of sections")
+    raw = load_section(path, None)
     iterations = (raw.get("loop") or {}).get("iterations")
     if isinstance(iterations, dict) and any(not isinstance(k, str) for k in iterations):
         raise ClawloopError(f'{path}: loop.iterations: quote the iteration ids ("1": ...): '

@@ -362,7 +362,7 @@ def load_section(path: str | Path, section: str | None) -> dict[str, Any]:
             raise ClawloopError(f"{path}: {section}: section not found")
         data = data[key]
     if not isinstance(data, dict):
-        raise ClawloopError(f"{path}: {section}: expected a mapping")
+        raise ClawloopError(f"{path}: {section}: expected a mapping" if section else f"{path}: expected a mapping")
     return data
 
 
