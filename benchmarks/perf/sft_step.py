@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/perf/sft_step.py [--json] [--model DIR|scratch-tiny|scratch-micro]
         [--params params.yaml] [--conversations 16] [--steps 5] [--batch N] [--trainable-layers N]
-        [--max-length N] [--threads N] [--bf16 auto|on|off] [--compare-head]
+        [--max-length N] [--threads N] [--bf16 auto|on|off] [--compare-head] [--fp32-reference]
 
 The model is params.yaml's policy of the first iteration (runs/iter-0/policy: Qwen2.5-Coder-0.5B)
 unless --model names a checkpoint dir or scratch-tiny / scratch-micro (a from-scratch model
@@ -26,6 +26,10 @@ stage's time counts it once per conversation:
 with the stage steps those of params.yaml (max_steps, or its epochs over the conversations).
 --json prints one JSON object as the last line (baseline_s_per_step, fast_s_per_step, speedup,
 stage_speedup, max_loss_rel_diff and the details).
+
+--fp32-reference also runs TRL's path in fp32 on the same batches, the exact losses both bf16 paths
+round away from: `baseline_vs_fp32_rel_diff` and `fast_vs_fp32_rel_diff` in the JSON say whether the
+frozen-trunk path is further from them than TRL's own bf16 path is.
 
 --compare-head also times the fast path with an untied head training and with it frozen
 (`train_head`, whatever the params say), same batches: `head_trained_s_per_step`,
@@ -156,6 +160,8 @@ def main() -> None:
                     help="auto: the params' (bf16 where the hardware has it); off: fp32")
     ap.add_argument("--compare-head", action="store_true",
                     help="also time the fast path with the untied head trained and frozen (train_head)")
+    ap.add_argument("--fp32-reference", action="store_true",
+                    help="also run TRL's path in fp32: how far each bf16 path's losses are from the exact ones")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -190,10 +196,15 @@ def main() -> None:
             raise SystemExit(f"{model}: no checkpoint (run the loop's first iteration, or pass --model)")
         base = run(model, work, sft, data, "off", args.steps)
         fast = run(model, work, sft, data, "auto", args.steps)
+        exact = (run(model, work, sft.model_copy(update={"bf16": False}), data, "off", args.steps, tag="fp32")
+                 if args.fp32_reference else None)
         heads = ({on: run(model, work, sft.model_copy(update={"train_head": on}), data, "auto", args.steps,
                           tag=f"head-{on}") for on in (True, False)} if args.compare_head else {})
 
-    rel = [abs(f - b) / abs(b) for b, f in zip(base["losses"], fast["losses"], strict=True)]
+    def rel_diff(a: list[float], b: list[float]) -> list[float]:
+        return [abs(y - x) / abs(x) for x, y in zip(a, b, strict=True)]
+
+    rel = rel_diff(base["losses"], fast["losses"])
     n_stage = stage_steps(sft, base["examples"])
     seen = min(base["examples"], n_stage * sft.per_device_train_batch_size * sft.gradient_accumulation_steps)
     trunk_per_conv = fast["trunk_s"] / max(fast["trunk_rows"], 1)
@@ -213,6 +224,10 @@ def main() -> None:
         "fast_calls": fast["fast_calls"], "fallback_calls": fast["fallback_calls"],
         "baseline_step_s": base["step_s"], "fast_step_s": fast["step_s"], "fast_trunk_in_step_s": fast["trunk_in_step_s"],
     }
+    if exact is not None:
+        result.update(fp32_losses=exact["losses"],
+                      baseline_vs_fp32_rel_diff=max(rel_diff(exact["losses"], base["losses"])),
+                      fast_vs_fp32_rel_diff=max(rel_diff(exact["losses"], fast["losses"])))
     if heads:
         on, off = heads[True], heads[False]
         result.update(head_trained_s_per_step=round(on["s_per_step"], 4), head_frozen_s_per_step=round(off["s_per_step"], 4),
@@ -226,6 +241,10 @@ def main() -> None:
         print(f"{name:10s} {r['s_per_step']:9.4f} {stage:9.2f}  {' '.join(f'{x:.4f}' for x in r['losses'])}")
     print(f"speedup {result['speedup']:.2f}x a step, {result['stage_speedup']:.2f}x the stage ({n_stage} steps, "
           f"trunk {trunk_per_conv:.3f} s x {seen} conversations); max loss rel diff {result['max_loss_rel_diff']:.2e}")
+    if exact is not None:
+        print(f"{'TRL fp32':10s} {exact['s_per_step']:9.4f} {'':9s}  {' '.join(f'{x:.4f}' for x in exact['losses'])}")
+        print(f"max loss rel diff from the fp32 losses: TRL {result['baseline_vs_fp32_rel_diff']:.2e}, "
+              f"frozen trunk {result['fast_vs_fp32_rel_diff']:.2e}")
     if heads:
         print(f"head (fast path): trained {result['head_trained_s_per_step']:.4f} s/step, frozen "
               f"{result['head_frozen_s_per_step']:.4f} s/step: {result['head_speedup']:.2f}x a step")
