@@ -169,6 +169,8 @@ class Forms:
     """whose shell starts in / (register.start_elsewhere)"""
     detailed: float = 0.0
     """written at length over several lines (register.in_detail)"""
+    chained: float = 0.0
+    """asking for two or three tasks in a row (procedural.chain)"""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -217,6 +219,11 @@ class SynthesisParams(BaseModel):
     """Share of procedural tasks written at length as shell-core's are: a sentence of context, the
     request, a closing remark, hard-wrapped over several lines (register.in_detail), so that the
     pool is not only one short line each. 0 = the one-line forms only."""
+    chained: float = Field(0.0, ge=0, le=1)
+    """Share of procedural tasks that ask for two or three tasks in a row (the first is the slot's
+    skill and level, the others any family at a level up to it): one workspace, every part's checks,
+    the parts' reference steps in order (clawloop/phases/synthesize/procedural/chain.py), so the
+    references teach more than one act. 0 = one task each."""
     curriculum: CurriculumParams = Field(default_factory=CurriculumParams)
     """Thresholds of the procedural plan (clawloop.phases.synthesize.steering)."""
     hindsight: HindsightParams = Field(default_factory=HindsightParams)

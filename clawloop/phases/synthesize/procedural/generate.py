@@ -21,6 +21,7 @@ from clawloop.config.synthesis import Forms
 from clawloop.core.progress import Progress, progress_for
 from clawloop.core.tasks.answer import is_answer_task
 from clawloop.core.tasks.task import Provenance, Task
+from clawloop.phases.synthesize.procedural.chain import chain
 from clawloop.phases.synthesize.procedural.register import in_detail, restyle, start_elsewhere
 from clawloop.phases.synthesize.skills import SkillFamily, check_level, families, family
 from clawloop.phases.synthesize.steering import Plan
@@ -51,7 +52,7 @@ def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progr
                forms: Forms = PLAIN, namespace: str = "") -> list[Task]:
     """Tasks for every (skill, level) quota of `plan`, in skill then level order, worded and shaped
     as `forms` says (clawloop.config.synthesis.Forms: conversational register, answer form and its file-form
-    twin, starting elsewhere, at length). `progress` shows tasks made (clawloop.core.progress): a large
+    twin, chained with other tasks, starting elsewhere, at length). `progress` shows tasks made (clawloop.core.progress): a large
     pool takes a while. `namespace` separates the seeds of a held-out split (HELDOUT_NAMESPACE)
     from the loop's."""
     order = list(families())
@@ -115,6 +116,9 @@ def _build(fam: SkillFamily, level: int, s: int, knobs: Knobs, knob_fraction: fl
     arng = random.Random(f"answer/{s}")
     asked = bool(forms.answer) and arng.random() < forms.answer
     task = fam.generate(level, rng, use, arng if asked and not file_form else None)
+    crng = random.Random(f"chained/{s}")  # its own rng too: the main stream, and every unchained task, as before
+    if forms.chained and not file_form and crng.random() < forms.chained:
+        task = _chained(task, level, crng)
     if forms.conversational and rng.random() < forms.conversational:
         task = restyle(task, rng)
     erng = random.Random(f"elsewhere/{s}")  # its own rng too; after restyle, which reads the workdir
@@ -124,6 +128,27 @@ def _build(fam: SkillFamily, level: int, s: int, knobs: Knobs, knob_fraction: fl
     if forms.detailed and drng.random() < forms.detailed:
         task = in_detail(task, drng)
     return task
+
+
+CHAIN_ATTEMPTS = 8
+"""Draws of other parts tried before a task stays on its own (clawloop.phases.synthesize.procedural.chain)."""
+
+
+def _chained(first: Task, level: int, rng: random.Random) -> Task:
+    """`first` chained with one or two tasks of any family at levels up to its own (a quarter of
+    them three parts), drawn until the parts fit together; `first` alone when none did."""
+    fams = families()
+    names = sorted(fams)
+    n = 3 if rng.random() < 0.25 else 2
+    for _ in range(CHAIN_ATTEMPTS):
+        parts = [first]
+        for _ in range(n - 1):
+            fam = fams[names[rng.randrange(len(names))]]
+            parts.append(fam.generate(rng.randint(1, level), random.Random(rng.getrandbits(56)), NO_KNOBS, None))
+        joined = chain(parts, rng)
+        if joined is not None:
+            return joined
+    return first
 
 
 def diversity(tasks: Iterable[Task]) -> Diversity:
