@@ -231,6 +231,22 @@ def _export(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 @needs_bwrap
+def test_a_file_that_only_looks_like_an_archive_is_kept_as_made(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build re-dates the archives a setup script made; a `.gz` that is not gzip inside, or a
+    `.tar` that is not a tar, stays byte for byte as the script wrote it and the build succeeds."""
+    monkeypatch.setenv(ic.CACHE_ENV, str(tmp_path / "cache"))
+    script = ("#!/bin/bash\nmkdir -p /odd\nprintf '\\x1f\\x8bnot gzip' > /odd/broken.gz\n"
+              "printf 'plain text' > /odd/notes.tar\n")
+    root = _export(tmp_path, {"docker/bash_scripts/setup_nl2b_fs_2.sh": script})
+    tasks = {t.metadata[ic.KEY]["name"]: t for t in ic.load_intercode(root)}
+    with tarfile.open(fileobj=io.BytesIO(tasks["fs2-00"].files[ic.SNAPSHOT].data())) as tar:
+        assert tar.extractfile("odd/broken.gz").read() == b"\x1f\x8bnot gzip"
+        assert tar.extractfile("odd/notes.tar").read() == b"plain text"
+        assert tar.getmember("odd/broken.gz").mtime == ic.SENTINEL
+
+
+@needs_bwrap
 def test_bad_input_names_file_and_field(tmp_path: Path, backend: str) -> None:
     q = "data/nl2bash/nl2bash_fs_1.json"
     root = _export(tmp_path, {q: "[{\"query\": \"x\", \"gold\": \"ls\"},"})

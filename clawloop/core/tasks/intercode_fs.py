@@ -88,6 +88,9 @@ def normalize_archive(path):
     zipped = data[:2] == b"\x1f\x8b"
     try:
         raw = gzip.decompress(data) if zipped else data
+    except (OSError, EOFError):
+        return  # not gzip inside: kept as made
+    try:
         with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as src:
             out = io.BytesIO()
             with tarfile.open(fileobj=out, mode="w", format=src.format or tarfile.GNU_FORMAT) as dst:
@@ -96,7 +99,7 @@ def normalize_archive(path):
             raw = out.getvalue()
     except (OSError, EOFError, tarfile.TarError, ValueError):
         if not zipped:
-            return
+            return  # not a tar: kept as made
     if zipped:
         raw = gzip.compress(raw, compresslevel=6, mtime=0)
     with open(path, "wb") as f:
