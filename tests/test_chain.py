@@ -68,6 +68,10 @@ def test_tasks_that_could_see_each_other_stay_apart() -> None:
         **b.verifier.files, "check.py": FileSpec(content="print(1)\n")}})})
     assert not compatible([a, other])
     assert not compatible([a, b.model_copy(update={"workdir": "/srv"})])
+    helper = {"fix.sh": FileSpec(content="true\n")}
+    assert a.solution is not None and b.solution is not None
+    assert not compatible([a.model_copy(update={"solution": a.solution.model_copy(update={"files": helper})}),
+                           b.model_copy(update={"solution": b.solution.model_copy(update={"files": helper})})])
     answer = family("csv").generate(1, random.Random(3), NO_KNOBS, random.Random(0))
     assert not compatible([a, answer])
     assert chain([a, b.model_copy(update={"instruction": "Write this:\n  two lines\n"})], random.Random(0)) is None

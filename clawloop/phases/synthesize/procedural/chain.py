@@ -58,6 +58,9 @@ def compatible(parts: Sequence[Task]) -> bool:
         return False
     if any(t.verifier.files[n] != first.verifier.files[n] for t in parts[1:] for n in first.verifier.files if n != SPEC):
         return False
+    helpers = [n for t in parts for n in t.solution.files]  # type: ignore[union-attr]
+    if len(helpers) != len(set(helpers)):  # two parts' /solution files under one name
+        return False
     env: dict[str, str] = {}
     for t in parts:
         if any(env.get(k, v) != v for k, v in t.env.items()):
@@ -85,17 +88,10 @@ def chain(parts: Sequence[Task], rng: random.Random) -> Task | None:
     checks = [c for t in parts for c in json.loads(t.verifier.files[SPEC].data())["checks"]]
     spec = first.verifier.files[SPEC].model_copy(update={"content": json.dumps({"checks": checks}, indent=2,
                                                                               sort_keys=True) + "\n"})
-    files: dict[str, FileSpec] = {}
-    helpers: dict[str, FileSpec] = {}
-    for t in parts:
-        files.update(t.files)
-        assert t.solution is not None
-        if set(helpers) & set(t.solution.files):
-            return None
-        helpers.update(t.solution.files)
-    solution = first.solution.model_copy(update={  # type: ignore[union-attr]
-        "steps": [s for t in parts for s in t.solution.steps],  # type: ignore[union-attr]
-        "files": helpers})
+    solutions = [t.solution for t in parts if t.solution is not None]  # all of them: compatible
+    solution = solutions[0].model_copy(update={"steps": [s for x in solutions for s in x.steps],
+                                               "files": {n: f for x in solutions for n, f in x.files.items()}})
+    files: dict[str, FileSpec] = {p: f for t in parts for p, f in t.files.items()}
     limits = first.limits.model_copy(update={
         "max_turns": sum(t.limits.max_turns for t in parts),
         "command_timeout_s": max(t.limits.command_timeout_s for t in parts),
