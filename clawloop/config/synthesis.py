@@ -85,6 +85,26 @@ class CurriculumParams(BaseModel):
         return self
 
 
+class ParaphraseParams(BaseModel):
+    """Requests in the policy's own words (clawloop.phases.synthesize.paraphrase): a share of the
+    procedural pool rewritten by the current policy, kept only when every name, path, number and
+    quoted value survives and nothing specific is added."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    share: float = Field(0.0, ge=0, le=1)
+    """Share of the procedural pool's one-paragraph tasks offered to the policy for rewording; a
+    refused rewording leaves the task as the generator wrote it. 0 = off (no model loaded)."""
+    tries: int = Field(2, ge=1, le=8)
+    """Samples per task until one passes the checks."""
+    temperature: float = Field(0.8, ge=0)
+    """Sampling temperature of the rewording (0 gives one wording per request, the same each try)."""
+    max_new_tokens: int = Field(160, ge=16)
+    """Longest rewording, in tokens."""
+    min_change: float = Field(0.25, ge=0, le=1)
+    """Least share of the wording that must change: 1 - word-set Jaccard with the original."""
+
+
 class HindsightParams(BaseModel):
     """Knobs of hindsight relabeling."""
 
@@ -224,6 +244,9 @@ class SynthesisParams(BaseModel):
     skill and level, the others any family at a level up to it): one workspace, every part's checks,
     the parts' reference steps in order (clawloop/phases/synthesize/procedural/chain.py), so the
     references teach more than one act. 0 = one task each."""
+    paraphrase: ParaphraseParams = Field(default_factory=ParaphraseParams)
+    """A share of the procedural pool reworded by the current policy (phrasings no template file
+    holds), checked to keep every name and value (clawloop/phases/synthesize/paraphrase.py)."""
     curriculum: CurriculumParams = Field(default_factory=CurriculumParams)
     """Thresholds of the procedural plan (clawloop.phases.synthesize.steering)."""
     hindsight: HindsightParams = Field(default_factory=HindsightParams)

@@ -43,10 +43,13 @@ class Pool:
     """Tasks the grounded routines fell short by, made up by the procedural routine."""
     routines: dict[str, dict[str, Any]]
     """Per routine: its manifest (procedural), its stats or why it was skipped (grounded)."""
+    paraphrase: dict[str, Any] | None = None
+    """What the policy's rewording did (clawloop.phases.synthesize.paraphrase), when it ran."""
 
     def manifest(self) -> dict[str, Any]:
-        return {"iteration": self.iteration, "seed": self.seed, "tasks": len(self.tasks),
-                "budgets": self.budgets, "refill": self.refill, "routines": self.routines}
+        out = {"iteration": self.iteration, "seed": self.seed, "tasks": len(self.tasks),
+               "budgets": self.budgets, "refill": self.refill, "routines": self.routines}
+        return out if self.paraphrase is None else {**out, "paraphrase": self.paraphrase}
 
     def summary(self) -> str:
         """One line: the tasks made against each routine's budget."""

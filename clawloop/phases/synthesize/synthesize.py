@@ -3,6 +3,7 @@ grounded routines, the procedural refill) and its fresh instances (clawloop.phas
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from clawloop.artifacts.diagnosis import load_report
@@ -13,6 +14,7 @@ from clawloop.core.rollout_settings import rollout_settings
 from clawloop.core.tasks.pool import write_pool
 from clawloop.errors import ClawloopError
 from clawloop.phases.synthesize.fresh import FRESH_TASKS, fresh_tasks
+from clawloop.phases.synthesize.paraphrase import paraphrase
 from clawloop.phases.synthesize.pool import Pool, build_pool
 from clawloop.policy.types import Policy
 
@@ -31,6 +33,8 @@ def synthesize_iteration(params: Params, *, iteration: int, out: Path, report: P
 
     last = load_report(report) if report else None
     pool = build_pool(params.synthesis, iteration, last, str(report) if report else None, current_policy)
+    if params.synthesis.paraphrase.share > 0:
+        pool = reword(pool, current_policy("paraphrase")[0], params, iteration)
     fresh = fresh_tasks(pool.tasks, params.eval.fresh, seed=params.synthesis.seed, iteration=iteration,
                         forms=params.synthesis.forms())
     with output_dir(out) as tmp:
@@ -39,3 +43,17 @@ def synthesize_iteration(params: Params, *, iteration: int, out: Path, report: P
         write_json(tmp / "manifest.json", pool.manifest())
     print(f"[synthesize] {pool.summary()}; {len(fresh)} fresh instances for the evaluation")
     return pool
+
+
+def reword(pool: Pool, policy: Policy, params: Params, iteration: int) -> Pool:
+    """`pool` with a share of its procedural tasks reworded by `policy` (synthesis.paraphrase): the
+    grounded routines' tasks are already in the policy's words."""
+    procedural = [i for i, t in enumerate(pool.tasks) if t.provenance.routine == "procedural"]
+    done, stats = paraphrase([pool.tasks[i] for i in procedural], policy, params.synthesis.paraphrase,
+                             seed=params.synthesis.seed + iteration)
+    tasks = list(pool.tasks)
+    for i, t in zip(procedural, done, strict=True):
+        tasks[i] = t
+    print(f"[synthesize] the policy reworded {stats.kept} of {stats.offered} requests offered "
+          f"({stats.samples} samples; refused: {dict(stats.refused.most_common())})")
+    return dataclasses.replace(pool, tasks=tasks, paraphrase=stats.to_json())
