@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from scripted_policy import ScriptedPolicy
 
 from clawloop.config.params import load_params
@@ -64,6 +65,7 @@ def test_an_answer_task_is_never_reworded_into_a_file_task() -> None:
 def test_clean_strips_a_lead_in_and_quotes() -> None:
     assert clean('Rewritten request: "Sort names.txt."') == "Sort names.txt."
     assert clean("Here is the rewritten request:\nSort names.txt.") == "Sort names.txt."
+    assert clean("Sure! Here it is:\n\n```\nSort names.txt.\n```\nI kept the name.") == "Sort names.txt."
 
 
 def test_paraphrase_rewords_a_share_and_retries_what_was_refused() -> None:
@@ -127,6 +129,27 @@ def test_a_rewording_that_asks_for_another_act_or_echoes_the_prompt_is_refused()
     # a leading dot is part of the name: `.bak` must survive
     assert ".bak" in must_keep("Move every .bak file into a new folder fig.")
     assert refusal(task("Move every .bak file into a new folder fig."),
-                   "Copy every file name, path, number exactly.", 0.25) == "dropped"
+                   "Copy every file name, path, number and quoted text exactly as it is written.", 0.25) == "echo"
+    assert refusal(task("Move every .bak file into a new folder fig."),
+                   "Move all the files into a new folder that you call fig.", 0.25) == "dropped"
     assert refusal(task("Move every .bak file into a new folder fig."),
                    "Every file ending in .bak should be moved to a new folder named fig.", 0.25) is None
+
+
+def test_the_stage_without_a_policy_says_the_rewording_needs_one(tmp_path: Path) -> None:
+    from clawloop.errors import ClawloopError
+    from clawloop.phases.synthesize.synthesize import synthesize_iteration
+
+    params = load_params(Path(__file__).parents[1] / "params.yaml")
+    params = params.model_copy(update={"synthesis": params.synthesis.model_copy(
+        update={"tasks_per_iteration": 8, "paraphrase": ParaphraseParams(share=0.5)})})
+    with pytest.raises(ClawloopError, match="--policy: routine paraphrase needs the current policy"):
+        synthesize_iteration(params, iteration=1, out=tmp_path / "pool")
+    assert not (tmp_path / "pool").exists()
+
+
+def test_a_rewording_that_drops_the_act_is_refused() -> None:
+    # measured: "Remove every file ... not changed in over 7 days" became a question about the files
+    t = task("Remove every file in the reef tree that has not been changed in over 7 days.")
+    assert refusal(t, "What are the files in the reef tree that have not been changed in over 7 days?", 0.25) == "act"
+    assert refusal(t, "In the reef tree, delete any file nobody has changed for over 7 days.", 0.25) is None

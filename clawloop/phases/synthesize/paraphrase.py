@@ -9,8 +9,8 @@ task keeps its workspace, verifier and reference: only the wording changes, so a
 only when it cannot have changed what the verifier wants (`refusal`):
 
 - every name, path, number and quoted value of the original is in it, exactly as written;
-- it asks for no act the original does not (copy for move, enter for create: `_ACTIONS`), and does
-  not echo the prompt;
+- it asks for the same acts as the original, by their verbs (`_ACTIONS`: not copy for move, enter for
+  create, nor a question for a removal), and does not echo the prompt;
 - it names nothing specific that the original does not (no invented file, value or command);
 - an answer task (graded on the last command's output) is not asked to save a file;
 - it is one paragraph of sensible length and actually reworded (`min_change` of the words).
@@ -20,6 +20,7 @@ A refused rewording leaves the task as the generator wrote it; the stage records
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections import Counter
@@ -32,6 +33,7 @@ from clawloop.core.agent.harness import render
 from clawloop.core.progress import Progress
 from clawloop.core.tasks.answer import KEY as ANSWER_KEY
 from clawloop.core.tasks.task import Task
+from clawloop.phases.synthesize.words import words
 from clawloop.policy.types import Policy, SamplingParams
 
 TAG = "paraphrased"
@@ -49,6 +51,7 @@ after its first letter (ERROR, McDonald, a_b): the kind of token a verifier comp
 _ANSWER_TURN = re.compile(r"\b(save|saving|store|storing|into a file|to a file|in a file|new file)\b", re.I)
 _FILE_WORDS = re.compile(r"\b(save|store|write|file|files|into|to)\b", re.I)
 _WORDS = re.compile(r"[a-z0-9]+")
+_LETTERS = re.compile(r"[A-Za-z]+")
 _ACTIONS = {
     "copy": r"cop(?:y|ies|ied|ying)|duplicat\w*|clon\w*|replicat\w*",
     "move": r"mov\w*|relocat\w*|renam\w*|transfer\w*|shift\w*|file away",
@@ -58,18 +61,22 @@ _ACTIONS = {
     "sort": r"sort\w*|order\w*|arrang\w*|rank\w*",
     "pack": r"compress\w*|archiv\w*|zip\w*|tar|pack\w*|bundl\w*",
     "unpack": r"extract\w*|unpack\w*|decompress\w*|unzip\w*|untar\w*|uncompress\w*",
-    "replace": r"replac\w*|substitut\w*|swap\w*|chang\w*|edit\w*|modif\w*|updat\w*",
+    "replace": r"replac\w*|substitut\w*|swap\w*",
     "append": r"append\w*|add\w*|insert\w*|attach\w*",
     "link": r"link\w*|symlink\w*|shortcut\w*",
     "permission": r"chmod|permission\w*|executabl\w*|read-only|writable|readable|mode",
     "run": r"run\w*|execut\w*|invok\w*|launch\w*",
 }
-"""Verbs of the acts a task can ask for, grouped by act: a rewording may not ask for an act the
-original does not (the 0.5B base turned "create a directory" into "enter" and "put into" into "copy")."""
+"""Verbs of the acts a task can ask for, grouped by act: a rewording must ask for the acts the
+original does (the 0.5B base turned "create a directory" into "enter" and "put into" into "copy")."""
 _ACT = {act: re.compile(rf"\b(?:{words})\b", re.I) for act, words in _ACTIONS.items()}
-_ECHO = re.compile(r"other words|sentence order|as it is written|different person|rewrit\w*|reword\w*|"
-                   r"request|assistant|do not say how", re.I)
+_ECHO = re.compile(r"other words|sentence order|as it is written|different person|keep the meaning|rewrit\w*|"
+                   r"reword\w*|request|assistant|how to do it", re.I)
 """Phrases of the prompt (paraphrase.j2) that a rewording echoes instead of rewording."""
+
+
+def _phrases(pattern: re.Pattern[str], text: str) -> set[str]:
+    return {m.group(0).lower() for m in pattern.finditer(text)}
 
 
 def acts(text: str) -> set[str]:
@@ -86,11 +93,20 @@ def specific_tokens(text: str) -> set[str]:
     return {t for t in _tokens(text) if t and _SPECIFIC.search(t) and not t.endswith("'s")}
 
 
+@functools.cache
+def _values() -> frozenset[str]:
+    """The generators' word lists (data/*.txt): a word of them in a request is a value the verifier
+    compares (the word to grep for, the directory to make), not wording."""
+    return frozenset(w for kind in ("nouns", "adjectives", "cities", "fruits", "people", "services")
+                     for w in words(kind))
+
+
 def must_keep(instruction: str) -> list[str]:
-    """What a rewording of `instruction` must contain verbatim: its quoted values and its specific
-    tokens (names, paths, numbers, capitalised words), longest first."""
+    """What a rewording of `instruction` must contain verbatim: its quoted values, its specific
+    tokens (names, paths, numbers, capitalised words) and the generators' value words, longest first."""
     keep = {next(g for g in m.groups() if g is not None).strip() for m in _QUOTED.finditer(instruction)}
     keep |= specific_tokens(instruction)
+    keep |= {w for w in _LETTERS.findall(instruction) if w in _values()}
     return sorted((k for k in keep if k), key=lambda k: (-len(k), k))
 
 
@@ -100,9 +116,11 @@ def _change(a: str, b: str) -> float:
 
 
 def clean(reply: str) -> str:
-    """The rewording in a reply: without a "Rewritten request:" lead-in or wrapping quotes."""
-    text = reply.strip()
-    text = re.sub(r"^(?:here is |here's )?(?:the )?(?:rewritten|reworded|new) (?:request|version)[^:\n]*:\s*", "",
+    """The rewording in a reply: its first line that is not a lead-in ("Here is ...:"), a code fence
+    or blank, without wrapping quotes."""
+    lines = [ln.strip() for ln in reply.splitlines()]
+    text = next((ln for ln in lines if ln and not ln.startswith("```") and not ln.endswith(":")), "")
+    text = re.sub(r"^(?:here is |here's )?(?:the )?(?:rewritten|reworded|new) (?:request|version)[^:]*:\s*", "",
                   text, flags=re.I)
     if len(text) > 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1].strip()
@@ -114,23 +132,23 @@ def refusal(task: Task, text: str, min_change: float) -> str | None:
     original = task.instruction.strip()
     if not text:
         return "empty"
-    if "```" in text or text.count("\n") > original.count("\n"):
+    if "```" in text or "\n" in text:
         return "shape"
     if not 0.5 * len(original) <= len(text) <= 2.5 * len(original) + 40:
         return "length"
-    if _ECHO.search(text) and not _ECHO.search(original):
+    if _phrases(_ECHO, text) - _phrases(_ECHO, original):
         return "echo"
     if any(k not in text for k in must_keep(original)):
         return "dropped"
-    if acts(text) - acts(original):
+    if acts(text) != acts(original):
         return "act"
     workdir = task.workdir.rstrip("/") + "/"
     for t in specific_tokens(text):
         bare = t[len(workdir):] if t.startswith(workdir) else t
         if t not in original and bare not in original:
             return "added"
-    for m in _QUOTED.finditer(text):
-        if m.group(2) is not None and m.group(2) not in original:  # a backticked span: a command or a name
+    for m in _QUOTED.finditer(text):  # a quoted span: a value, a command or a name
+        if next(g for g in m.groups() if g is not None) not in original:
             return "added"
     steps = task.solution.steps if task.solution else []
     if any(len(s) >= 6 and s in text for s in steps):
