@@ -153,3 +153,22 @@ def test_a_rewording_that_drops_the_act_is_refused() -> None:
     t = task("Remove every file in the reef tree that has not been changed in over 7 days.")
     assert refusal(t, "What are the files in the reef tree that have not been changed in over 7 days?", 0.25) == "act"
     assert refusal(t, "In the reef tree, delete any file nobody has changed for over 7 days.", 0.25) is None
+
+
+def test_a_rewording_that_asks_how_or_echoes_the_prompt_in_other_words_is_refused() -> None:
+    # each one a reply the 0.5B base gave at iteration 1, kept by the first version of the checks
+    t = task("When you get a chance, rename `/workspace/merry_cactus.md` to `/workspace/daring-shelter.md`.")
+    assert refusal(t, "How do I rename `/workspace/merry_cactus.md` to `/workspace/daring-shelter.md`?", 0.25) \
+        == "asks_back"
+    t = task('Could you remove the files in the cron tree with names starting with "report"?')
+    assert refusal(t, 'What filenames do you need removed from the cron tree that start with "report"?', 0.25) \
+        == "asks_back"
+    t = task("Alphabetize the list in `boulder21.txt`, saving the sorted list as `jolly-echo.txt`. Thanks!")
+    assert refusal(t, "Alphabetize the list in `boulder21.txt`, saving the sorted list as `jolly-echo.txt`. This "
+                      "will be the sorted list of file names, paths, numbers, and quoted text exactly as they are "
+                      "written.", 0.25) == "echo"
+    t = task("Create a directory called quito.")
+    assert refusal(t, 'Certainly! Make me a directory called "quito", then.', 0.25) == "echo"
+    # a question the task itself asks stays a question
+    t = task("How many lines of a.log contain ERROR? Print the number.", answer=True)
+    assert refusal(t, "Print how many of the lines in a.log have ERROR in them.", 0.25) is None

@@ -9,6 +9,7 @@ task keeps its workspace, verifier and reference: only the wording changes, so a
 only when it cannot have changed what the verifier wants (`refusal`):
 
 - every name, path, number and quoted value of the original is in it, exactly as written;
+- it asks for the task, not how to do it nor the asker back ("How do I ...?", "Please provide ...");
 - it asks for the same acts as the original, by their verbs (`_ACTIONS`: not copy for move, enter for
   create, nor a question for a removal), and does not echo the prompt;
 - it names nothing specific that the original does not (no invented file, value or command);
@@ -70,9 +71,15 @@ _ACTIONS = {
 """Verbs of the acts a task can ask for, grouped by act: a rewording must ask for the acts the
 original does (the 0.5B base turned "create a directory" into "enter" and "put into" into "copy")."""
 _ACT = {act: re.compile(rf"\b(?:{words})\b", re.I) for act, words in _ACTIONS.items()}
-_ECHO = re.compile(r"other words|sentence order|as it is written|different person|keep the meaning|rewrit\w*|"
-                   r"reword\w*|request|assistant|how to do it", re.I)
-"""Phrases of the prompt (paraphrase.j2) that a rewording echoes instead of rewording."""
+_ECHO = re.compile(r"other words|sentence order|as (?:it is|they are|it was) written|different person|keep the meaning|"
+                   r"rewrit\w*|reword\w*|request|assistant|how to do it|file names?, paths?|quoted text|"
+                   r"^(?:certainly|sure|of course)\b", re.I)
+"""Phrases of the prompt (paraphrase.j2) that a rewording echoes instead of rewording, and a chat
+reply's opener."""
+_ASKS_BACK = re.compile(r"\bhow (?:do|can|could|would|should) (?:i|you|we|one)\b|\bwhat commands?\b|"
+                        r"\b(?:do|would) you (?:need|want|like)\b|\bplease (?:provide|send|share)\b", re.I)
+"""A rewording that asks how to do the task, or asks the asker back, instead of asking for it (measured:
+"rename a to b" became "How do I rename a to b?", "fix the typo in s.sh" became "Please provide the script")."""
 
 
 def _phrases(pattern: re.Pattern[str], text: str) -> set[str]:
@@ -138,6 +145,8 @@ def refusal(task: Task, text: str, min_change: float) -> str | None:
         return "length"
     if _phrases(_ECHO, text) - _phrases(_ECHO, original):
         return "echo"
+    if _phrases(_ASKS_BACK, text) - _phrases(_ASKS_BACK, original):
+        return "asks_back"
     if any(k not in text for k in must_keep(original)):
         return "dropped"
     if acts(text) != acts(original):
