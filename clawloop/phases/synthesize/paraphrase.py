@@ -92,7 +92,7 @@ def acts(text: str) -> set[str]:
 
 
 def _tokens(text: str) -> list[str]:
-    return [t.lstrip(_LEAD).rstrip(_TRAIL).lstrip(_LEAD) for t in text.split()]
+    return [t.lstrip(_LEAD).rstrip(_TRAIL) for t in text.split()]
 
 
 def specific_tokens(text: str) -> set[str]:
