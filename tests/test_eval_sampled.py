@@ -50,6 +50,18 @@ def test_vs_base_permutation_weighs_size_where_the_sign_test_cannot() -> None:
     row = vs_base(_eval(base), _eval(final))["shell-core"]
     assert row["better"] == 5 and row["worse"] == 1
     assert row["p_permutation"] < row["p_sign"]
+    # pass@k as a count: the base solved one task in some sample, the final five (the base's one lost)
+    assert row["base_solved"] == 1 and row["final_solved"] == 5
+
+
+def test_vs_base_counts_tasks_solved_in_any_sample_per_level() -> None:
+    names = [f"synth-heldout/files-L{lv}-{i}" for lv in (1, 2) for i in range(4)]
+    base = {n: (0.25 if n.endswith(("-0", "-1")) else 0.0) for n in names}  # two tasks a level, once in 4
+    final = {n: (0.75 if "-L2-" in n else 0.0) for n in names}              # every L2 task, none at L1
+    row = vs_base(_eval(base), _eval(final))["synth-heldout"]
+    assert (row["base_solved"], row["final_solved"]) == (4, 4)
+    assert (row["levels"]["L1"]["base_solved"], row["levels"]["L1"]["final_solved"]) == (2, 0)
+    assert (row["levels"]["L2"]["base_solved"], row["levels"]["L2"]["final_solved"]) == (2, 4)
 
 
 def test_vs_base_refuses_evaluations_sampled_differently() -> None:

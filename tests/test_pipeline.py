@@ -76,6 +76,8 @@ def test_smoke_loop_writes_valid_artifacts(smoke_repo: Path) -> None:
     assert sampled["k"] == 2 and sampled["shell-core"]["tasks"] == 24, sampled
     base = json.loads((smoke_repo / "runs/sampled/base/outcomes.json").read_text())
     assert base["suites"]["shell-core"]["episodes"] == 48
+    solved = sum(rate > 0 for key, rate in base["outcomes"].items() if key.startswith("shell-core/"))
+    assert sampled["shell-core"]["base_solved"] == solved, sampled
     assert "vs-base.json" in shows and "p_permutation" in shows
     assert "Base vs final policy at 2 samples per task" in md
     # the curriculum's evidence: the trained policy on fresh instances of its pool's top levels

@@ -148,6 +148,10 @@ class Comparison:
     samples per task it uses how far each task moved, where the sign test counts only the direction."""
     gained_tasks: tuple[str, ...] = ()
     lost_tasks: tuple[str, ...] = ()
+    before_solved: int = 0
+    """Paired tasks `before` passed in at least one sample (pass@k as a count; with one sample, its passes):
+    a task neither policy ever solves cannot flip, so this bounds what a sampled comparison can see."""
+    after_solved: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -188,7 +192,8 @@ def compare(before: Mapping[str, float], after: Mapping[str, float]) -> Comparis
         diff=sum(diffs) / n if n else 0.0, diff_low=low, diff_high=high,
         p_two_sided=sign_test_p(len(gained), len(lost)),
         p_worse=sign_test_p(len(gained), len(lost), alternative="less"),
-        p_permutation=permutation_p(diffs), gained_tasks=gained, lost_tasks=lost)
+        p_permutation=permutation_p(diffs), gained_tasks=gained, lost_tasks=lost,
+        before_solved=sum(before[k] > 0 for k in keys), after_solved=sum(after[k] > 0 for k in keys))
 
 
 def suite_of(key: str) -> str:

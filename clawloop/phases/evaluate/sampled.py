@@ -23,8 +23,8 @@ SAMPLED_OUTCOMES = "outcomes.json"
 def vs_base(base: SampledEval, final: SampledEval) -> dict[str, Any]:
     """evaluate-sampled-final's metrics: per suite (and per level where the tasks' levels are known), the
     base's and the final policy's mean per-task pass rate over k samples, the paired difference with
-    its bootstrap interval, and the paired permutation test on the per-task rates (the sign test
-    beside it counts only which tasks moved). Refuses two evaluations sampled differently."""
+    its bootstrap interval, the paired permutation test on the per-task rates (the sign test
+    beside it counts only which tasks moved), and the tasks each solved in any of its k samples. Refuses two evaluations sampled differently."""
     for key in ("k", "temperature"):
         if getattr(base, key) != getattr(final, key):
             raise ClawloopError(f"sampled evaluations differ in {key}: base {getattr(base, key)}, final "
@@ -46,7 +46,7 @@ def _sampled_row(c: Comparison) -> dict[str, Any]:
     return {"tasks": c.paired, "base": round(c.before_rate, 4), "final": round(c.after_rate, 4),
             "diff": round(c.diff, 4), "diff_low": round(c.diff_low, 4), "diff_high": round(c.diff_high, 4),
             "p_permutation": round(c.p_permutation, 6), "p_sign": round(c.p_two_sided, 6),
-            "better": c.gained, "worse": c.lost}
+            "better": c.gained, "worse": c.lost, "base_solved": c.before_solved, "final_solved": c.after_solved}
 
 
 def evaluate_sampled(params: Params, *, iteration: int, policy: Path, out: Path, suites: Path | None = None,
@@ -80,6 +80,7 @@ def evaluate_sampled(params: Params, *, iteration: int, policy: Path, out: Path,
             if isinstance(row, dict):
                 print(f"[evaluate-sampled] {name}: base {row['base']:.3f} → final {row['final']:.3f} "
                       f"({row['diff']:+.3f} [{row['diff_low']:+.3f}, {row['diff_high']:+.3f}]), "
-                      f"paired permutation p = {row['p_permutation']:.3g}")
+                      f"paired permutation p = {row['p_permutation']:.3g}; solved in any of {result.k} samples: "
+                      f"{row['base_solved']} → {row['final_solved']} of {row['tasks']} tasks")
     print(f"[evaluate-sampled] done in {time.perf_counter() - t0:.0f} s → {out}")
     return result
