@@ -60,6 +60,10 @@ def test_an_answer_task_is_never_reworded_into_a_file_task() -> None:
     assert refusal(t, 'Tell me the number of lines in logs/app.log that have "ERROR" in them.', 0.25) is None
     assert refusal(t, 'Find the lines in logs/app.log with "ERROR" and save how many there are.',
                    0.25) == "answer_form"
+    # a "to" in the original does not license saving the answer somewhere
+    t = task('Print to the terminal how many lines of logs/app.log contain "ERROR".', answer=True)
+    assert refusal(t, 'Look through logs/app.log for "ERROR" lines and store how many there are.',
+                   0.25) == "answer_form"
 
 
 def test_clean_strips_a_lead_in_and_quotes() -> None:

@@ -50,7 +50,6 @@ _SPECIFIC = re.compile(r"[\d/._=$*@#%+~:\\|&<>^]|[A-Za-z][A-Z]|^[A-Z]{2,}$|\w_\w
 """A token is specific when it has a digit, a path or file character, an operator, or capitals
 after its first letter (ERROR, McDonald, a_b): the kind of token a verifier compares."""
 _ANSWER_TURN = re.compile(r"\b(save|saving|store|storing|into a file|to a file|in a file|new file)\b", re.I)
-_FILE_WORDS = re.compile(r"\b(save|store|write|file|files|into|to)\b", re.I)
 _WORDS = re.compile(r"[a-z0-9]+")
 _LETTERS = re.compile(r"[A-Za-z]+")
 _ACTIONS = {
@@ -162,7 +161,7 @@ def refusal(task: Task, text: str, min_change: float) -> str | None:
     steps = task.solution.steps if task.solution else []
     if any(len(s) >= 6 and s in text for s in steps):
         return "leaks"
-    if ANSWER_KEY in task.metadata and _ANSWER_TURN.search(text) and not _FILE_WORDS.search(original):
+    if ANSWER_KEY in task.metadata and _ANSWER_TURN.search(text) and not _ANSWER_TURN.search(original):
         return "answer_form"
     if _change(original, text) < min_change:
         return "unchanged"
