@@ -24,7 +24,8 @@ def vs_base(base: SampledEval, final: SampledEval) -> dict[str, Any]:
     """evaluate-sampled-final's metrics: per suite (and per level where the tasks' levels are known), the
     base's and the final policy's mean per-task pass rate over k samples, the paired difference with
     its bootstrap interval, the paired permutation test on the per-task rates (the sign test
-    beside it counts only which tasks moved), and the tasks each solved in any of its k samples. Refuses two evaluations sampled differently."""
+    beside it counts only which tasks moved), and the tasks each solved in any of its k samples.
+    Refuses two evaluations sampled differently."""
     for key in ("k", "temperature"):
         if getattr(base, key) != getattr(final, key):
             raise ClawloopError(f"sampled evaluations differ in {key}: base {getattr(base, key)}, final "
