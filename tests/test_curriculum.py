@@ -231,7 +231,7 @@ def test_grounded_routines_read_a_bad_report_as_a_one_line_error(tmp_path: Path)
     """Bug: the grounded routines read diagnosis.json with their own loader, so a bad field was a
     pydantic traceback and another schema_version went unnoticed. They get diagnosis's load_report's."""
     bad = tmp_path / "diagnosis.json"
-    for body, needle in (({"schema_version": 1, "cells": [{"skill": "files"}]}, r"diagnosis.json: cells\.0\.level"),
+    for body, needle in (({"schema_version": 1, "cells": [{"skill": "files"}]}, r"diagnosis.json: cells\.0\.episodes"),
                          ({"schema_version": 99}, "schema_version: 99 is not the supported version")):
         bad.write_text(json.dumps(body))
         res = CliRunner().invoke(app, ["tasks", "synth", "--routine", "proposer", "--model", "unused", "--n", "0",

@@ -25,30 +25,30 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class CellStats(_Model):
-    """Pass statistics of one (skill, level) cell."""
+class PassStats(_Model):
+    """Passes of some episodes, with the Wilson 95% interval of the pass rate."""
 
-    skill: str
-    level: int
     episodes: int = Field(ge=0)
     passes: int = Field(ge=0)
     pass_rate: float = Field(ge=0, le=1)
     ci_low: float = Field(ge=0, le=1)
     """Wilson 95% interval, low end."""
     ci_high: float = Field(ge=0, le=1)
+
+
+class CellStats(PassStats):
+    """Pass statistics of one (skill, level) cell."""
+
+    skill: str
+    level: int
     previous_pass_rate: float | None = None
     """The cell's pass rate in the previous report (None: no previous report or no such cell)."""
 
 
-class SuiteStats(_Model):
+class SuiteStats(PassStats):
     """Pass statistics of one suite (the pool or a held-out benchmark)."""
 
     suite: str
-    episodes: int = Field(ge=0)
-    passes: int = Field(ge=0)
-    pass_rate: float = Field(ge=0, le=1)
-    ci_low: float = Field(ge=0, le=1)
-    ci_high: float = Field(ge=0, le=1)
 
 
 class CommandStats(_Model):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from clawloop.artifacts.diagnosis import (
     FAILURE_MODES,
@@ -44,12 +45,15 @@ def pool_diversity(path: str | Path) -> tuple[Diversity, dict[str, int]]:
     return div, min_level
 
 
-def _cell(skill: str, level: int, episodes: int, passes: int) -> CellStats:
+def _pass_figures(passes: int, episodes: int) -> dict[str, Any]:
+    """The fields of a PassStats: counts, rate and its Wilson interval."""
     lo, hi = wilson_interval(passes, episodes)
-    return CellStats(
-        skill=skill, level=level, episodes=episodes, passes=passes,
-        pass_rate=passes / episodes if episodes else 0.0, ci_low=lo, ci_high=hi,
-    )
+    return dict(episodes=episodes, passes=passes, pass_rate=passes / episodes if episodes else 0.0,
+                ci_low=lo, ci_high=hi)
+
+
+def _cell(skill: str, level: int, episodes: int, passes: int) -> CellStats:
+    return CellStats(skill=skill, level=level, **_pass_figures(passes, episodes))
 
 
 def find_regressions(
@@ -169,9 +173,7 @@ def build_report(
             c.previous_pass_rate = p.pass_rate if p else None
     suites = []
     for suite, n, passes in figures.suites:
-        lo, hi = wilson_interval(passes, n)
-        suites.append(SuiteStats(suite=suite or "", episodes=n, passes=passes,
-                                 pass_rate=passes / n if n else 0.0, ci_low=lo, ci_high=hi))
+        suites.append(SuiteStats(suite=suite or "", **_pass_figures(passes, n)))
     modes = []
     for mode in FAILURE_MODES:
         m = figures.modes.get(mode)

@@ -50,8 +50,10 @@ def _csv(cols: list[str], rows: list[list[str]], eol: str = "\n") -> str:
     return "".join(",".join(r) + eol for r in [cols, *rows])
 
 
-def _numeric_col(rng: random.Random, cols: list[str]) -> str:
-    return rng.choice([c for c in cols if c in ("score", "amount", "age", "id")])
+def _numeric_col(rng: random.Random, cols: list[str]) -> tuple[str, int]:
+    """A numeric column's name and index."""
+    col = rng.choice([c for c in cols if c in ("score", "amount", "age", "id")])
+    return col, cols.index(col)
 
 
 def _level1(b: TaskBuilder) -> None:
@@ -89,8 +91,7 @@ def _level2(b: TaskBuilder) -> None:
         b.step(f"tail -n +2 {q(f)} | cut -d, -f{i + 1} > {q(out)}")
         b.primary(out, lines_text([r[i] for r in rows]), "text")
     elif intent == "sum":
-        col = _numeric_col(rng, cols)
-        i = cols.index(col)
+        col, i = _numeric_col(rng, cols)
         b.say("sum", col=col, f=show(f), out=show(out))
         b.step(f"head -n 1 {q(f)}")
         b.step(f"awk -F, 'NR > 1 {{s += ${i + 1}}} END {{print s}}' {q(f)} > {q(out)}")
@@ -115,8 +116,7 @@ def _level3(b: TaskBuilder) -> None:
     out = b.output(b.name("csv"))
     intent = rng.choice(["filter", "sort", "distinct"])
     if intent == "filter":
-        col = _numeric_col(rng, cols)
-        i = cols.index(col)
+        col, i = _numeric_col(rng, cols)
         limit = sorted(int(r[i]) for r in rows)[len(rows) // 2]
         b.say("filter", col=col, limit=limit, f=show(f), out=show(out))
         b.step(f"head -n 1 {q(f)}")
@@ -124,8 +124,7 @@ def _level3(b: TaskBuilder) -> None:
         keep = [r for r in rows if int(r[i]) > limit]
         b.primary(out, _csv(cols, keep), "text")
     elif intent == "sort":
-        col = _numeric_col(rng, cols)
-        i = cols.index(col)
+        col, i = _numeric_col(rng, cols)
         b.say("sort", col=col, f=show(f), out=show(out))
         b.step(f"head -n 1 {q(f)} > {q(out)}")
         b.step(f"tail -n +2 {q(f)} | sort -t, -k{i + 1},{i + 1}n >> {q(out)}")
@@ -146,8 +145,7 @@ def _level4(b: TaskBuilder) -> None:
         # broken start: CRLF endings make awk see "12\r"; the sum still works but matching does not,
         # so the task asks for a cleaned copy plus a figure computed on it
         cols, rows = _table(rng, rng.randrange(5, 14))
-        col = _numeric_col(rng, cols)
-        i = cols.index(col)
+        col, i = _numeric_col(rng, cols)
         f = b.file(b.name("csv", awkward=b.awkward(p=0.4)), _csv(cols, rows, "\r\n"))
         clean = b.name("csv", stem=f"{f.rsplit('.', 1)[0].replace(' ', '_')}_unix")
         out = b.output(b.name("txt"))
