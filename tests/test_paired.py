@@ -152,7 +152,7 @@ def test_an_optional_suite_that_is_absent_is_skipped(tmp_path: Path, capsys: pyt
 
 
 def test_published_results_are_counted_on_the_evaluated_tasks() -> None:
-    from clawloop.core.tasks.intercode import published_on, published_results
+    from clawloop.core.tasks.intercode_published import published_on, published_results
 
     runs = published_results(FIXTURE)
     assert sum(runs["gpt-4"].values()) == 6 and len(runs["gpt-4"]) == 11   # fs1-00, -02, ..., fs2-00 succeed

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from clawloop.core.tasks.formats import load_suite_any
-from clawloop.core.tasks.intercode import published_on
+from clawloop.core.tasks.intercode_published import published_on
 from clawloop.core.tasks.suite import load_suite
 from clawloop.errors import ClawloopError
 
