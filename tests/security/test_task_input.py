@@ -72,7 +72,7 @@ def test_pool_line_grader_never_runs_on_the_host(tmp_path: Path) -> None:
     [task] = read_pool(_pool(tmp_path, _evil_line(tmp_path, mark)))
     before = list(sys.path)
     with pytest.raises(ceg.GradingError, match="grader_root .*named by the task, not by the user"):
-        ceg.grade(task, {}, [{"role": "user", "content": task.instruction}])
+        ceg.grader_root(task)
     assert not mark.exists(), "the record's grader.py ran in the host process"
     assert sys.path == before, "the record's grader_root went on sys.path"
 

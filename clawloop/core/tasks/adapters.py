@@ -7,8 +7,8 @@ verifier's output means and what else a run may need:
 - `standard` (Harbor task dirs, clawloop JSONL pools, synthesized tasks): the reward file is the
   verdict;
 - `clawgym`: the standard verifier, plus the wrapper's own reason when reward.sh broke;
-- `claw-eval-live`: the verifier is a snapshot step, the task's grader.py scores it on the host
-  with the episode's transcript; tasks that need the benchmark's mock services are skipped;
+- `claw-eval-live`: the verifier snapshots the environment and the task's grader.py scores it in
+  the sandbox, with the episode's transcript; tasks that need the benchmark's mock services are skipped;
 - `answer` (synthesized tasks that ask the agent to print the answer): the standard verifier,
   with the agent's last observation from the host's record written into its files
   (`clawloop.core.tasks.answer`);
@@ -77,7 +77,7 @@ class ClawGymAdapter(FormatAdapter):
 
 
 class ClawEvalLiveAdapter(FormatAdapter):
-    """Claw-Eval-Live: snapshot in the sandbox, graded on the host from the transcript."""
+    """Claw-Eval-Live: snapshot and grader in the sandbox, with the transcript from the host."""
 
     name = benchmark = "claw-eval-live"
 

@@ -1,47 +1,38 @@
-"""Claw-Eval-Live grading on the host: the episode's transcript in the benchmark's trace shapes,
-the task's own grader.py run against it and the sandbox snapshot, and the verdict.
+"""Claw-Eval-Live grading, the host's side: the episode's transcript in the benchmark's trace
+shapes, and the verifier that grades it in the sandbox.
 
-Apart from the loader (clawloop.core.tasks.claw_eval_live) because this side imports and runs the
-benchmark's Python package in this process (`grader_root`), under a lock, which reading a task
-directory never needs.
-
-grader.py is Python from the task, run in this process: it runs only under a grader root the user
-named (`--grader-root`, a loader's argument, $CLAWLOOP_GRADER_ROOT), the user's consent to run
-that suite's graders. A root that only a task record names (a pool line pulled from a remote, a
-Harbor directory's metadata) is refused before anything is imported, and only a root the user
-named goes on sys.path.
+Nothing of the benchmark's runs on the host. The task's own grader.py and the benchmark's
+grading library (the packages of the grader root the user named: `--grader-root`, a loader's
+argument, $CLAWLOOP_GRADER_ROOT) are copied into the verifier's files with the trace, and the
+verifier (claw_eval_grader.py, as /tests/clawloop_grader.py) snapshots the environment and runs
+the grader there, with the sandbox's python, seeing only what any verifier sees; its reward.json
+is read as every verifier's is (`verdict`). A root that only a task record names (a pool line
+pulled from a remote, a Harbor directory's metadata) is refused before anything is read: a task
+never picks which host files go into its sandbox.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import inspect
 import json
 import os
 import re
-import sys
-import threading
 import time
-import types
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+import orjson
 
+from clawloop.core.tasks.claw_eval_grader import ERROR_MARK, INPUTS, LIBRARY, LIBRARY_PATHS
 from clawloop.core.tasks.claw_eval_live import GRADER_ROOT_ENV, KEY, PASS_THRESHOLD, trusted_grader_root
-from clawloop.core.tasks.task import Task
-from clawloop.core.tasks.verifier import Verdict, read_logs_file, run_verifier
+from clawloop.core.tasks.file_tree import ReadBudget, read_file, read_tree
+from clawloop.core.tasks.task import FileSpec, Task, Verifier
+from clawloop.core.tasks.verifier import REWARD_MAX_BYTES, Verdict, read_logs_file, run_verifier, verdict
 from clawloop.errors import ClawloopError
 from sandbox.base import Sandbox, SandboxError
 
-SNAPSHOT_MAX_BYTES = 64 << 20
-"""Largest snapshot.json read back (files are capped by the snapshot step, not by the sandbox)."""
-_LOCK = threading.Lock()
-
 
 class GradingError(ClawloopError):
-    """The host-side grader could not give a score (outcome "error", never failed)."""
+    """No grader can run: no grader root, or one the task named (outcome "error", never failed)."""
 
 
 # ------------------------------------------------------------------------------ transcript
@@ -97,152 +88,85 @@ def _trace(messages: list[dict[str, Any]], trace_id: str) -> tuple[list[dict[str
 
 
 # ----------------------------------------------------------------------------------- grading
-def _ns(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return types.SimpleNamespace(**{k: _ns(v) for k, v in obj.items() if isinstance(k, str)})
-    return [_ns(x) for x in obj] if isinstance(obj, list) else obj
-
-
-def _plain_message(d: dict[str, Any]) -> Any:
-    text = d["message"]["content"]
-    msg = types.SimpleNamespace(role=d["message"]["role"], text=text,
-                                content=[types.SimpleNamespace(type="text", text=text)])
-    return types.SimpleNamespace(type="message", trace_id=d["trace_id"], message=msg)
-
-
-def _model(module: types.ModuleType, grader_cls: type, name: str, submodule: str) -> Any:
-    """The benchmark's model class `name`: from grader.py's globals, else <package>.<submodule>."""
-    if isinstance(getattr(module, name, None), type):
-        return module.__dict__[name]
-    for base in grader_cls.__mro__:
-        top = base.__module__.split(".")[0]
-        if top not in (module.__name__, "builtins", "abc"):
-            with contextlib.suppress(ImportError):
-                return getattr(importlib.import_module(f"{top}.{submodule}"), name, None)
-    return None
-
-
-def _build(cls: Any, data: dict[str, Any], fallback: Any) -> Any:
-    if cls is not None and hasattr(cls, "model_validate"):
-        return cls.model_validate(data)
-    return fallback(data)
-
-
-def _load_module(task: Task, rec: dict[str, Any]) -> types.ModuleType:
-    name = f"clawloop_claw_eval_grader_{task.id}"
-    if name in sys.modules:
-        return sys.modules[name]
-    filename = str(Path(rec.get("task_dir") or ".") / "grader.py")
-    module = types.ModuleType(name)
-    module.__file__ = filename
-    sys.modules[name] = module
-    try:
-        exec(compile(task.verifier.files["grader.py"].data(), filename, "exec"), module.__dict__)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
-
-
-def _grader_class(module: types.ModuleType) -> type:
-    classes = [c for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__
-               and callable(getattr(c, "grade", None)) and not inspect.isabstract(c)]
-    if not classes:
-        raise GradingError("grader.py defines no grader class (a class with a grade method)")
-    preferred = [c for c in classes if any(b.__name__ == "AbstractGrader" for b in c.__mro__[1:])]
-    return (preferred or classes)[0]
-
-
-def _scores(result: Any) -> dict[str, Any]:
-    if hasattr(result, "model_dump"):
-        result = result.model_dump()
-    elif not isinstance(result, dict):
-        result = dict(vars(result)) if hasattr(result, "__dict__") else {}
-    return {k: v for k, v in result.items() if isinstance(v, int | float | str | bool) or v is None}
-
-
-def _where(e: BaseException) -> str:
-    tb = e.__traceback__
-    last = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename.endswith("grader.py"):
-            last = tb.tb_lineno
-        tb = tb.tb_next
-    return f" (grader.py line {last})" if last else ""
-
-
-def grade(task: Task, snapshot: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[float, dict[str, Any]]:
-    """(completion, all dimension scores) from the task's own grader; GradingError when none comes."""
-    rec = task.metadata.get(KEY) or {}
-    named = rec.get("grader_root")
+def grader_root(task: Task) -> Path:
+    """The grader root the user named for `task` (its record's, trusted, or $CLAWLOOP_GRADER_ROOT);
+    GradingError when there is none, or when only the record names it."""
+    named = (task.metadata.get(KEY) or {}).get("grader_root")
     if named is not None and not (isinstance(named, str) and trusted_grader_root(named)):
         raise GradingError(f"metadata.{KEY}.grader_root {str(named)[:200]!r}: named by the task, not by the user "
-                           "(--grader-root): a task never picks the code run on the host")
+                           "(--grader-root): a task never picks which host files go into its sandbox")
     root = named or os.environ.get(GRADER_ROOT_ENV)
     if not root:
         raise GradingError("grader package not available: give --grader-root (a Claw-Eval-Live checkout)")
     if not Path(root).is_dir():
         raise GradingError(f"grader package not available: --grader-root {root} is not a directory")
-    with _LOCK:
-        for p in (Path(root), Path(root) / "src"):
-            if p.is_dir() and str(p) not in sys.path:
-                sys.path.insert(0, str(p))
-        try:
-            module = _load_module(task, rec)
-        except ImportError as e:
-            raise GradingError(f"grader package not available under --grader-root {root}: {e}") from None
-        except Exception as e:
-            raise GradingError(f"grader.py failed to import: {type(e).__name__}: {e}{_where(e)}") from None
-        cls = _grader_class(module)
-        trace_id = f"clawloop-{task.id}"
-        msgs, calls = _trace(messages, trace_id)
-        task_cls = _model(module, cls, "TaskDefinition", "models.task")
-        msg_cls = _model(module, cls, "TraceMessage", "models.trace")
-        call_cls = _model(module, cls, "ToolDispatch", "models.trace")
-        try:
-            task_def = _build(task_cls, {**rec.get("task_yaml", {}), "task_file": str(
-                Path(rec.get("task_dir") or ".") / "task.yaml")}, _ns)
-            trace = [_build(msg_cls, m, _plain_message) for m in msgs]
-            dispatches = [_build(call_cls, d, _ns) for d in calls]
-        except (ValidationError, TypeError, ValueError) as e:
-            raise GradingError(f"cannot build the grader's inputs: {str(e).splitlines()[0]}") from None
-        try:
-            grader = cls()
-            params = inspect.signature(grader.grade).parameters
-            kwargs: dict[str, Any] = {"audit_data": None, "judge": None}
-            if "media_events" in params:
-                kwargs["media_events"] = []
-            if "env_snapshot" in params:
-                kwargs["env_snapshot"] = snapshot
-            result = grader.grade(trace, dispatches, task_def, **kwargs)
-        except Exception as e:
-            raise GradingError(f"grader crashed: {type(e).__name__}: {e}{_where(e)}"[:500]) from None
-    scores = _scores(result)
-    completion = scores.get("completion")
-    if isinstance(completion, bool) or not isinstance(completion, int | float) or not 0 <= completion <= 1:
-        raise GradingError(f"grader returned no completion score in [0, 1] ({str(scores)[:120]})")
-    return round(float(completion), 4), scores
+    return Path(root)
+
+
+def grader_library(root: Path) -> dict[str, FileSpec]:
+    """The grading library under `root`, as verifier files under LIBRARY/: the Python packages
+    (dirs with .py files at their top, namespace packages too) and modules of each LIBRARY_PATHS
+    dir, never the rest of a checkout (its tasks), never through a link out of `root`."""
+    budget = ReadBudget()
+    out: dict[str, FileSpec] = {}
+    for sub in LIBRARY_PATHS:
+        base = root / sub
+        if not base.is_dir():
+            continue
+        for entry in sorted(base.iterdir()):
+            rel = "/".join(p for p in (LIBRARY, sub, entry.name) if p)
+            if entry.is_dir() and any(entry.glob("*.py")):
+                out.update({f"{rel}/{k}": v for k, v in read_tree(entry, budget=budget, within=root).items()})
+            elif entry.suffix == ".py" and entry.is_file():
+                out[rel] = FileSpec.of(read_file(entry, budget, within=root))
+    return out
+
+
+def grading_files(task: Task, messages: list[dict[str, Any]], root: Path) -> dict[str, FileSpec]:
+    """What the host adds to the task's verifier files for one grading: the library, and the
+    trace and task definition the grader receives."""
+    rec = task.metadata.get(KEY) or {}
+    trace_id = f"clawloop-{task.id}"
+    msgs, calls = _trace(messages, trace_id)
+    task_def = {**rec.get("task_yaml", {}), "task_file": str(Path(rec.get("task_dir") or ".") / "task.yaml")}
+    inputs = {"grader_root": str(root), "messages": msgs, "dispatches": calls, "task": task_def}
+    return {**grader_library(root), INPUTS: FileSpec.of(json.dumps(inputs, ensure_ascii=False))}
 
 
 # ------------------------------------------------------------------------------- verification
+def _scores(logs: Path) -> dict[str, Any] | None:
+    try:
+        obj = orjson.loads(read_logs_file(logs, "reward.json", REWARD_MAX_BYTES) or b"{}")
+    except (SandboxError, orjson.JSONDecodeError):
+        return None
+    scores = obj.get("scores") if isinstance(obj, dict) else None
+    return scores if isinstance(scores, dict) else None
+
+
+def _grading_error(output: str) -> str | None:
+    """The grader's reason (ERROR_MARK line) in the verifier's output."""
+    for line in reversed(output.strip().splitlines()[-20:]):
+        if line.startswith(ERROR_MARK):
+            return line[len(ERROR_MARK):].strip()
+    return None
+
+
 def verify_claw_eval(sb: Sandbox, task: Task, messages: list[dict[str, Any]] | None = None) -> Verdict:
-    """Snapshot in the sandbox (the verifier's clean world of `run_verifier`), then grade on the host."""
+    """Snapshot and grade in the sandbox (the verifier's clean world of `run_verifier`); passed iff
+    the completion score reaches the task's threshold."""
     t0 = time.monotonic()
-    with run_verifier(sb, task) as run:
-        r, took = run.result, run.duration_s
-        if r.timed_out:
-            return Verdict("error", None, f"snapshot timed out after {task.limits.verifier_timeout_s:g}s",
-                                 r.output, took)
-        try:
-            snapshot = json.loads(read_logs_file(run.logs, "snapshot.json", SNAPSHOT_MAX_BYTES) or b"")
-        except (SandboxError, json.JSONDecodeError, UnicodeDecodeError):
-            return Verdict("error", None, f"the snapshot step wrote no snapshot (exit status {r.exit_code})",
-                                 r.output, took)
-        try:
-            completion, scores = grade(task, snapshot, messages or [{"role": "user", "content": task.instruction}])
-        except GradingError as e:
-            return Verdict("error", None, str(e), r.output, time.monotonic() - t0)
-        threshold = float((task.metadata.get(KEY) or {}).get("pass_threshold", PASS_THRESHOLD))
-        outcome = "passed" if completion >= threshold else "failed"
-        out = f"{r.output}\n[clawloop] scores: {json.dumps(scores, sort_keys=True)}".lstrip("\n")
-        return Verdict(outcome, completion, None, out, time.monotonic() - t0, scores=scores)
+    try:
+        root = grader_root(task)
+        extra = grading_files(task, messages or [{"role": "user", "content": task.instruction}], root)
+    except ClawloopError as e:
+        return Verdict("error", None, str(e), "", time.monotonic() - t0)
+    graded = task.model_copy(update={"verifier": Verifier(files={**task.verifier.files, **extra},
+                                                          entry=task.verifier.entry)})
+    with run_verifier(sb, graded) as run:
+        v = verdict(run.logs, run.result, task.limits.verifier_timeout_s, run.duration_s)
+        scores = _scores(run.logs)
+    if v.outcome == "error" or v.reward is None:
+        return Verdict("error", None, _grading_error(v.output) or v.reason, v.output, v.duration_s)
+    threshold = float((task.metadata.get(KEY) or {}).get("pass_threshold", PASS_THRESHOLD))
+    return Verdict("passed" if v.reward >= threshold else "failed", v.reward, None, v.output, v.duration_s,
+                   scores=scores)

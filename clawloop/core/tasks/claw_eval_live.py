@@ -1,4 +1,4 @@
-"""Claw-Eval-Live (LiveClaw-500) workspace tasks → Task records, graded on the host.
+"""Claw-Eval-Live (LiveClaw-500) workspace tasks → Task records, graded in the sandbox.
 
 Layout (Claw-Eval-Live/Claw-Eval-Live, `tasks/<id>/`): `task.yaml` (`task_id`, `prompt.text`,
 `sandbox_files` copied to /workspace/<rel> before the agent, `sandbox_grader_files` copied in
@@ -10,16 +10,15 @@ env_snapshot=None)` → dimension scores) imports the benchmark's own package.
 Mapping: prompt.text → instruction; sandbox_files → files under /workspace (a path missing
 beside task.yaml is looked up in the checkout the user names, `--grader-root`, as the benchmark
 looks it up from its checkout root; never in another directory above the task); category → skill;
-difficulty → level; environment → limits. The verifier is a snapshot step
-(`claw_eval_snapshot.py`): it places the grader files and records `cmd:<command>` →
-{exit_code, stdout, stderr} and `file:<path>` entries in /logs/verifier/snapshot.json. The host
-then imports grader.py (kept in the verifier files, so it is part of the task's identity) with
-the package of the checkout given as `grader_root` (`--grader-root`, or $CLAWLOOP_GRADER_ROOT),
-and only then: naming a grader root is the user's consent to run the suite's graders on the host,
-so a root a task record names itself (a pool line, a Harbor directory's metadata) is refused
-(`trust_grader_root`, clawloop.core.tasks.claw_eval_grading),
-calls `grade` with the episode's transcript (messages, and each bash call as a
-`sandbox_shell_exec` dispatch) and the snapshot, and maps the result:
+difficulty → level; environment → limits. The verifier snapshots and grades in the sandbox
+(`claw_eval_grader.py` as /tests/clawloop_grader.py): it places the grader files, records
+`cmd:<command>` → {exit_code, stdout, stderr} and `file:<path>` entries (`claw_eval_snapshot.py`),
+then runs grader.py (kept in the verifier files, so it is part of the task's identity) with the
+sandbox's python and the benchmark's grading library, which the host copies in at grading time
+from the checkout the user names as `grader_root` (`--grader-root`, or $CLAWLOOP_GRADER_ROOT;
+a root a task record names itself, a pool line or a Harbor directory's metadata, is refused:
+`trust_grader_root`, clawloop.core.tasks.claw_eval_grading), with the episode's transcript
+(messages, and each bash call as a `sandbox_shell_exec` dispatch), and maps the result:
 
     reward = completion score (the benchmark's task score), passed iff completion >= 0.80
     (the benchmark's published pass threshold; `pass_threshold` changes it). Every dimension
@@ -31,7 +30,7 @@ or `tool_endpoints:` are skipped with that reason (`needs_image` is set, so ever
 them). The original task.yaml is kept in `metadata["claw_eval_live"]`. clawloop-only addition:
 `solution/solve.sh` beside task.yaml is the oracle's reference solution.
 
-This module reads task directories; the snapshot's grading on the host is
+This module reads task directories; what the host adds at grading time is
 clawloop.core.tasks.claw_eval_grading.
 """
 
@@ -56,6 +55,7 @@ WORKSPACE = "/workspace"
 SOLVE_STEP = "bash /solution/solve.sh"
 _DIFFICULTY = {"simple": 1, "easy": 1, "medium": 3, "hard": 5, "expert": 5}
 _SNAPSHOT_SCRIPT = Path(__file__).with_name("claw_eval_snapshot.py")
+_GRADER_SCRIPT = Path(__file__).with_name("claw_eval_grader.py")
 
 
 # ---------------------------------------------------------------------------------- import
@@ -98,8 +98,8 @@ _TRUSTED_ROOTS: set[str] = set()
 
 
 def trust_grader_root(root: str | Path) -> str:
-    """Record `root` as named by the user (the command line, an API caller): the graders of the
-    tasks loaded with it may run on the host. Returns its resolved path."""
+    """Record `root` as named by the user (the command line, an API caller): its grading library
+    may be copied into the verifiers of the tasks loaded with it. Returns its resolved path."""
     resolved = str(Path(root).resolve())
     _TRUSTED_ROOTS.add(resolved)
     return resolved
@@ -173,8 +173,9 @@ def load_claw_eval_task(path: str | Path, *, source: str | None = None, grader_r
         "grader.py": FileSpec.of(read_file(grader, budget)),
         "clawloop_snapshot.py": FileSpec.of(_SNAPSHOT_SCRIPT.read_text(encoding="utf-8")),
         "clawloop_snapshot_spec.json": FileSpec.of(json.dumps(spec, ensure_ascii=False, indent=1)),
-        "test.sh": FileSpec.of("#!/bin/bash\n# clawloop: Claw-Eval-Live environment snapshot; the host grades it\n"
-                               "exec python3 /tests/clawloop_snapshot.py\n", 0o755),
+        "clawloop_grader.py": FileSpec.of(_GRADER_SCRIPT.read_text(encoding="utf-8")),
+        "test.sh": FileSpec.of("#!/bin/bash\n# clawloop: Claw-Eval-Live environment snapshot and grading\n"
+                               "exec python3 -I /tests/clawloop_grader.py\n", 0o755),
     })
     services = [s.get("name", "?") if isinstance(s, dict) else str(s) for s in raw.get("services") or []]
     endpoints = raw.get("tool_endpoints") or []

@@ -5,7 +5,7 @@ files (`/tests/grader_files/<rel>` → `/workspace/<rel>`, as the benchmark inje
 agent), reads `env_snapshot_files` (`file:<path>` → {content, mime_type, encoding}) and runs
 `env_snapshot_commands` in /workspace (`cmd:<command>` → {exit_code, stdout, stderr}), each with
 the task's `env_snapshot_timeout`, and writes the whole snapshot to /logs/verifier/snapshot.json.
-The host then grades it with the task's own grader.
+clawloop_grader.py (claw_eval_grader.py) calls it, then grades it with the task's own grader.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def run(cmd: str, timeout: float) -> dict[str, object]:
             "stderr": err.decode("utf-8", "replace")}
 
 
-def main() -> None:
+def main() -> dict[str, object]:
     with open("/tests/clawloop_snapshot_spec.json") as f:
         spec = json.load(f)
     place_grader_files(spec.get("grader_files", []))
@@ -83,6 +83,7 @@ def main() -> None:
     os.makedirs("/logs/verifier", exist_ok=True)
     with open("/logs/verifier/snapshot.json", "w") as f:
         json.dump(snapshot, f)
+    return snapshot
 
 
 if __name__ == "__main__":

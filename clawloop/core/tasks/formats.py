@@ -127,7 +127,7 @@ def load_suite_any(path: str | Path, fmt: str = "auto", *, name: str | None = No
         if skills is not None:
             item.task = apply_skills(item.task, skills)
         if fmt in ("harbor", "jsonl") and cel.is_claw_eval(item.task) and grader_root is not None:
-            # The user names the root (the consent to run this suite's graders on the host);
+            # The user names the root (the consent to copy its grading library into the sandbox);
             # whatever root a pool line carried is replaced, never trusted.
             rec = {**item.task.metadata[cel.KEY], "grader_root": cel.trust_grader_root(grader_root)}
             item.task = item.task.model_copy(update={"metadata": {**item.task.metadata, cel.KEY: rec}})
