@@ -36,10 +36,12 @@ RESERVED_TOPS = frozenset({"usr", "etc", "proc", "dev", "sys", "bin", "sbin", "l
 HOSTNAME = "sandbox"
 
 _PASSWD = """root:x:0:0:root:/root:/bin/bash
-user:x:1000:1000:user:/home/user:/bin/bash
 nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
 """
-_GROUP = "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n"
+"""The accounts every image starts with, and no more: uid and gid 1000 stay free, as in a Debian or
+python image, so a Dockerfile's `RUN useradd -m -u 1000 agent` makes its user (with a `user`
+account at 1000 here, it exited 4: "UID 1000 is not unique")."""
+_GROUP = "root:x:0:\nnogroup:x:65534:\n"
 _HOSTS = f"127.0.0.1\tlocalhost {HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 # Files only: no resolv.conf and no `dns` source, so name lookups fail fast instead of timing out.
 _NSSWITCH = "".join(f"{db}:\tfiles\n" for db in

@@ -26,6 +26,7 @@ from clawloop.core.tasks.harbor import (
     entry_wrapper,
     solve_script,
 )
+from clawloop.core.tasks.image_needs import install_line, missing_interpreters, task_scripts
 from clawloop.core.tasks.shell_lite import Runtime, detect_runtime
 from clawloop.core.tasks.task import FileSpec, Limits, Task
 from clawloop.errors import ClawloopError
@@ -87,6 +88,8 @@ def _verbatim_ok(task: Task, h: dict[str, Any], runtime: Runtime) -> dict[str, F
 
 def _generated_dockerfile(task: Task, image: str) -> tuple[str, dict[str, FileSpec]]:
     lines = [GENERATED_MARK, f"FROM {image}"]
+    if missing := missing_interpreters("\n".join(lines), task_scripts(task)):
+        lines.append(install_line(missing))  # before ENV: the task's env is not apt's
     for k, v in task.env.items():
         esc = v.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
         lines.append(f'ENV {k}="{esc}"')
