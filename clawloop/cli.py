@@ -11,7 +11,7 @@ import sys
 
 from clawloop import __version__
 from clawloop.commands import app
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, printable
 from sandbox.base import SandboxError
 
 # Command modules, each owning one area; imported for their registrations.
@@ -34,7 +34,7 @@ def main() -> None:
     try:
         app()
     except (ClawloopError, SandboxError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(e)}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -11,6 +12,18 @@ M = TypeVar("M", bound=BaseModel)
 
 class ClawloopError(Exception):
     """Bad input or an unusable environment. The message names the file and the field."""
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""Control characters: C0 (ESC starts the sequences that clear a screen or, OSC 52, set the
+clipboard; newline and CR fake or overwrite lines), DEL and C1 (0x9b is CSI on some terminals)."""
+
+
+def printable(text: object) -> str:
+    """`text` safe to print on a terminal: each control character written as Python writes it in
+    a string (`\\x1b`, `\\n`). For anything from input shown to a user: task names and ids,
+    suite and skill names, paths, error messages."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 def where(path: object, field: str | None = None, line: int | None = None) -> str:

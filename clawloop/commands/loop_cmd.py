@@ -13,6 +13,7 @@ from clawloop.artifacts import IterDir
 from clawloop.artifacts.check import check_path
 from clawloop.commands import app
 from clawloop.core.progress import console
+from clawloop.errors import printable
 from clawloop.report.build import write_report
 from clawloop.viewer import expand_sources, write_viewer
 
@@ -32,7 +33,8 @@ def check(path: Path = typer.Argument(Path("runs"), help="A runs/ tree, an itera
     findings = check_path(path)
     table = Table("artifact", "kind", "status")
     for f in findings:
-        table.add_row(escape(str(f.path)), f.kind, "[green]ok[/]" if f.error is None else f"[red]{escape(f.error)}[/]")
+        table.add_row(escape(printable(f.path)), f.kind,
+                      "[green]ok[/]" if f.error is None else f"[red]{escape(printable(f.error))}[/]")
     console().print(table)
     bad = [f for f in findings if f.error is not None]
     print(f"{len(findings) - len(bad)} artifacts valid, {len(bad)} invalid")
@@ -97,12 +99,12 @@ def compare(before: Path = typer.Argument(..., help="an iteration directory (run
     shown = [name for name, c in res.items() if c.paired or name == "all"]
     for name in shown:
         c, n = res[name], res[name].paired
-        table.add_row(name, str(n), f"{round(c.before_rate * n)}/{n}", f"{round(c.after_rate * n)}/{n}",
+        table.add_row(escape(printable(name)), str(n), f"{round(c.before_rate * n)}/{n}", f"{round(c.after_rate * n)}/{n}",
                       str(c.gained), str(c.lost), paired.format_p(c.p_two_sided),
                       f"{c.diff:+.3f} [{c.diff_low:+.3f}, {c.diff_high:+.3f}]", end_section=len(shown) > 1 and name == shown[-2])
     console().print(table)
     for name, got in per_level.items():
-        rows = Table("level", "paired", "before", "after", "gained", "lost", "McNemar p", title=f"{escape(name)} per level")
+        rows = Table("level", "paired", "before", "after", "gained", "lost", "McNemar p", title=f"{escape(printable(name))} per level")
         for lv, c in got.items():
             n = c.paired
             rows.add_row(str(lv), str(n), f"{round(c.before_rate * n)}/{n}", f"{round(c.after_rate * n)}/{n}",
@@ -110,9 +112,9 @@ def compare(before: Path = typer.Argument(..., help="an iteration directory (run
         console().print(rows)
     unpaired = res["all"].unpaired
     if unpaired:
-        alone = ", ".join(name for name in res if name not in shown)
+        alone = ", ".join(printable(name) for name in res if name not in shown)
         print(f"{unpaired} tasks graded in only one of the two (errors, skips{', suites: ' + alone if alone else ''}) "
               "are left out")
     if tasks:
-        print("gained: " + (", ".join(res["all"].gained_tasks) or "none"))
-        print("lost: " + (", ".join(res["all"].lost_tasks) or "none"))
+        print("gained: " + (", ".join(map(printable, res["all"].gained_tasks)) or "none"))
+        print("lost: " + (", ".join(map(printable, res["all"].lost_tasks)) or "none"))

@@ -20,7 +20,7 @@ from clawloop.core.tasks.layers import layer_specs
 from clawloop.core.tasks.pool import read_pool, read_pool_lenient, write_pool
 from clawloop.core.tasks.suite import load_suite
 from clawloop.core.tasks.task import Task
-from clawloop.errors import ClawloopError
+from clawloop.errors import ClawloopError, printable
 from clawloop.phases.evaluate.agent_eval import EvalConfig, evaluate
 from clawloop.phases.validate.agent_free import (
     AgentFreeParams,
@@ -75,7 +75,7 @@ def import_(
             item.task = without_grader_root(item.task)
     bad = [i for i in suite.items if i.task is None]
     for i in bad:
-        typer.echo(f"error: {i.error}", err=True)
+        typer.echo(f"error: {printable(i.error)}", err=True)
     if bad and not skip_bad:
         raise ClawloopError(f"{len(bad)} of {len(suite.items)} tasks failed to load; nothing written (--skip-bad)")
     skipped = sum(1 for t in suite.tasks if t.needs_image)
@@ -147,7 +147,7 @@ def _refuse_bad_lines(path: Path, errors: list[str], good: int, skip: bool) -> N
     """Print every malformed line; unless `skip`, stop (exit 2): an unreadable input is bad input,
     unlike tasks that parse and are then rejected."""
     for err in errors:
-        typer.echo(f"error: {err}", err=True)
+        typer.echo(f"error: {printable(err)}", err=True)
     if errors and not skip:
         raise ClawloopError(f"{path}: {len(errors)} of {len(errors) + good} lines malformed; "
                             "nothing written (--skip-bad-lines goes on without them)")
@@ -237,15 +237,15 @@ def _print_summary(summary: dict[str, Any]) -> None:
         rows.append(("(unloadable)", {"tasks": n, "passed": 0, "failed": 0, "errors": n, "skipped": 0,
                                       "pass_rate": None}))
     for i, (name, c) in enumerate(rows):
-        table.add_row(escape(name), *(str(c[k]) for k in cols), _rate(c["pass_rate"]), end_section=i == len(rows) - 1)
+        table.add_row(escape(printable(name)), *(str(c[k]) for k in cols), _rate(c["pass_rate"]), end_section=i == len(rows) - 1)
     table.add_row("total", *(str(summary[k]) for k in cols), _rate(summary["pass_rate"]))
     out = console()
     out.print(table)
     for kind, label, color in (("errors_detail", "error", "red"), ("unloadable_detail", "unloadable", "red"),
                                ("skipped_detail", "skipped", "yellow")):
         for e in summary.get(kind, [])[:10]:
-            out.print(f"[{color}]{label}[/{color}] {escape(str(e['suite']))}/"
-                      f"{escape(str(e['task']))}: {escape(str(e['reason']))}", highlight=False)
+            out.print(f"[{color}]{label}[/{color}] {escape(printable(e['suite']))}/"
+                      f"{escape(printable(e['task']))}: {escape(printable(e['reason']))}", highlight=False)
     if summary.get("wall_s") is not None:
         tok = (f", {summary['completion_tokens']:,} tokens generated ({summary['tokens_per_s']} tokens/s)"
                if "tokens_per_s" in summary else "")
@@ -253,8 +253,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
                   f"({summary['episodes_per_s']} episodes/s){tok}", highlight=False)
     for name, c in summary["suites"].items():  # formats hook (issue #10): fractional scores
         if "mean_score" in c:
-            out.print(f"{escape(name)}: mean score {_rate(c['mean_score'])}, "
+            out.print(f"{escape(printable(name))}: mean score {_rate(c['mean_score'])}, "
                       f"full score {_rate(c['full_score_rate'])}", highlight=False)
         if "strict_mean_score" in c:  # InterCode: new paths compared by content, not as InterCode does
-            out.print(f"{escape(name)}: strict (content-compared) mean score {_rate(c['strict_mean_score'])}, "
+            out.print(f"{escape(printable(name))}: strict (content-compared) mean score {_rate(c['strict_mean_score'])}, "
                       f"full score {_rate(c['strict_full_score_rate'])}", highlight=False)

@@ -66,6 +66,16 @@ class ServeConfig(BaseModel):
     """When set, every request must carry `Authorization: Bearer TOKEN`."""
 
 
+MAX_BODY_BYTES = 16 << 20
+"""Largest request body read (413 above it, before a byte is read): a long agent conversation is
+well under 1 MiB, and every body is held in memory whole while it is parsed."""
+DRAINED_BYTES = 64 << 10
+"""A refused request's body up to this size is still read (and dropped) after the answer: closing
+a connection with unread bytes resets it, and the client would lose the answer."""
+READ_TIMEOUT_S = 30.0
+"""Most seconds a connection may wait for a request's next bytes, and most a whole body may take
+to arrive: a client that stalls (or trickles) is cut off instead of holding a thread forever."""
+
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 _WILDCARDS = ("", "0.0.0.0", "::")
 
@@ -199,6 +209,7 @@ def completion(gen: Generation, model: str) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    timeout: float = READ_TIMEOUT_S  # set on the connection by socketserver: each read waits at most this
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: one line per request is noise
         pass
@@ -246,6 +257,13 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
         return False
 
+    def _too_large(self, length: int) -> bool:
+        """Answer 413 and return True when the body is over MAX_BODY_BYTES."""
+        if length <= MAX_BODY_BYTES:
+            return False
+        self._error(413, f"the request body ({length} bytes) is over {MAX_BODY_BYTES >> 20} MiB", "too_large")
+        return True
+
     def do_GET(self) -> None:
         if self._refused():
             return
@@ -258,19 +276,46 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._error(404, f"{path}: not found", "not_found")
 
+    def _read_body(self, length: int, *, answer: bool = True) -> bytes | None:
+        """The body's `length` bytes, read within `timeout` (READ_TIMEOUT_S) in all; None when the
+        client stalls, trickles or goes (answered 408 when `answer`)."""
+        deadline, chunks, left = time.monotonic() + self.timeout, [], length
+        try:
+            while left:
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+                chunk = self.rfile.read1(min(left, 1 << 16))
+                if not chunk:  # the client closed before sending it all
+                    return None
+                chunks.append(chunk)
+                left -= len(chunk)
+        except TimeoutError:
+            if answer:
+                self._error(408, f"the request body did not arrive within {self.timeout:g} s", "timeout")
+            return None
+        return b"".join(chunks)
+
     def do_POST(self) -> None:
         path = self.path.split("?")[0].rstrip("/")
+        # Who is asking and how much it sends are checked before the body is read. Every refusal
+        # closes the connection (its body may be unread); a small body is read after the answer
+        # all the same, so the client gets the answer rather than a connection reset.
+        closing, self.close_connection = self.close_connection, True
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
         if length < 0:
-            self.close_connection = True  # the body's end is unknown: the connection cannot be reused
             self._error(400, "Content-Length: not a byte count", "invalid_request")
             return
-        raw = self.rfile.read(length) if length else b""
-        if self._refused():
+        if self._refused() or self._too_large(length):
+            if length <= DRAINED_BYTES:
+                self._read_body(length, answer=False)
             return
+        raw = self._read_body(length) if length else b""
+        if raw is None:
+            return
+        self.close_connection = closing
         if path not in ("/v1/chat/completions", "/chat/completions"):
             self._error(404, f"{path}: not found (POST /v1/chat/completions)", "not_found")
             return

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from clawloop.core.tasks.task import FileSpec, path_problem
+from clawloop.core.tasks.task import FileSpec, mode_problem, path_problem
 from clawloop.errors import ClawloopError
 
 JUNK = frozenset({"__pycache__", ".pytest_cache", ".DS_Store", ".git"})
@@ -163,44 +163,89 @@ def _checked(root: Path, rel: str) -> list[str]:
     return [c for c in rel.split("/") if c not in ("", ".")]
 
 
+def _open_dirs(root: Path, parts: list[str]) -> int:
+    """A descriptor of the directory `root/parts…`: `root` is the caller's (made if missing, and
+    followed if a link), each component below it is made here or a real directory already, opened
+    relative to its parent's descriptor with O_NOFOLLOW, so a link planted anywhere below `root`,
+    even between a check and its use, is never followed. ClawloopError naming the component."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise ClawloopError(f"{root}: not a directory that can be written ({e.strerror})") from None
+    cur = root
+    try:
+        for comp in parts:
+            cur = cur / comp
+            try:
+                os.mkdir(comp, dir_fd=fd)
+            except FileExistsError:
+                pass
+            except OSError as e:
+                raise ClawloopError(f"{cur}: cannot be made ({e.strerror})") from None
+            try:
+                sub = os.open(comp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError:
+                raise ClawloopError(f"{cur}: not a directory (a link or a file), nothing written through it") from None
+            os.close(fd)
+            fd = sub
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def make_dirs_under(root: Path, rel: str) -> Path:
     """`root/rel` as a directory, each component created here or a real directory already
     (never a link, which could lead anywhere): ClawloopError naming it otherwise."""
-    cur = root
-    cur.mkdir(parents=True, exist_ok=True)
-    for comp in _checked(root, rel):
-        cur = cur / comp
-        try:
-            os.mkdir(cur)
-        except FileExistsError:
-            if not stat.S_ISDIR(os.lstat(cur).st_mode):
-                raise ClawloopError(f"{cur}: not a directory (a link or a file), nothing written through it") from None
-    return cur
+    parts = _checked(root, rel)
+    os.close(_open_dirs(root, parts))
+    return root.joinpath(*parts)
 
 
 def write_under(root: Path, rel: str, data: bytes, mode: int = 0o644) -> Path:
     """Write `data` at `root/rel` and never outside `root`: `rel` is relative without '..' or NUL
     (checked here whatever the caller validated), no directory on the way and not the file
-    itself may be a link. The one way clawloop writes a task's files on the host."""
+    itself may be a link (each opened relative to its parent, O_NOFOLLOW), and `mode` is
+    permission bits only (task.MAX_MODE). The one way clawloop writes a task's files on the host."""
     parts = _checked(root, rel)
     if not parts:
         raise ClawloopError(f"{root}: {rel!r}: empty path")
-    parent = make_dirs_under(root, "/".join(parts[:-1])) if len(parts) > 1 else root
-    if len(parts) == 1:
-        root.mkdir(parents=True, exist_ok=True)
-    p = parent / parts[-1]
+    p = root.joinpath(*parts)
+    if why := mode_problem(mode):  # a spec built without validation (model_copy) still stops here
+        raise ClawloopError(f"{p}: mode {why}; nothing written")
+    dir_fd = _open_dirs(root, parts[:-1])
     try:
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     except OSError as e:
         raise ClawloopError(f"{p}: cannot be written ({e.strerror}; a link is never written through)") from None
+    finally:
+        os.close(dir_fd)
     with os.fdopen(fd, "wb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ClawloopError(f"{p}: not a regular file, nothing written")
         f.write(data)
-        os.fchmod(f.fileno(), mode)
+        os.fchmod(fd, mode)
     return p
 
 
+def check_tree(root: Path, files: dict[str, FileSpec], dirs: Iterable[str] = ()) -> None:
+    """Refuse, before anything is written, what write_tree or make_dirs_under would refuse part-way:
+    a path that is empty or would leave `root`, a mode beyond permission bits (ClawloopError naming it)."""
+    for d in dirs:
+        _checked(root, d)
+    for rel, spec in files.items():
+        if not _checked(root, rel.lstrip("/")):
+            raise ClawloopError(f"{root}: {rel!r}: empty path")
+        if why := mode_problem(spec.mode):
+            raise ClawloopError(f"{root / rel.lstrip('/')}: mode {why}; nothing written")
+
+
 def write_tree(root: Path, files: dict[str, FileSpec]) -> None:
-    """Each file at `root/<relative path>` through `write_under` (a leading '/' is dropped)."""
+    """Each file at `root/<relative path>` through `write_under` (a leading '/' is dropped), after
+    `check_tree` found every path and mode good."""
+    check_tree(root, files)
     for rel, spec in files.items():
         write_under(root, rel.lstrip("/"), spec.data(), spec.mode)
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 from clawloop.core.tasks.dockerfile_lite import parse_dockerfile
-from clawloop.core.tasks.file_tree import make_dirs_under, write_tree, write_under
+from clawloop.core.tasks.file_tree import check_tree, make_dirs_under, write_tree
 from clawloop.core.tasks.harbor import (
     DEFAULT_IMAGE,
     DEFAULT_PROVENANCE,
@@ -28,7 +29,7 @@ from clawloop.core.tasks.harbor import (
 )
 from clawloop.core.tasks.image_needs import install_line, missing_interpreters, task_scripts
 from clawloop.core.tasks.shell_lite import Runtime, detect_runtime
-from clawloop.core.tasks.task import FileSpec, Limits, Task
+from clawloop.core.tasks.task import FileSpec, Limits, Task, path_problem
 from clawloop.errors import ClawloopError
 
 
@@ -113,16 +114,29 @@ ADAPTER_GRADED = ("answer", "intercode", "claw_eval_live")
 """Format records whose tasks only their adapter can grade (ClawGym's standard verifier exports)."""
 
 
-def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | None = None) -> Path:
-    """Write `task` as a Harbor task directory at `out_dir` (created; existing files replaced).
-    A task graded by its format's adapter beyond its verifier script (InterCode-Bash's gold replay,
-    Claw-Eval-Live's grader) has no Harbor form: a ClawloopError names it before anything is written."""
+def _sub(sub: str, rel: str) -> str:
+    """`rel` (a leading '/' dropped) as a path inside the task directory's `sub`: ClawloopError
+    when it is empty or would leave it (a record built without validation still stops here)."""
+    rel = rel.lstrip("/")
+    if why := path_problem(rel):
+        raise ClawloopError(f"{sub}: {rel!r}: {why}; nothing is written outside the task directory")
+    return rel
+
+
+def _put(files: dict[str, FileSpec], sub: str, specs: dict[str, FileSpec]) -> None:
+    """Add `specs` to `files` under the task directory's `sub/`."""
+    files.update((f"{sub}/{_sub(sub, k)}", v) for k, v in specs.items())
+
+
+def harbor_tree(task: Task, runtime: Runtime | None = None) -> tuple[dict[str, FileSpec], list[str]]:
+    """The files (path relative to the task directory → spec) and the empty directories of
+    `task`'s Harbor directory; nothing is written. A task graded by its format's adapter beyond
+    its verifier script (InterCode-Bash's gold replay, Claw-Eval-Live's grader) has no Harbor
+    form: a ClawloopError names it."""
     if adapted := [k for k in ADAPTER_GRADED if k in task.metadata]:
         raise ClawloopError(f"task {task.id}: only clawloop's {adapted[0]} adapter can grade it, and a Harbor "
                             "directory cannot carry that (its import never trusts a format record): "
                             "write a pool (.jsonl) instead")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     runtime = runtime or detect_runtime()
     h = task.metadata.get(HARBOR_KEY) if isinstance(task.metadata.get(HARBOR_KEY), dict) else None
     raw: dict[str, Any] = copy.deepcopy(h.get("task_toml", {})) if h else {"version": "1.0"}
@@ -148,7 +162,8 @@ def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | No
         if getattr(task.limits, k) != getattr(default, k):
             cl[k] = getattr(task.limits, k)
 
-    env_dir = out / "environment"
+    files: dict[str, FileSpec] = {}
+    dirs: list[str] = []
     context = _verbatim_ok(task, h, runtime) if h else None
     if context is None:
         text, context = _generated_dockerfile(task, (h or {}).get("from") or DEFAULT_IMAGE)
@@ -156,9 +171,8 @@ def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | No
         if task.needs_image:
             cl["needs_image"] = task.needs_image
     else:
-        for d in (h or {}).get("environment_dirs") or ():
-            make_dirs_under(env_dir, d)
-    write_tree(env_dir, context)
+        dirs = [f"environment/{_sub('environment', d)}" for d in (h or {}).get("environment_dirs") or ()]
+    _put(files, "environment", context)
 
     tests = dict(task.verifier.files)
     if task.verifier.entry != "test.sh":
@@ -167,7 +181,7 @@ def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | No
         tests["test.sh"] = FileSpec.of(entry_wrapper(task.verifier.entry), 0o755)
         cl["verifier_entry"] = task.verifier.entry
     tests["test.sh"] = tests["test.sh"].model_copy(update={"mode": tests["test.sh"].mode | 0o111})
-    write_tree(out / "tests", tests)
+    _put(files, "tests", tests)
     if task.solution is not None:
         sol = dict(task.solution.files)
         if task.solution.steps != [SOLVE_STEP]:
@@ -175,12 +189,32 @@ def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | No
                 raise ClawloopError(f"task {task.id}: solution has solve.sh and its own steps")
             sol["solve.sh"] = FileSpec.of(solve_script(task.solution.steps), 0o755)
             cl["solution_steps"] = task.solution.steps
-        write_tree(out / "solution", sol)
+        _put(files, "solution", sol)
     if cl:
         meta["clawloop"] = cl
-    write_under(out, "instruction.md", task.instruction.encode("utf-8"))
-    write_under(out, "task.toml", dump_toml(raw).encode("utf-8"))
-    return out
+    files["instruction.md"] = FileSpec.of(task.instruction)
+    files["task.toml"] = FileSpec.of(dump_toml(raw))
+    return files, dirs
+
+
+def _write_task(root: Path, name: str, files: dict[str, FileSpec], dirs: list[str]) -> Path:
+    """Write one task's tree at `root/name`. `root` is the caller's; below it nothing that is a
+    link is followed, `name` included (file_tree.write_under), so a link planted in an output
+    directory (`OUT/<name>/tests` → elsewhere) is refused, never written through."""
+    for d in dirs:
+        make_dirs_under(root, f"{name}/{d}")
+    write_tree(root, {f"{name}/{rel}": spec for rel, spec in files.items()})
+    return root / name
+
+
+def export_harbor_task(task: Task, out_dir: str | Path, *, runtime: Runtime | None = None) -> Path:
+    """Write `task` as a Harbor task directory at `out_dir` (created; existing files replaced, a
+    link at or below `out_dir` refused). Nothing is written when the task has no Harbor form or a
+    path or mode of it is refused (harbor_tree, file_tree.check_tree)."""
+    out = Path(os.path.abspath(out_dir))
+    files, dirs = harbor_tree(task, runtime)
+    check_tree(out, files, dirs)
+    return _write_task(out.parent, out.name, files, dirs)
 
 
 def task_name(task: Task) -> str:
@@ -191,13 +225,19 @@ def task_name(task: Task) -> str:
 
 
 def export_tasks(tasks: list[Task], out_root: str | Path) -> list[Path]:
-    """Export each task to `out_root/<name>` (names made unique with the id)."""
+    """Export each task to `out_root/<name>` (names made unique with the id). Every task's tree is
+    built and checked first, so a task without a Harbor form or with a refused path or mode
+    writes nothing at all; then no link below `out_root` is followed while writing."""
+    root = Path(out_root)
     seen: set[str] = set()
-    paths = []
+    planned = []
+    runtime = detect_runtime()
     for t in tasks:
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", task_name(t)).strip(".-") or t.id
         if name in seen:
             name = f"{name}-{t.id}"
         seen.add(name)
-        paths.append(export_harbor_task(t, Path(out_root) / name))
-    return paths
+        files, dirs = harbor_tree(t, runtime)
+        check_tree(root / name, files, dirs)
+        planned.append((name, files, dirs))
+    return [_write_task(root, name, files, dirs) for name, files, dirs in planned]

@@ -38,11 +38,36 @@ def path_problem(p: str, *, absolute: bool = False) -> str | None:
     return None
 
 
+MAX_MODE = 0o777
+"""Largest FileSpec.mode: permission bits only. Set-uid, set-gid and sticky (0o7000) are refused:
+clawloop writes task files on the host, often as root (`tasks export`, the verifier's staging),
+and a set-uid root file there is a root shell for any local user; no task format needs them (a
+task that wants one sets it in its own setup, inside its sandbox)."""
+
+
+def mode_problem(mode: object) -> str | None:
+    """Why `mode` cannot be a task file's mode (None when it can): an int in 0o000..0o777."""
+    if isinstance(mode, bool) or not isinstance(mode, int):
+        return f"expected an integer, got {type(mode).__name__}"
+    if not 0 <= mode <= MAX_MODE:
+        return (f"{oct(mode) if mode >= 0 else mode} is not permission bits 0o000-0o777 "
+                "(set-uid, set-gid and sticky bits are refused)")
+    return None
+
+
 def check_paths(paths: Iterable[str], *, absolute: bool = False) -> None:
     """ValueError naming the first bad path (a validator's message: `'<path>': why`)."""
     for p in paths:
         if why := path_problem(p, absolute=absolute):
             raise ValueError(f"{p!r}: {why}")
+
+
+def check_modes(files: dict[str, FileSpec]) -> None:
+    """ValueError naming the first file whose mode is refused: a spec built with model_copy (a
+    Dockerfile's `COPY --chmod`) skipped FileSpec's own check, so the task checks its files again."""
+    for p, spec in files.items():
+        if why := mode_problem(spec.mode):
+            raise ValueError(f"{p}.mode: {why}")
 
 
 class _Frozen(BaseModel):
@@ -57,7 +82,14 @@ class FileSpec(_Frozen):
     encoding: Literal["utf-8", "base64"] = "utf-8"
     """How `content` is stored; binary files (archives, images) use base64."""
     mode: int = 0o644
-    """Unix permission bits, e.g. 0o755 for scripts."""
+    """Unix permission bits, e.g. 0o755 for scripts (0o000..MAX_MODE)."""
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, v: object) -> int:
+        if why := mode_problem(v):
+            raise ValueError(why)
+        return v  # type: ignore[return-value]
 
     @classmethod
     def of(cls, data: bytes | str, mode: int = 0o644) -> FileSpec:
@@ -88,6 +120,7 @@ class Verifier(_Frozen):
     @classmethod
     def _relative(cls, v: dict[str, FileSpec]) -> dict[str, FileSpec]:
         check_paths(v)
+        check_modes(v)
         return v
 
     @field_validator("entry")
@@ -109,6 +142,7 @@ class Solution(_Frozen):
     @classmethod
     def _relative(cls, v: dict[str, FileSpec]) -> dict[str, FileSpec]:
         check_paths(v)
+        check_modes(v)
         return v
 
 
@@ -172,6 +206,7 @@ class Task(_Frozen):
     @classmethod
     def _absolute(cls, v: dict[str, FileSpec]) -> dict[str, FileSpec]:
         check_paths(v, absolute=True)
+        check_modes(v)
         return v
 
     @field_validator("metadata")
