@@ -20,12 +20,15 @@ import base64
 import fnmatch
 import io
 import json
+import lzma
 import posixpath
 import re
 import shlex
 import tarfile
+import zlib
 from dataclasses import dataclass, field
 
+from clawloop.core.tasks.file_tree import MAX_TASK_BYTES, ReadBudget
 from clawloop.core.tasks.shell_lite import (  # noqa: F401  (re-exported: the runtime checks live there)
     ACCOUNTS_SETUP,
     LayerWants,
@@ -52,6 +55,12 @@ BASE_WORKDIRS: tuple[tuple[str, str], ...] = (
 (python-3-13, ubuntu-24-04, ...: terminal-bench docker/base-images) end in `WORKDIR /app`, and
 tasks built on them say nothing more: their `COPY x .`, solution and tests assume /app. Only an
 image's own name decides (a tag or digest does not move its WORKDIR)."""
+
+MAX_EXPANSION_BYTES = 2 << 20
+"""Most bytes `$NAME` references may substitute in one Dockerfile (ARG, ENV, WORKDIR, COPY, FROM
+together). Expansion is eager, so `ENV A2=$A1$A1…` a few lines deep would otherwise grow to
+gigabytes from a few hundred bytes; 2 MiB is Linux's ARG_MAX under the default stack, past which
+a task's environment could not exec a program anyway."""
 
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "USER", "LABEL", "MAINTAINER", "HEALTHCHECK",
             "STOPSIGNAL", "SHELL", "VOLUME", "ONBUILD"}
@@ -124,7 +133,17 @@ def base_workdir(image: str | None) -> str | None:
     return next((wd for prefix, wd in BASE_WORKDIRS if name.startswith(prefix)), None)
 
 
-def _expand(value: str, variables: dict[str, str]) -> str:
+class _Variables(dict[str, str]):
+    """ARG and ENV values of one build, with what `$NAME` references may still substitute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.left = MAX_EXPANSION_BYTES
+
+
+def _expand(value: str, variables: _Variables) -> str:
+    """`value` with `$NAME`, `${NAME}`, `${NAME:-x}`, `${NAME:+x}` substituted; every substituted
+    byte counts against the build's MAX_EXPANSION_BYTES (ValueError past it)."""
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
         val = variables.get(name, "")
@@ -132,9 +151,13 @@ def _expand(value: str, variables: dict[str, str]) -> str:
         if op:
             arg = op[2:]
             if op.startswith(":-"):
-                return val or arg
-            if op.startswith(":+"):
-                return arg if val else ""
+                val = val or arg
+            elif op.startswith(":+"):
+                val = arg if val else ""
+        variables.left -= len(val)
+        if variables.left < 0:
+            raise ValueError(f"variables expand to more than {MAX_EXPANSION_BYTES >> 20} MiB in all "
+                             "(a value that names the one before it, again and again?)")
         return val
 
     def escaped(m: re.Match[str]) -> str:
@@ -154,6 +177,11 @@ def _json_or_words(rest: str) -> list[str]:
     return shlex.split(rest, posix=True)
 
 
+def _size(spec: FileSpec) -> int:
+    """About the bytes of `spec` (base64 counted as what it decodes to), without decoding it."""
+    return len(spec.content) * 3 // 4 if spec.encoding == "base64" else len(spec.content)
+
+
 @dataclass
 class _Copied:
     files: dict[str, tuple[FileSpec, str | None]] = field(default_factory=dict)
@@ -161,8 +189,11 @@ class _Copied:
     dirs: list[str] = field(default_factory=list)
     """Empty directories created at their destination."""
     needs: str | None = None
+    budget: ReadBudget = field(default_factory=ReadBudget)
+    where: str = "Dockerfile"
 
     def put(self, dest: str, src: str | None, spec: FileSpec, mode: int | None) -> None:
+        self.budget.take(f"{self.where}: {dest}", _size(spec))
         self.files[posixpath.normpath(dest)] = (spec if mode is None else spec.model_copy(update={"mode": mode}), src)
 
     def put_dir(self, src: str, dest: str, context: dict[str, FileSpec], dirs: frozenset[str],
@@ -175,10 +206,11 @@ class _Copied:
                       for d in sorted(dirs) if d.startswith(prefix) or (src == d)]
 
 
-def _copy(kw: str, rest: str, cur_wd: str, variables: dict[str, str], context: dict[str, FileSpec],
-          dirs: frozenset[str], where: str, at: str) -> _Copied:
-    """COPY/ADD: errors name `where`, needs_image reasons `at`."""
-    out = _Copied()
+def _copy(kw: str, rest: str, cur_wd: str, variables: _Variables, context: dict[str, FileSpec],
+          dirs: frozenset[str], where: str, at: str, budget: ReadBudget) -> _Copied:
+    """COPY/ADD: errors name `where`, needs_image reasons `at`; what is placed counts against
+    `budget` (the same caps as the task's own files: a file copied again is bytes again)."""
+    out = _Copied(budget=budget, where=where)
     first, _, body = rest.partition("\n")
     m = re.match(r"((?:--\S+\s+)*)(.*)$", first)
     flags = {w.split("=", 1)[0]: (w.split("=", 1) + [""])[1] for w in m.group(1).split()}  # type: ignore[union-attr]
@@ -218,7 +250,7 @@ def _copy(kw: str, rest: str, cur_wd: str, variables: dict[str, str], context: d
         elif src_n in context:
             spec = context[src_n]
             if kw == "ADD" and _ARCHIVE.search(src_n):
-                _extract(out, spec, dest, where)
+                _extract(out, spec, dest, f"{where}: ADD {src}")
             else:
                 out.put(posixpath.join(dest, posixpath.basename(src_n)) if as_dir else dest, src_n, spec, mode)
         elif src_n == "." or src_n in dirs or any(k.startswith(src_n + "/") for k in [*context, *dirs]):
@@ -229,14 +261,22 @@ def _copy(kw: str, rest: str, cur_wd: str, variables: dict[str, str], context: d
 
 
 def _extract(out: _Copied, spec: FileSpec, dest: str, where: str) -> None:
+    """The archive's files at `dest`. The caps apply to what it unpacks to, not its own size (a
+    40 KiB .tar.gz can hold 40 MiB of zeros): each member's size is checked from its header
+    before it is read, and the unpacked stream, headers and skipped members included, may not
+    pass MAX_TASK_BYTES (so neither many small members nor one skipped huge one slip through)."""
     try:
         with tarfile.open(fileobj=io.BytesIO(spec.data())) as tar:
-            for m in tar.getmembers():
+            for m in tar:  # headers one at a time: nothing past a refused member is decompressed
+                if m.offset_data + m.size > MAX_TASK_BYTES:
+                    raise ClawloopError(f"{where}: unpacks to more than {MAX_TASK_BYTES >> 20} MiB")
                 if m.isfile() and ".." not in m.name.split("/"):
-                    data = tar.extractfile(m).read()  # type: ignore[union-attr]
-                    out.put(posixpath.join(dest, m.name), None, FileSpec.of(data, m.mode & 0o7777), None)
-    except tarfile.TarError as e:
-        raise ClawloopError(f"{where}: ADD archive cannot be read ({e})") from None
+                    out.budget.take(f"{where}: {m.name}", m.size)  # before a byte of it is read
+                    data = tar.extractfile(m).read(m.size)  # type: ignore[union-attr]
+                    spec = FileSpec.of(data, m.mode & 0o7777)
+                    out.files[posixpath.normpath(posixpath.join(dest, m.name))] = (spec, None)
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as e:
+        raise ClawloopError(f"{where}: archive cannot be read ({e})") from None
 
 
 def write_files_command(files: dict[str, FileSpec]) -> str:
@@ -278,7 +318,8 @@ class _Build:
                  lr: LiteResult) -> None:
         self.context, self.runtime, self.context_dirs, self.lr = context, runtime, context_dirs, lr
         self.cur_wd = "/"
-        self.variables: dict[str, str] = {}
+        self.variables = _Variables()
+        self.placed = ReadBudget()  # the bytes COPY and ADD put in the task (an archive's members too)
         self.runs: list[tuple[str | None, str]] = []  # (dir the command ran in, or None: any), command
         self.ran = False
         self.froms = 0
@@ -330,7 +371,7 @@ class _Build:
 
     def copy(self, kw: str, rest: str, where: str, at: str) -> None:
         lr = self.lr
-        c = _copy(kw, rest, self.cur_wd, self.variables, self.context, self.context_dirs, where, at)
+        c = _copy(kw, rest, self.cur_wd, self.variables, self.context, self.context_dirs, where, at, self.placed)
         lr.needs_image = lr.needs_image or c.needs
         self.late_files.update({d: f for d, (f, _) in c.files.items()})
         if self.ran:  # after a RUN: write the files at this point of the setup

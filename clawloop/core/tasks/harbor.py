@@ -28,12 +28,20 @@ from typing import Any
 from pydantic import ValidationError
 
 from clawloop.core.tasks.dockerfile_lite import parse_dockerfile
-from clawloop.core.tasks.file_tree import JUNK, ReadBudget, empty_dirs, find_dirs, read_file, read_tree
+from clawloop.core.tasks.file_tree import (
+    JUNK,
+    MAX_FILE_BYTES,
+    ReadBudget,
+    empty_dirs,
+    find_dirs,
+    read_file,
+    read_tree,
+)
 from clawloop.core.tasks.layers import SANDBOX_KEY
 from clawloop.core.tasks.shell_lite import LayerWants, Runtime, check_script, detect_runtime
-from clawloop.core.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
+from clawloop.core.tasks.task import MAX_NESTING, FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.core.tasks.uid_check import user_switch
-from clawloop.errors import ClawloopError, describe_validation_error
+from clawloop.errors import ClawloopError, describe_validation_error, validated
 
 HARBOR_KEY = "harbor"
 SOLVE_STEP = "bash /solution/solve.sh"
@@ -47,20 +55,41 @@ own loaders set them, never the `metadata_json` of a Harbor directory (a Claw-Ev
 there would have the host run the directory's tests/grader.py)."""
 
 
-def _plain(v: Any) -> Any:
-    """TOML values as JSON-ready data (dates become ISO strings)."""
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    if isinstance(v, datetime.date | datetime.time):
-        return v.isoformat()
-    return v
+def _plain(v: Any, where: str) -> Any:
+    """TOML or YAML values as JSON-ready data (dates become ISO strings), bounded: the copy nests
+    at most MAX_NESTING deep and holds at most MAX_FILE_BYTES (strings by length, anything else
+    8 bytes), else a ClawloopError naming `where`. The copy is made per path, so a YAML alias is
+    written out wherever it is used: 455 bytes of nested aliases were a 44 MiB pool line."""
+    left = MAX_FILE_BYTES
+
+    def walk(x: Any, depth: int) -> Any:
+        nonlocal left
+        left -= len(x) if isinstance(x, str) else 8
+        if left < 0:
+            raise ClawloopError(f"{where}: more than {MAX_FILE_BYTES >> 20} MiB once its aliases are written out")
+        if depth > MAX_NESTING:
+            raise ClawloopError(f"{where}: nested deeper than {MAX_NESTING} levels")
+        if isinstance(x, dict):
+            return {walk(k, depth + 1): walk(y, depth + 1) for k, y in x.items()}
+        if isinstance(x, list):
+            return [walk(y, depth + 1) for y in x]
+        if isinstance(x, datetime.date | datetime.time):
+            return x.isoformat()
+        return x
+
+    return walk(v, 0)
 
 
 def _prune(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: (_prune(v) if isinstance(v, dict) else v) for k, v in d.items()
-            if not (isinstance(v, dict) and not _prune(v))}
+    """`d` without its empty tables, at any depth (each table is visited once)."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            v = _prune(v)
+            if not v:
+                continue
+        out[k] = v
+    return out
 
 
 # ---------------------------------------------------------------------------------- import
@@ -119,7 +148,7 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
 
     instruction = _read_text(path / "instruction.md", budget)
     tests, entry = _verifier_files(path, cl, f"{where}: metadata.clawloop", budget)
-    solution = _solution(path / "solution", cl, budget)
+    solution = _solution(path / "solution", cl, budget, f"{where}: metadata.clawloop")
 
     env_dir = path / "environment"
     context = read_tree(env_dir, skip_junk=False, budget=budget, within=path)
@@ -135,13 +164,16 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     needs = lite_needs or (f"tests/{entry}: {test_needs}" if test_needs else None) or cl.get("needs_image")
     sandbox_rec = _sandbox_record(wants, (user_switch(tests) or wants.uids) if not needs else None)
     metadata = _metadata(raw, cl, harbor, sandbox_rec, where)
+    limits = _limits({**{k: cl[k] for k in ("max_turns", "command_timeout_s") if k in cl},
+                      "verifier_timeout_s": vt, "agent_timeout_s": at}, _TOML_LIMITS, where)
+    provenance = validated(Provenance, cl["provenance"], where, "metadata.clawloop.provenance") \
+        if "provenance" in cl else DEFAULT_PROVENANCE
     try:
         return Task(
             instruction=instruction, **fields, verifier=Verifier(files=tests, entry=entry),
             solution=solution, skill=skill or "general", level=level, tags=tuple(str(t) for t in tags),
             source=str(raw.get("source") or source or path.resolve().parent.name), needs_image=needs,
-            limits=_limits(cl, vt, at), metadata=metadata,
-            provenance=Provenance(**cl["provenance"]) if "provenance" in cl else DEFAULT_PROVENANCE,
+            limits=limits, metadata=metadata, provenance=provenance,
         )
     except ValidationError as e:
         raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
@@ -149,9 +181,25 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
 
 def _read_toml(path: Path, where: str, budget: ReadBudget) -> dict[str, Any]:
     try:
-        return _plain(tomllib.loads(read_file(path, budget).decode("utf-8")))
+        return _plain(tomllib.loads(read_file(path, budget).decode("utf-8")), where)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ClawloopError(f"{where}: not valid TOML ({e})") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ClawloopError(f"{where}: nested deeper than {MAX_NESTING} levels") from None
+
+
+def _read_yaml(data: bytes, where: str) -> Any:
+    """A YAML document as JSON-ready data (`_plain`); ClawloopError naming `where`."""
+    import yaml
+
+    try:
+        return _plain(yaml.safe_load(data.decode("utf-8")), where)
+    except UnicodeDecodeError:
+        raise ClawloopError(f"{where}: not UTF-8 text") from None
+    except yaml.YAMLError as e:
+        raise ClawloopError(f"{where}: not valid YAML ({str(e).splitlines()[0]})") from None
+    except RecursionError:  # PyYAML's composer recurses per nested node
+        raise ClawloopError(f"{where}: nested deeper than {MAX_NESTING} levels") from None
 
 
 def _verifier_files(path: Path, cl: dict[str, Any], where: str,
@@ -172,12 +220,14 @@ def _verifier_files(path: Path, cl: dict[str, Any], where: str,
     return tests, entry
 
 
-def _solution(path: Path, cl: dict[str, Any], budget: ReadBudget) -> Solution | None:
+def _solution(path: Path, cl: dict[str, Any], budget: ReadBudget, where: str) -> Solution | None:
     """The task's solution/ (None without one): a generated solve.sh of `solution_steps` undone."""
     files = read_tree(path, budget=budget, within=path.parent)
     if not files:
         return None
-    steps = cl.get("solution_steps") or [SOLVE_STEP]
+    steps = _get(cl, "solution_steps", list, where) or [SOLVE_STEP]
+    if not all(isinstance(s, str) for s in steps):
+        raise ClawloopError(f"{where}.solution_steps: expected a list of strings (shell commands)")
     if steps != [SOLVE_STEP] and files.get("solve.sh", FileSpec(content="")).content == solve_script(steps):
         del files["solve.sh"]
     if "solve.sh" in files:
@@ -202,6 +252,9 @@ def _metadata(raw: dict[str, Any], cl: dict[str, Any], harbor: dict[str, Any], s
         extra = json.loads(cl["metadata_json"]) if isinstance(cl.get("metadata_json"), str) else {}
     except ValueError as e:
         raise ClawloopError(f"{where}: metadata.clawloop.metadata_json: not valid JSON ({e})") from None
+    except RecursionError:
+        raise ClawloopError(f"{where}: metadata.clawloop.metadata_json: nested deeper than {MAX_NESTING} "
+                            "levels") from None
     if not isinstance(extra, dict):
         raise ClawloopError(f"{where}: metadata.clawloop.metadata_json: expected a JSON object")
     if smuggled := [k for k in FORMAT_KEYS if k in extra]:
@@ -216,14 +269,20 @@ def _metadata(raw: dict[str, Any], cl: dict[str, Any], harbor: dict[str, Any], s
     return metadata
 
 
-def _limits(cl: dict[str, Any], verifier_timeout: float | None, agent_timeout: float | None) -> Limits:
-    lim = Limits().model_dump()
-    lim.update({k: cl[k] for k in ("max_turns", "command_timeout_s") if k in cl})
-    if verifier_timeout is not None:
-        lim["verifier_timeout_s"] = float(verifier_timeout)
-    if agent_timeout is not None:
-        lim["agent_timeout_s"] = float(agent_timeout)
-    return Limits(**lim)
+_TOML_LIMITS = {"verifier_timeout_s": "verifier.timeout_sec", "agent_timeout_s": "agent.timeout_sec",
+                "max_turns": "metadata.clawloop.max_turns", "command_timeout_s": "metadata.clawloop.command_timeout_s"}
+"""Task.limits field → where task.toml sets it (what an error names)."""
+
+
+def _limits(values: dict[str, Any], names: dict[str, str], where: str) -> Limits:
+    """Limits from the file's `values` (None: the default); a bad one (inf, 1e308: Limits caps
+    every time) is a ClawloopError naming `where` and the field as the file spells it (`names`)."""
+    try:
+        return Limits(**{k: v for k, v in values.items() if v is not None})
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else "limits"
+        raise ClawloopError(f"{where}: {names.get(field, field)}: {err['msg']}") from None
 
 
 def _sandbox_record(wants: LayerWants, switch: str | None) -> dict[str, Any]:
@@ -313,16 +372,25 @@ if [ "$status" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /
 """
 
 
-def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime, budget: ReadBudget) -> Task:
-    import yaml
+_TB1_LIMITS = {"agent_timeout_s": "max_agent_timeout_sec", "verifier_timeout_s": "max_test_timeout_sec"}
+"""Task.limits field → the task.yaml key that sets it."""
 
+
+def _tb1_steps(spec: FileSpec, where: str) -> list[str]:
+    """solution.yaml's commands: a list of strings, or of mappings whose `command` is one."""
+    doc = _read_yaml(spec.data(), where) or []
+    if not isinstance(doc, list):
+        raise ClawloopError(f"{where}: expected a list of commands, got {type(doc).__name__}")
+    steps = [s.get("command") if isinstance(s, dict) else s for s in doc]
+    for i, s in enumerate(steps):
+        if not isinstance(s, str):
+            raise ClawloopError(f"{where}: [{i}]: expected a command (a string, or a mapping whose `command` is one)")
+    return steps
+
+
+def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime, budget: ReadBudget) -> Task:
     where = f"{path}/task.yaml"
-    try:
-        raw = _plain(yaml.safe_load(read_file(path / "task.yaml", budget).decode("utf-8")) or {})
-    except UnicodeDecodeError:
-        raise ClawloopError(f"{where}: not UTF-8 text") from None
-    except yaml.YAMLError as e:
-        raise ClawloopError(f"{where}: not valid YAML ({str(e).splitlines()[0]})") from None
+    raw = _read_yaml(read_file(path / "task.yaml", budget), where) or {}
     if not isinstance(raw, dict):
         raise ClawloopError(f"{where}: expected a mapping")
     instruction = raw.get("instruction")
@@ -344,8 +412,7 @@ def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime, budget: 
         solution = Solution(steps=[SOLVE_STEP], files={"solve.sh": context["solution.sh"].model_copy(
             update={"mode": 0o755})})
     elif "solution.yaml" in context:
-        steps = yaml.safe_load(context["solution.yaml"].data().decode("utf-8", errors="replace")) or []
-        solution = Solution(steps=[str(s["command"]) if isinstance(s, dict) else str(s) for s in steps])
+        solution = Solution(steps=_tb1_steps(context["solution.yaml"], f"{path}/solution.yaml"))
     harbor: dict[str, Any] = {"name": path.name, "format": "terminal-bench"}
     fields, needs = _environment(context, harbor, str(path), runtime, exclude=_TB1_FILES, dirs=empty_dirs(path))
     test_needs = check_script(run_tests.data().decode(errors="replace"), runtime)
@@ -355,18 +422,15 @@ def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime, budget: 
     if residual := {k: v for k, v in raw.items() if k not in known}:
         harbor["task_yaml"] = residual
     diff = raw.get("difficulty")
-    lim = {}
-    if isinstance(raw.get("max_agent_timeout_sec"), int | float):
-        lim["agent_timeout_s"] = float(raw["max_agent_timeout_sec"])
-    if isinstance(raw.get("max_test_timeout_sec"), int | float):
-        lim["verifier_timeout_s"] = float(raw["max_test_timeout_sec"])
+    lim = {k: raw[name] for k, name in _TB1_LIMITS.items() if isinstance(raw.get(name), int | float)}
+    limits = _limits(lim, _TB1_LIMITS, where)
     try:
         return Task(
             instruction=instruction, **fields, verifier=Verifier(files=tests), solution=solution,
             skill=str(raw.get("category") or "general"),
             level=_DIFFICULTY.get(str(diff).lower(), 3) if diff else 1,
             tags=tuple(str(t) for t in raw.get("tags") or ()), source=source or path.resolve().parent.name,
-            needs_image=needs, limits=Limits(**lim), metadata={HARBOR_KEY: _prune_empty(harbor)},
+            needs_image=needs, limits=limits, metadata={HARBOR_KEY: _prune_empty(harbor)},
             provenance=DEFAULT_PROVENANCE,
         )
     except ValidationError as e:

@@ -20,13 +20,26 @@ SCHEMA_VERSION = 1
 _NON_CONTENT = {"id", "provenance", "metadata", "source", "tags"}
 
 
+MAX_PATH_BYTES = 1024
+"""Longest path (UTF-8 bytes) a task may name: a quarter of Linux's PATH_MAX (4096), which leaves
+the rest to the directory it is exported or staged under (a 3,000-deep path failed the export
+with ENAMETOOLONG); the longest in benchmarks/ is under 100."""
+MAX_NESTING = 64
+"""Deepest nesting of a task's metadata, and of the TOML, YAML or JSON it is read from (the
+deepest in benchmarks/ is 7): the readers and writers that walk it recurse (a 900-deep record
+broke `tasks export`, a 1,200-deep dotted TOML key the import)."""
+
+
 def path_problem(p: str, *, absolute: bool = False) -> str | None:
     """Why `p` cannot name a file of a task (None when it can). Task input names paths that
     clawloop writes on the host (export, the verifier's staging) and in the sandbox: one that is
     empty, holds a NUL, has a '..' component or the wrong prefix ('/' where a relative path is
-    wanted) could leave its directory, so the model refuses it once, at load."""
+    wanted) could leave its directory, so the model refuses it once, at load; so is one longer
+    than MAX_PATH_BYTES."""
     if not isinstance(p, str) or not p or p in ("/", "."):
         return "empty path"
+    if len(p) > MAX_PATH_BYTES or len(p.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        return f"longer than {MAX_PATH_BYTES} bytes"
     if "\0" in p:
         return "holds a NUL byte"
     if ".." in p.split("/"):
@@ -56,10 +69,12 @@ def mode_problem(mode: object) -> str | None:
 
 
 def check_paths(paths: Iterable[str], *, absolute: bool = False) -> None:
-    """ValueError naming the first bad path (a validator's message: `'<path>': why`)."""
+    """ValueError naming the first bad path (a validator's message: `'<path>': why`; a long
+    one shortened, so the message stays one readable line)."""
     for p in paths:
         if why := path_problem(p, absolute=absolute):
-            raise ValueError(f"{p!r}: {why}")
+            shown = p if not isinstance(p, str) or len(p) <= 80 else p[:60] + "…" + p[-10:]
+            raise ValueError(f"{shown!r}: {why}")
 
 
 def check_modes(files: dict[str, FileSpec]) -> None:
@@ -146,18 +161,27 @@ class Solution(_Frozen):
         return v
 
 
-class Limits(_Frozen):
-    """Time and turn limits of one episode."""
+MAX_TIMEOUT_S = 86400.0
+"""Longest time limit a task may set (a day): task files set them (`timeout_sec = inf` in
+task.toml, `1e308` in a pool line), and eval or validate would wait that long. Public tasks ask
+for minutes to a few hours; the cap also keeps every limit finite (inf and nan are refused)."""
+MAX_TURNS = 1000
+"""Most turns a task may give the agent: the model agent's episode is bounded by turns, not
+by wall-clock time (benchmarks/ and params.yaml use 6 to 30)."""
 
-    max_turns: int = Field(16, gt=0)
+
+class Limits(_Frozen):
+    """Time and turn limits of one episode, each bounded (MAX_TURNS, MAX_TIMEOUT_S)."""
+
+    max_turns: int = Field(16, gt=0, le=MAX_TURNS)
     """Most assistant turns before the episode ends with max_turns."""
-    command_timeout_s: float = Field(30.0, gt=0)
+    command_timeout_s: float = Field(30.0, gt=0, le=MAX_TIMEOUT_S)
     """Timeout of one command run by the agent."""
-    agent_timeout_s: float = Field(600.0, gt=0)
+    agent_timeout_s: float = Field(600.0, gt=0, le=MAX_TIMEOUT_S)
     """Wall-clock budget of the agent's actions: a scripted agent's whole run (the oracle), the
     model agent's own commands (its generation is bounded by turns and tokens instead, so the
     budget does not depend on the batch an episode is generated in)."""
-    verifier_timeout_s: float = Field(120.0, gt=0)
+    verifier_timeout_s: float = Field(120.0, gt=0, le=MAX_TIMEOUT_S)
     """Timeout of the verifier script."""
 
 
@@ -207,6 +231,18 @@ class Task(_Frozen):
     def _absolute(cls, v: dict[str, FileSpec]) -> dict[str, FileSpec]:
         check_paths(v, absolute=True)
         check_modes(v)
+        return v
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_depth(cls, v: dict[str, Any]) -> dict[str, Any]:
+        stack: list[tuple[Any, int]] = [(v, 1)]  # a loop, not recursion: the input may be deep
+        while stack:
+            x, depth = stack.pop()
+            if depth > MAX_NESTING:
+                raise ValueError(f"nested deeper than {MAX_NESTING} levels")
+            if isinstance(x, dict | list):
+                stack += [(y, depth + 1) for y in (x.values() if isinstance(x, dict) else x)]
         return v
 
     @field_validator("metadata")
