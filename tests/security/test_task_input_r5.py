@@ -126,6 +126,20 @@ def test_add_archive_is_capped_by_what_it_unpacks_to(tmp_path: Path, members: di
     assert peak_mib is None or peak < peak_mib << 20, f"{peak >> 20} MiB allocated to refuse it"
 
 
+def test_set_uid_archive_member_is_one_line(tmp_path: Path) -> None:
+    d = _word_count(tmp_path)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("suid")
+        info.size, info.mode = 2, 0o4755
+        tar.addfile(info, io.BytesIO(b"hi"))
+    (d / "environment" / "x.tar.gz").write_bytes(buf.getvalue())
+    (d / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nADD x.tar.gz /app/\n")
+    with pytest.raises(ClawloopError, match=r"Dockerfile:2: ADD x.tar.gz: suid: mode 0o4755 ") as e:
+        load_harbor_task(d)
+    assert "\n" not in str(e.value)
+
+
 def test_small_archive_still_unpacks(tmp_path: Path) -> None:
     d = _word_count(tmp_path)
     (d / "environment" / "x.tar.gz").write_bytes(_tar_gz({"data/a.txt": 3, "b.bin": 10}))

@@ -40,7 +40,7 @@ from clawloop.core.tasks.shell_lite import (  # noqa: F401  (re-exported: the ru
     filter_run,
 )
 from clawloop.core.tasks.shell_words import HEREDOC
-from clawloop.core.tasks.task import FileSpec
+from clawloop.core.tasks.task import FileSpec, mode_problem
 from clawloop.errors import ClawloopError
 
 TASK_FAULT = " (`docker build` of that context fails on this line too: the task's fault)"
@@ -271,6 +271,8 @@ def _extract(out: _Copied, spec: FileSpec, dest: str, where: str) -> None:
                 if m.offset_data + m.size > MAX_TASK_BYTES:
                     raise ClawloopError(f"{where}: unpacks to more than {MAX_TASK_BYTES >> 20} MiB")
                 if m.isfile() and ".." not in m.name.split("/"):
+                    if why := mode_problem(m.mode & 0o7777):
+                        raise ClawloopError(f"{where}: {m.name}: mode {why}")
                     out.budget.take(f"{where}: {m.name}", m.size)  # before a byte of it is read
                     data = tar.extractfile(m).read(m.size)  # type: ignore[union-attr]
                     spec = FileSpec.of(data, m.mode & 0o7777)
