@@ -27,7 +27,7 @@ BACKENDS = ("bwrap", "docker", "local")
 ISOLATED_BACKENDS = ("bwrap", "docker")
 
 __all__ = ["BACKENDS", "ISOLATED_BACKENDS", "ExecResult", "Sandbox", "SandboxConfig", "SandboxError",
-           "create", "open", "truncate_output", "unavailable_reason"]
+           "cannot_verify", "create", "open", "truncate_output", "unavailable_reason"]
 
 
 def create(backend: str = "bwrap", config: SandboxConfig | None = None, **config_fields: Any) -> Sandbox:
@@ -71,6 +71,16 @@ def unavailable_reason(backend: str) -> str | None:
         why = docker.unavailable_reason()
         return f"docker backend unavailable: {why}" if why else None
     return f"unknown sandbox backend {backend!r}"
+
+
+def cannot_verify(backend: str) -> str | None:
+    """Why `backend` can run no verifier (a one-line reason), None when it can: only the isolated
+    backends give a verifier a world of its own (the local one would grade on the host's paths)."""
+    if backend == "local":
+        from sandbox.local import CANNOT_VERIFY
+
+        return CANNOT_VERIFY
+    return None
 
 
 @contextmanager

@@ -14,6 +14,12 @@ host's files, network and processes. What it does emulate:
   process of the calling user and is not enforced for root.
 - timeout: the command runs in a new process group that is killed at the timeout and after the
   command ends. A grandchild that calls `setsid` escapes it (no pid namespace).
+
+What it refuses: a verifier (`trusted_root`). A verifier's world is a fresh /tests, /logs and
+/tmp of its own, with the temp dirs cleaned of the agent's links; here those paths are the host's,
+so its test.sh could not find its tests and its clean-up would delete the host's links (every
+symlink under /tmp and /var/tmp, found 2026-12-07). Nothing this backend runs deletes or changes
+a host file it did not make, so it grades nothing: `CANNOT_VERIFY`.
 """
 
 from __future__ import annotations
@@ -25,12 +31,17 @@ import signal
 import subprocess
 import tempfile
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 from sandbox._layout import LONG_COMMAND, WRITABLE_TOPS, Backend, shell_script
 from sandbox._paths import FileView, Mount, mount_source, rmtree_force, sandbox_path, state_prefix
 from sandbox._proc import run_captured
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
+
+CANNOT_VERIFY = ("the local backend runs commands on the host, where /tests, /logs and /tmp are the host's own: "
+                 "it cannot grade a task (use --backend bwrap or docker)")
+"""Why a verifier never runs here; what `trusted_root` raises and the commands that grade say."""
 
 
 class LocalSandbox(Backend):
@@ -116,6 +127,12 @@ class LocalSandbox(Backend):
             link = self.root / sandbox_path(target).lstrip("/")
             if m is not None and link.is_symlink():
                 link.unlink()
+
+    @contextlib.contextmanager
+    def trusted_root(self) -> Iterator[None]:
+        """Refused: a verifier here would run on the host (`CANNOT_VERIFY`)."""
+        raise SandboxError(CANNOT_VERIFY)
+        yield  # pragma: no cover - a generator, for the context manager's protocol
 
     def close(self) -> None:
         self._closed = True

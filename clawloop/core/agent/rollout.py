@@ -24,6 +24,7 @@ from clawloop.core.agent.episode import Episode
 from clawloop.core.agent.harness import HarnessConfig, repeat_temperature, tools_for
 from clawloop.core.io import atomic_path
 from clawloop.core.progress import Progress, progress_for
+from clawloop.core.tasks.environment import refuse_unverifiable
 from clawloop.core.tasks.task import Task
 from clawloop.core.trajectory import EpisodeRecord, clip
 from clawloop.errors import ClawloopError
@@ -118,8 +119,10 @@ def run_rollouts(tasks: Sequence[Task], policy: Policy, config: RolloutConfig | 
     (clawloop.core.progress); a Progress of the caller's is advanced instead (it covers several
     calls). Returns one record per episode, in task order then sample order.
     """
+    config = config or RolloutConfig()
+    refuse_unverifiable(config.backend)
     writer = TrajectoryWriter(out_dir) if out_dir is not None else None
-    return LockstepScheduler(tasks, policy, config or RolloutConfig(), writer, on_episode).run(progress)
+    return LockstepScheduler(tasks, policy, config, writer, on_episode).run(progress)
 
 
 class LockstepScheduler:

@@ -57,6 +57,14 @@ def sandbox_config(config: SandboxConfig | dict[str, Any] | None = None) -> Sand
     return config if isinstance(config, SandboxConfig) else SandboxConfig.model_validate(config)
 
 
+def refuse_unverifiable(backend: str) -> None:
+    """ClawloopError (one line, before any work) when `backend` cannot grade a task: commands that
+    verify (eval, validate, rollouts) call it first."""
+    why = sandboxes.cannot_verify(backend)
+    if why:
+        raise ClawloopError(f"--backend {backend}: {why}")
+
+
 def open_sandbox(backend: str, config: SandboxConfig | dict[str, Any] | None = None) -> Any:
     """A bare sandbox as a context manager (no task: preflight checks); None means `default_config()`."""
     return sandboxes.open(backend=backend, config=sandbox_config(config))

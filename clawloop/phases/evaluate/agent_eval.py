@@ -24,7 +24,7 @@ from clawloop.core.agent.oracle import SIMPLE_AGENTS, run_episode
 from clawloop.core.executor import ExecutorParams, executor_params, run_all
 from clawloop.core.progress import Progress, progress_for
 from clawloop.core.stats import pass_figures
-from clawloop.core.tasks.environment import open_sandbox
+from clawloop.core.tasks.environment import open_sandbox, refuse_unverifiable
 from clawloop.core.tasks.formats import load_suite_any, score_fields
 from clawloop.core.tasks.suite import Suite, SuiteItem, load_suite  # noqa: F401  (re-exported)
 from clawloop.core.trajectory import EpisodeRecord
@@ -185,6 +185,7 @@ def evaluate(paths: list[str | Path], agent: str, config: EvalConfig | None = No
                             "episodes run beside its policy, on this machine (--executor local)")
     if agent not in AGENTS:
         raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
+    refuse_unverifiable(config.backend)
     suites = [load_suite_any(p, config.fmt, **config.format_options) for p in paths]
     if not config.skip_bad_lines:
         check_lines(suites)

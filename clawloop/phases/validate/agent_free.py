@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from clawloop.core.agent.oracle import LIST_TOUCHED, OracleCheck, check_oracle, run_oracle
 from clawloop.core.executor import ExecutorParams, Ran, executor_params, run_all
-from clawloop.core.tasks.environment import TaskEnvironment, TaskSetupError
+from clawloop.core.tasks.environment import TaskEnvironment, TaskSetupError, refuse_unverifiable
 from clawloop.core.tasks.harbor import find_task_dirs
 from clawloop.core.tasks.suite import load_suite
 from clawloop.core.tasks.task import Task
@@ -271,6 +271,7 @@ def validate_pool(tasks: list[Task], backend: str = "bwrap", jobs: int = 2,
     a task equal to one of them (instruction and files, `exact_key`) is dropped as heldout_overlap,
     where `heldout_tasks` drop any task sharing n-grams or a reference command.
     """
+    refuse_unverifiable(backend)
     params = params or AgentFreeParams()
     t0 = time.monotonic()
     rejected: dict[str, list[dict[str, str]]] = {r: [] for r in REASONS}
