@@ -15,6 +15,16 @@ sys.prefix, sys.base_prefix and the exec prefixes, all read-only in a sandbox), 
 none of them provides is searched on the whole sys.path (cwd, script dir, the task's PYTHONPATH
 such as /app, dirs a test inserts). Submodules follow their package, so they need no check.
 
+Except for the interpreter's own code: an `import` statement in the stdlib or site-packages that
+names a module none of their dirs provides is an optional probe (`nt` from ntpath, so pathlib and
+pytest; `org.python.core` from copy, so tarfile; `msvcrt`, `_winapi`, `java`...), and its answer
+on this platform is "no such module". Searching the agent's dirs for it ran the agent's
+`/workspace/nt.py` inside every verifier that imports tarfile or pytest (found 2026-12-07). So a
+name the interpreter lacks is searched on the whole path only for a *dynamic* import (runpy's
+`-m pkg`, `importlib.import_module` as pytest loads test files, `__import__`) or an import
+statement of code outside the interpreter's dirs (the task's tests, the project's own modules);
+a static import in the interpreter's own code gets ModuleNotFoundError, as it would elsewhere.
+
 Startup order makes the rest work: CPython imports `site` (and so this module) before it adds
 the script's dir or the cwd to sys.path, so a `sitecustomize.py` or `usercustomize.py` planted
 there is never imported at startup (PYTHONNOUSERSITE keeps ~/.local out). No other
@@ -29,10 +39,15 @@ provide resolves to their portions only.
 import os
 import sys
 from importlib.machinery import PathFinder
+from opcode import opmap
 
 _ROOTS = tuple(sorted({os.path.normpath(p) + os.sep for p in
                        (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix) if p}))
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_IMPORT_NAME = opmap["IMPORT_NAME"]
+_MACHINERY = frozenset(("importlib._bootstrap", "importlib._bootstrap_external", "_frozen_importlib",
+                        "_frozen_importlib_external"))
+"""Modules whose frames stand between an import and the finder (frozen or not)."""
 
 
 def _trusted(entry, cache={}):  # noqa: B006 - a per-process cache on purpose
@@ -43,6 +58,22 @@ def _trusted(entry, cache={}):  # noqa: B006 - a per-process cache on purpose
         hit = p is not None and (p == _HERE or (p + os.sep).startswith(_ROOTS))
         cache[entry] = hit
     return hit
+
+
+def _own_import_statement(frame):
+    """True when the import being resolved is an `import` statement (not `__import__` or
+    importlib's functions) in a file of the interpreter's own dirs or a module frozen into it
+    (3.11 freezes os, ntpath, posixpath...: `<frozen ntpath>`). A name can only be claimed for
+    more checking, never less: code that names itself `<frozen x>` is refused what the
+    interpreter lacks, as the stdlib is."""
+    while frame is not None and frame.f_globals.get("__name__") in _MACHINERY:
+        frame = frame.f_back
+    if frame is None or frame.f_lasti < 0:
+        return False
+    code = frame.f_code
+    path = code.co_filename
+    own = path.startswith("<frozen ") or (os.path.isabs(path) and _trusted(os.path.dirname(path)))
+    return own and code.co_code[frame.f_lasti] == _IMPORT_NAME
 
 
 class ShadowGuard:
@@ -56,8 +87,11 @@ class ShadowGuard:
         own = [e for e in entries if _trusted(e)]
         if len(own) == len(entries):
             return None  # nothing else on sys.path: PathFinder alone decides
+        spec = PathFinder.find_spec(name, own, target)
+        if spec is None and _own_import_statement(sys._getframe(1)):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         # None: no own module of that name, PathFinder (next) searches the whole path
-        return PathFinder.find_spec(name, own, target)
+        return spec
 
     @classmethod
     def invalidate_caches(cls):

@@ -184,16 +184,31 @@ SEARCH_LIST = re.compile(r"(PATH|PATHS|LIB|DIRS)$|^LD_PRELOAD$")
 LD_LIBRARY_PATH, PYTHONPATH, PERL5LIB, RUBYLIB, NODE_PATH, CLASSPATH, XDG_CONFIG_DIRS, ...)."""
 
 
+LOADER_LISTS = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT")
+"""Where ld.so finds code for every program, the host's /usr/bin/python3 too: an entry in a dir
+the agent writes (`ENV LD_LIBRARY_PATH=/opt/conda/lib`, then its libexpat.so.1) runs the agent's
+code in a trusted interpreter. Only entries under SYSTEM_DIRS stay."""
+SYSTEM_DIRS = ("/usr/",)
+"""Dirs no command of the agent's can write on any backend (bwrap shows the host's read-only)."""
+STARTUP_FILES = ("BASH_ENV", "ENV")
+"""Scripts a shell runs before the verifier's first line; the task's value names a file of the
+agent's (`ENV BASH_ENV=/root/.bashrc`, the conda and nvm pattern): the verifier runs with none."""
+
+
 def clean_search_lists(env: dict[str, str]) -> dict[str, str]:
     """`env` with every search list (SEARCH_LIST) reduced to its absolute entries: an empty or
     relative entry names the cwd, the agent's workdir (`ENV LD_LIBRARY_PATH=/usr/local/lib:$LD_LIBRARY_PATH`
     with the variable unset before ends in one, and ld.so then loads the agent's libexpat.so.1
-    into the verifier's python3). A list left empty is dropped."""
+    into the verifier's python3); the loader's lists (LOADER_LISTS) to entries under SYSTEM_DIRS.
+    A list left empty is dropped, and so are the shells' startup files (STARTUP_FILES)."""
     out = {}
     for key, value in env.items():
-        if SEARCH_LIST.search(key):
+        if key in STARTUP_FILES:
+            continue
+        if SEARCH_LIST.search(key) or key in LOADER_LISTS:
             sep = " " if key == "LD_PRELOAD" and ":" not in value else ":"
-            value = sep.join(p for p in value.split(sep) if p.startswith("/"))
+            value = sep.join(p for p in value.split(sep) if p.startswith("/") and (
+                key not in LOADER_LISTS or (os.path.normpath(p) + "/").startswith(SYSTEM_DIRS)))
             if not value:
                 continue
         out[key] = value
