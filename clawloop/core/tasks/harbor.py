@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import posixpath
 import shlex
 import tomllib
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from clawloop.core.tasks.dockerfile_lite import parse_dockerfile
+from clawloop.core.tasks.dockerfile_lite import TASK_FAULT, parse_dockerfile
 from clawloop.core.tasks.file_tree import (
     JUNK,
     MAX_FILE_BYTES,
@@ -299,15 +300,33 @@ def _sandbox_record(wants: LayerWants, switch: str | None) -> dict[str, Any]:
 def _environment(context: dict[str, FileSpec], harbor: dict[str, Any], where: str, runtime: Runtime,
                  exclude: frozenset[str] = frozenset(), dirs: frozenset[str] = frozenset(),
                  layer: LayerWants | None = None) -> tuple[dict[str, Any], str | None]:
-    """Task fields from the Dockerfile in `context`; records the original in `harbor`."""
-    needs = _compose_needs(context) if ("docker-compose.yaml" in context or "docker-compose.yml" in context) \
-        else None
+    """Task fields from the Dockerfile in `context`; records the original in `harbor`.
+
+    Harbor reads environment/docker-compose.yaml only (never .yml) and merges it over its own
+    compose file: it may add services or build `main` from another context (`context: ..`, the
+    task dir). Such a task needs its image, and a COPY that environment/ alone lacks is then
+    not the task's fault: the original Dockerfile and files are kept, nothing is replayed."""
+    is_harbor = harbor.get("format") == "harbor"
+    names = ("docker-compose.yaml",) if is_harbor else ("docker-compose.yaml", "docker-compose.yml")
+    compose = {k: context[k] for k in names if k in context}
+    needs = (_compose_needs(compose) or (_compose_build(compose["docker-compose.yaml"]) if is_harbor else None)) \
+        if compose else None
     if "Dockerfile" not in context:
         return {}, needs
     text = context["Dockerfile"].data().decode("utf-8", errors="replace")
-    name = "environment/Dockerfile" if harbor.get("format") == "harbor" else "Dockerfile"
-    lr = parse_dockerfile(text, context, runtime, where=f"{where}/Dockerfile", context_dirs=dirs, name=name,
-                          layers=layer is not None)
+    name = "environment/Dockerfile" if is_harbor else "Dockerfile"
+    try:
+        lr = parse_dockerfile(text, context, runtime, where=f"{where}/Dockerfile", context_dirs=dirs, name=name,
+                              layers=layer is not None)
+    except ClawloopError as e:
+        if not needs or not str(e).endswith(TASK_FAULT):  # caps and other refusals stand
+            raise
+        if not text.startswith(GENERATED_MARK):
+            harbor.update(dockerfile=text, environment_files={
+                k: v.model_dump(mode="json") for k, v in context.items()
+                if k != "Dockerfile" and k.split("/")[0] not in exclude},
+                environment_dirs=sorted(d for d in dirs if d.split("/")[0] not in exclude))
+        return {}, needs
     if layer is not None and lr.layer is not None and not lr.needs_image:
         layer.merge(lr.layer)
     harbor["from"] = lr.base_image
@@ -347,6 +366,30 @@ def _compose_needs(context: dict[str, FileSpec]) -> str | None:
     except yaml.YAMLError:
         return "environment/docker-compose.yaml cannot be read"
     return f"multi-container environment ({', '.join(services)})" if len(services) > 1 else None
+
+
+def _compose_build(spec: FileSpec) -> str | None:
+    """Why the task needs its image when its docker-compose.yaml builds Harbor's `main` service
+    from a context other than environment/ or from another Dockerfile (relative paths resolve
+    against environment/, where the file is); None otherwise."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(spec.data())
+    except (yaml.YAMLError, RecursionError, UnicodeDecodeError):
+        return "environment/docker-compose.yaml cannot be read"
+    services = doc.get("services") if isinstance(doc, dict) else None
+    main = services.get("main") if isinstance(services, dict) else None
+    build = main.get("build") if isinstance(main, dict) else None
+    if build is None:
+        return None
+    ctx, dockerfile = (build, None) if isinstance(build, str) else \
+        (build.get("context", "."), build.get("dockerfile")) if isinstance(build, dict) else (None, None)
+    if not isinstance(ctx, str) or posixpath.normpath(ctx) != ".":
+        return f"environment/docker-compose.yaml builds main from the context {str(ctx)[:80]!r}, not environment/"
+    if dockerfile is not None and (not isinstance(dockerfile, str) or posixpath.normpath(dockerfile) != "Dockerfile"):
+        return f"environment/docker-compose.yaml builds main from {str(dockerfile)[:80]!r}, not environment/Dockerfile"
+    return None
 
 
 def entry_wrapper(entry: str) -> str:
