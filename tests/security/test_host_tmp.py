@@ -22,6 +22,7 @@ import pytest
 import sandbox
 from clawloop.core.tasks.environment import refuse_unverifiable
 from clawloop.errors import ClawloopError
+
 from .conftest import available
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,6 +33,8 @@ TASK = REPO / "benchmarks" / "shell-core" / "crlf-to-lf"
 SCRIPT = textwrap.dedent("""\
     set -eu
     real=/run/clawloop-canary.$$; mkdir -p "$real"; mount --bind /tmp "$real"
+    # the sandboxes' own temp files where a docker daemon (outside this namespace) sees them too
+    export TMPDIR=/run/clawloop-canary-work.$$; mkdir -p "$TMPDIR"; chmod 1777 "$TMPDIR"
     mount -t tmpfs canary /tmp && mount -t tmpfs canary /var/tmp
     case "$REPO" in /tmp/*)  # a checkout under /tmp (CI's clone may be one) stays in view
       mkdir -p "$REPO" && mount --bind "$real/${REPO#/tmp/}" "$REPO" ;; esac
@@ -43,7 +46,7 @@ SCRIPT = textwrap.dedent("""\
     echo "--- stdout"; tail -n 1 /dev/shm/cl-out-$$; echo "--- stderr"; cat /dev/shm/cl-err-$$
     rm -f /dev/shm/cl-out-$$ /dev/shm/cl-err-$$
     echo "--- links"; find /tmp /var/tmp -xdev -type l | sort
-    umount "$real" && rmdir "$real"
+    umount "$real" && rmdir "$real" && rm -rf "$TMPDIR"
 """)
 CANARIES = ["/tmp/dangling", "/tmp/job/bin/python3", "/var/tmp/job/etc"]
 
