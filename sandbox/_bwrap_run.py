@@ -55,6 +55,7 @@ class BwrapContainers:
     _trusted: Path | None
     _carried: list[str]
     _etc_frozen: Path | None
+    _etc_verifier: Path | None
     _etc: Path
 
     def _bwrap_argv(self, launch: Launch | None, *rest: str) -> list[str]:
@@ -65,7 +66,7 @@ class BwrapContainers:
         if self._trusted is None:
             a += ["--bind", str(self.root), "/"]
         else:  # read-only, with the agent's top-level dirs over it (sandbox/_trusted.py)
-            a += ["--ro-bind", str(self._trusted), "/", "--ro-bind", str(self._etc_frozen or self._etc), "/etc"]
+            a += ["--ro-bind", str(self._trusted), "/", "--ro-bind", str(self._etc_verifier or self._etc_frozen or self._etc), "/etc"]
             for name in self._carried:
                 if "/" + name not in self._view.mounts:
                     a += ["--bind", str(self.root / name), "/" + name]

@@ -95,6 +95,96 @@ def freeze_etc(etc: Path, dest: Path) -> None:
         os.chmod(dirpath, 0o755)
 
 
+DELIVERABLE_ETC = ("passwd", "group", "shadow", "gshadow", "sudoers", "sudoers.d", "crontab", "cron.d",
+                   "cron.hourly", "cron.daily", "cron.weekly", "cron.monthly", "logrotate.d", "nginx", "apache2")
+"""Entries of /etc that tasks ask the agent to edit (add a user, a sudoers rule, a cron job, a site
+config) and that no tool a verifier runs on its own behalf reads to decide what code it runs: the
+loader, interpreters, pip, git, file, openssl read none of them. /etc/hosts is not one: the
+names a verifier's checks resolve stay the task's. A trusted root shows the agent's
+version of these over the frozen /etc (`verifier_etc`); every other entry stays the image's. A
+verifier that starts nginx with the agent's site config runs the agent's configuration, as it
+runs the agent's program: that is the deliverable."""
+
+
+def verifier_etc(agent_etc: Path, frozen: Path, dest: Path) -> bool:
+    """Fill the new dir `dest` with `frozen` and, over it, the agent's DELIVERABLE_ETC entries, when
+    any differs from the frozen one; False (nothing made) when none does, so that the frozen /etc
+    is bound as it is. Copies as `freeze_etc` does: nothing followed, capped."""
+    changed = [n for n in DELIVERABLE_ETC if _snapshot(agent_etc / n) != _snapshot(frozen / n)]
+    if not changed:
+        return False
+    freeze_etc(frozen, dest)
+    for name in changed:
+        target = dest / name
+        if target.is_dir() and not target.is_symlink():
+            _remove_tree(target)
+        elif os.path.lexists(target):
+            target.unlink()
+        src = agent_etc / name
+        st = os.lstat(src) if os.path.lexists(src) else None
+        if st is None:
+            continue  # the agent removed it (userdel of the last user...): absent here too
+        if stat.S_ISDIR(st.st_mode):
+            target.mkdir()
+            _copy_tree(src, target)
+        elif stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(src), target)
+        elif stat.S_ISREG(st.st_mode):
+            _copy_file(src, target, st.st_mode)
+    for dirpath, _, _ in os.walk(dest):
+        os.chmod(dirpath, 0o755)
+    return True
+
+
+SNAPSHOT_MAX_BYTES = 4 << 20
+"""Most bytes of one deliverable entry compared; past it the entry counts as changed."""
+
+
+def _snapshot(path: Path) -> tuple[object, ...] | None:
+    """What an /etc entry holds, comparable (kinds, names, link targets, bytes), without following
+    a link; None when absent."""
+    if not os.path.lexists(path):
+        return None
+    out: list[object] = []
+    todo, size = [(path, "")], 0
+    while todo:
+        p, rel = todo.pop()
+        try:
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                out.append((rel, "l", os.readlink(p)))
+            elif stat.S_ISREG(st.st_mode):
+                size += st.st_size
+                if size > SNAPSHOT_MAX_BYTES or len(out) > ETC_MAX_ENTRIES:
+                    return ("too large", os.urandom(8))  # equal to nothing: taken as changed
+                fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                try:
+                    out.append((rel, "f", os.read(fd, st.st_size + 1)))
+                finally:
+                    os.close(fd)
+            elif stat.S_ISDIR(st.st_mode) and rel.count("/") < ETC_MAX_DEPTH:
+                out.append((rel, "d"))
+                with os.scandir(p) as it:
+                    todo.extend((Path(e.path), f"{rel}/{e.name}") for e in it)
+        except OSError:
+            out.append((rel, "?"))
+    return tuple(sorted(out, key=repr))
+
+
+def _remove_tree(root: Path) -> None:
+    """Remove a tree of our own copy (no links followed: they are unlinked as entries)."""
+    for dirpath, dirs, files in os.walk(root, topdown=False):
+        for f in files:
+            os.unlink(os.path.join(dirpath, f))
+        for d in dirs:
+            p = os.path.join(dirpath, d)
+            if os.path.islink(p):
+                os.unlink(p)
+            else:
+                os.rmdir(p)
+    os.rmdir(root)
+
+
 def clear_top(root: Path, name: str) -> None:
     """Remove what `build` put at /name of a trusted root (a carried link or mount point)."""
     p = root / name

@@ -122,6 +122,7 @@ class BwrapSandbox(BwrapLayers, BwrapContainers, Backend):
         self._trusted: Path | None = None  # the trusted root while a `trusted_root` block runs
         self._carried: list[str] = []  # the agent's top-level dirs bound over it
         self._etc_frozen: Path | None = None  # the /etc of trusted roots (`freeze_etc`); None: self._etc
+        self._etc_verifier: Path | None = None  # it with the agent's deliverables, in a block that has any
         self._ran = False  # has a command run (and so maybe changed /etc)?
         # Copy-on-write root: the root dir and /etc are the sandbox's own (in its tmpfs as root),
         # so `WORKDIR /app`, `mkdir /etc/sudoers.d` work as in an image and vanish at close.
@@ -370,19 +371,24 @@ class BwrapSandbox(BwrapLayers, BwrapContainers, Backend):
             if self._trusted is not None:
                 raise SandboxError("trusted_root: already inside one")
             dest = Path(tempfile.mkdtemp(prefix="trusted-", dir=self.disk))
+            etc = Path(tempfile.mkdtemp(prefix="etc-verifier-", dir=self.disk))
+            etc.rmdir()
             try:
                 points = [m.target for m in self._view.mounts.values() if m.host is not None]
                 carried = trusted.build(self.root, dest, points)
+                merged = trusted.verifier_etc(self.root / "etc", self._etc_frozen or self._etc, etc)
             except (OSError, SandboxError) as e:
                 rmtree_force(dest)
+                rmtree_force(etc)
                 raise SandboxError(f"cannot build the trusted root: {e}") from None
-            self._trusted, self._carried = dest, carried
+            self._trusted, self._carried, self._etc_verifier = dest, carried, etc if merged else None
         try:
             yield
         finally:
             with self._lock:
-                self._trusted, self._carried = None, []
+                self._trusted, self._carried, self._etc_verifier = None, [], None
                 rmtree_force(dest)
+                rmtree_force(etc)
 
     def freeze_etc(self) -> None:
         """A copy of the sandbox's /etc as it is now becomes every later trusted root's /etc

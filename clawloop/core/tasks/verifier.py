@@ -8,7 +8,8 @@ survives its command):
 - a root the agent could not program (`Sandbox.trusted_root`; bwrap: sandbox/_trusted.py): the
   /bin /lib /lib64 /sbin links are the sandbox's originals and /etc is the image's as built
   (frozen after the task's setup, `Sandbox.freeze_etc`: the configuration its tools read, from
-  /etc/magic to /etc/xdg/pip and /etc/init.d, is the task's, never the agent's), `/` and /etc
+  /etc/magic to /etc/xdg/pip and /etc/init.d, is the task's, never the agent's; only what tasks
+  deliver there, users or a sudoers rule, is the agent's: `DELIVERABLE_ETC`), `/` and /etc
   read-only; the agent's top-level dirs are carried over;
 - search lists of the task's env (PATH, LD_LIBRARY_PATH, PYTHONPATH...: `SEARCH_LIST`) keep
   their absolute entries only: an empty or relative one is the cwd, the agent's workdir;
