@@ -44,6 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clawloop.core.tasks.file_tree import ReadBudget, find_dirs, read_file, read_tree
+from clawloop.core.tasks.harbor import read_yaml
 from clawloop.core.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.errors import ClawloopError, describe_validation_error
 
@@ -60,12 +61,8 @@ _GRADER_SCRIPT = Path(__file__).with_name("claw_eval_grader.py")
 
 # ---------------------------------------------------------------------------------- import
 def _yaml(path: Path) -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(read_file(path).decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise ClawloopError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    """The bounded reader of Harbor's YAML (aliases written out under a cap, depth capped)."""
+    return read_yaml(read_file(path), str(path))
 
 
 def is_claw_eval_task(path: Path) -> bool:

@@ -189,7 +189,7 @@ def _read_toml(path: Path, where: str, budget: ReadBudget) -> dict[str, Any]:
         raise ClawloopError(f"{where}: nested deeper than {MAX_NESTING} levels") from None
 
 
-def _read_yaml(data: bytes, where: str) -> Any:
+def read_yaml(data: bytes, where: str) -> Any:
     """A YAML document as JSON-ready data (`_plain`); ClawloopError naming `where`."""
     import yaml
 
@@ -358,14 +358,14 @@ def _prune_empty(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compose_needs(context: dict[str, FileSpec]) -> str | None:
-    import yaml
-
     spec = context.get("docker-compose.yaml") or context.get("docker-compose.yml")
     try:
-        services = (yaml.safe_load(spec.data()) or {}).get("services") or {}  # type: ignore[union-attr]
-    except yaml.YAMLError:
+        doc = read_yaml(spec.data(), "environment/docker-compose.yaml")  # type: ignore[union-attr]
+        services = doc.get("services") if isinstance(doc, dict) else None
+    except ClawloopError:
         return "environment/docker-compose.yaml cannot be read"
-    return f"multi-container environment ({', '.join(services)})" if len(services) > 1 else None
+    names = [str(k) for k in services] if isinstance(services, dict | list) else []
+    return f"multi-container environment ({', '.join(names)})" if len(names) > 1 else None
 
 
 def _compose_build(spec: FileSpec) -> str | None:
@@ -421,7 +421,7 @@ _TB1_LIMITS = {"agent_timeout_s": "max_agent_timeout_sec", "verifier_timeout_s":
 
 def _tb1_steps(spec: FileSpec, where: str) -> list[str]:
     """solution.yaml's commands: a list of strings, or of mappings whose `command` is one."""
-    doc = _read_yaml(spec.data(), where) or []
+    doc = read_yaml(spec.data(), where) or []
     if not isinstance(doc, list):
         raise ClawloopError(f"{where}: expected a list of commands, got {type(doc).__name__}")
     steps = [s.get("command") if isinstance(s, dict) else s for s in doc]
@@ -433,7 +433,7 @@ def _tb1_steps(spec: FileSpec, where: str) -> list[str]:
 
 def _load_tb1_task(path: Path, *, source: str | None, runtime: Runtime, budget: ReadBudget) -> Task:
     where = f"{path}/task.yaml"
-    raw = _read_yaml(read_file(path / "task.yaml", budget), where) or {}
+    raw = read_yaml(read_file(path / "task.yaml", budget), where) or {}
     if not isinstance(raw, dict):
         raise ClawloopError(f"{where}: expected a mapping")
     instruction = raw.get("instruction")
