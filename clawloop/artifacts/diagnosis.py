@@ -37,10 +37,16 @@ class PassStats(_Model):
 
 
 class CellStats(PassStats):
-    """Pass statistics of one (skill, level) cell."""
+    """Pass statistics of one (skill, level) cell. Its interval counts a task's samples as one
+    cluster (`effective_episodes`), since the curriculum decides on skills, not on single tasks."""
 
     skill: str
     level: int
+    tasks: int | None = Field(None, ge=0)
+    """Distinct tasks behind the episodes (None: a report from before tasks were counted)."""
+    effective_episodes: float | None = Field(None, ge=0)
+    """Independent episodes the cell is worth (`clawloop.core.stats.effective_trials`): the
+    interval's sample size."""
     previous_pass_rate: float | None = None
     """The cell's pass rate in the previous report (None: no previous report or no such cell)."""
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
-def wilson_interval(passes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion; (0, 1) when n == 0."""
+def wilson_interval(passes: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion; (0, 1) when n == 0. Counts may be
+    fractional (an effective sample size, `effective_trials`)."""
     if n <= 0:
         return 0.0, 1.0
     p = passes / n
@@ -18,6 +19,31 @@ def wilson_interval(passes: int, n: int, z: float = 1.96) -> tuple[float, float]
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def effective_trials(episodes: int, passes: int, tasks: int, sum_yy: float, sum_yn: float, sum_nn: float) -> float:
+    """How many independent episodes `episodes` graded episodes of `tasks` tasks are worth.
+
+    A task's k samples share its difficulty (the probe's episodes are k samples a task), so they
+    are not k independent trials: 2 tasks failed 4 times each say little more than 2 tasks failed
+    once. This is the design effect of a cluster sample: the pass rate's cluster-robust variance
+    (tasks as clusters) against the binomial one; one sample a task gives the count back, and k
+    samples that always agree within a task give the number of tasks. `sum_yy`, `sum_yn`, `sum_nn` are
+    the sums over tasks of passes², passes × samples and samples². Where every task passed or
+    every task failed, the spread says nothing: each task counts once. At least 1, at most
+    `episodes`."""
+    if episodes <= 0:
+        return 0.0
+    if tasks <= 1:
+        return 1.0
+    p = passes / episodes
+    if p in (0.0, 1.0):
+        return float(min(tasks, episodes))
+    spread = sum_yy - 2 * p * sum_yn + p * p * sum_nn  # sum over tasks of (passes - p * samples)²
+    if spread <= 0:
+        return float(episodes)
+    variance = spread / episodes**2
+    return max(1.0, min(float(episodes), p * (1 - p) / variance))
 
 
 @dataclass(frozen=True)

@@ -85,12 +85,19 @@ FROM episodes
 # The suites of the episodes (NULL read as '').
 ALL_SUITES_SQL = "SELECT DISTINCT coalesce(suite, '') FROM episodes ORDER BY 1"
 
-# Pass statistics per (skill, level) over graded episodes of the evidence suites. Bound: the list
-# of evidence suites.
+# Pass statistics per (skill, level) over graded episodes of the evidence suites, with the moments
+# over tasks that `stats.effective_trials` needs (a task's samples are one cluster). Bound: the
+# list of evidence suites.
 CELLS_SQL = """
-SELECT skill, level, count(*) AS episodes, count(*) FILTER (WHERE outcome = 'passed') AS passes
-FROM episodes
-WHERE outcome IN ('passed', 'failed') AND list_contains(?::VARCHAR[], coalesce(suite, ''))
+WITH per_task AS (
+    SELECT skill, level, task_id, count(*) AS n, count(*) FILTER (WHERE outcome = 'passed') AS y
+    FROM episodes
+    WHERE outcome IN ('passed', 'failed') AND list_contains(?::VARCHAR[], coalesce(suite, ''))
+    GROUP BY skill, level, task_id
+)
+SELECT skill, level, sum(n)::BIGINT AS episodes, sum(y)::BIGINT AS passes, count(*) AS tasks,
+       sum(y * y)::DOUBLE AS yy, sum(y * n)::DOUBLE AS yn, sum(n * n)::DOUBLE AS nn
+FROM per_task
 GROUP BY skill, level
 ORDER BY skill, level
 """
@@ -192,8 +199,9 @@ class Figures:
     mean_prompt_tokens: float
     iteration: int | None
     policy_id: str
-    cells: list[tuple[str, int, int, int]]
-    """(skill, level, episodes, passes) over graded episodes of the evidence suites."""
+    cells: list[tuple[str, int, int, int, int, float, float, float]]
+    """(skill, level, episodes, passes, tasks, and the sums over tasks of passes², passes ×
+    samples, samples²) over graded episodes of the evidence suites."""
     suites: list[tuple[str, int, int]]
     outcomes: dict[str, int]
     terminations: dict[str, int]

@@ -21,7 +21,7 @@ from clawloop.artifacts.diagnosis import (
     SuiteStats,
 )
 from clawloop.config.diagnosis import DiagnosisParams
-from clawloop.core.stats import wilson_interval
+from clawloop.core.stats import effective_trials, wilson_interval
 from clawloop.core.tasks.pool import read_pool
 from clawloop.phases.diagnose.queries import Figures
 
@@ -45,15 +45,23 @@ def pool_diversity(path: str | Path) -> tuple[Diversity, dict[str, int]]:
     return div, min_level
 
 
-def _pass_figures(passes: int, episodes: int) -> dict[str, Any]:
-    """The fields of a PassStats: counts, rate and its Wilson interval."""
-    lo, hi = wilson_interval(passes, episodes)
-    return dict(episodes=episodes, passes=passes, pass_rate=passes / episodes if episodes else 0.0,
-                ci_low=lo, ci_high=hi)
+def _pass_figures(passes: int, episodes: int, effective: float | None = None) -> dict[str, Any]:
+    """The fields of a PassStats: counts, rate and its Wilson interval (over `effective`
+    independent episodes when given)."""
+    rate = passes / episodes if episodes else 0.0
+    n = episodes if effective is None else effective
+    lo, hi = wilson_interval(rate * n, n)
+    return dict(episodes=episodes, passes=passes, pass_rate=rate, ci_low=lo, ci_high=hi)
 
 
-def _cell(skill: str, level: int, episodes: int, passes: int) -> CellStats:
-    return CellStats(skill=skill, level=level, **_pass_figures(passes, episodes))
+def _cell(skill: str, level: int, episodes: int, passes: int, tasks: int | None = None,
+          yy: float = 0.0, yn: float = 0.0, nn: float = 0.0) -> CellStats:
+    """A cell's stats; with `tasks` and the moments over tasks (CELLS_SQL), its interval is over
+    the episodes' effective number (`effective_trials`); without, each episode counts as a task."""
+    effective = None if tasks is None else effective_trials(episodes, passes, tasks, yy, yn, nn)
+    return CellStats(skill=skill, level=level, tasks=tasks,
+                     effective_episodes=None if effective is None else round(effective, 3),
+                     **_pass_figures(passes, episodes, effective))
 
 
 def find_regressions(
@@ -120,7 +128,8 @@ def decide_level(cells: list[CellStats], params: DiagnosisParams) -> tuple[Actio
 
 
 def _figures(c: CellStats) -> str:
-    return f"level {c.level}: {c.passes}/{c.episodes} passed, 95% CI [{c.ci_low:.2f}, {c.ci_high:.2f}]"
+    tasks = "" if c.tasks is None else f" of {c.tasks} tasks (worth {c.effective_episodes:g} independent)"
+    return f"level {c.level}: {c.passes}/{c.episodes} passed{tasks}, 95% CI [{c.ci_low:.2f}, {c.ci_high:.2f}]"
 
 
 def recommend(
