@@ -28,9 +28,8 @@ def _last_json(output: str) -> dict:
 
 
 def test_eval_fixtures_on_bwrap(backend: str, tmp_path: Path) -> None:
-    out = tmp_path / "results.jsonl"
     res = runner.invoke(app, ["eval", str(FIXTURES), "--agent", "oracle", "--backend", backend,
-                              "--jobs", "2", "--out", str(out), "--json"])
+                              "--jobs", "2", "--out", str(tmp_path / "run"), "--json"])
     assert res.exit_code == 0, res.output
     s = _last_json(res.output)
     # convert-slides installs libreoffice-impress: an apt layer (built once, cached) on bwrap
@@ -38,7 +37,7 @@ def test_eval_fixtures_on_bwrap(backend: str, tmp_path: Path) -> None:
     assert s["pass_rate"] == 1.0 and s["suites"]["harbor"]["passed"] == 3
     assert s["skills"]["text_search"]["passed"] == 1 and "data-processing" in s["skills"]
     assert "skill" in res.output and "total" in res.output  # the table
-    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    rows = [json.loads(x) for x in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()]
     assert {r["name"]: r["outcome"] for r in rows} == {
         "convert-slides": "passed", "region-totals": "passed", "word-count": "passed"}
 
@@ -233,6 +232,6 @@ def test_error_lines_are_not_wrapped_outside_a_terminal(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "word-count", tmp_path / "suite" / name)
     (tmp_path / "suite" / name / "instruction.md").unlink()
     res = runner.invoke(app, ["eval", str(tmp_path / "suite"), "--agent", "oracle"])
-    assert res.exit_code == 0, res.output
+    assert isinstance(res.exception, ClawloopError) and "all 1 tasks are unloadable" in str(res.exception)
     line = next(x for x in res.output.splitlines() if x.startswith("unloadable "))
     assert line.endswith(f"{name}/instruction.md: file not found") and f"suite/{name}: " in line

@@ -138,13 +138,13 @@ def summary_of(r: subprocess.CompletedProcess[str]) -> dict:
 @needs_bwrap
 def test_cli_eval_each_format(tmp_path: Path) -> None:
     root = FIX / "claw-eval-live" / "_grader_root"
-    out = tmp_path / "records.jsonl"
+    out = tmp_path / "run"
     both = summary_of(clawloop("eval", str(FIX / "clawgym"), str(FIX / "claw-eval-live"), "--grader-root", str(root),
                                "--agent", "oracle", "--json", "-j", "4", "--out", str(out)))
     gym, live = both["suites"]["clawgym"], both["suites"]["claw-eval-live"]
     assert (gym["passed"], gym["tasks"], gym["mean_score"], gym["full_score_rate"]) == (4, 4, 1.0, 1.0)
     assert (live["passed"], live["skipped"], live["mean_score"]) == (3, 1, 1.0)
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    rows = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     assert {r["benchmark"] for r in rows} == {"clawgym", "claw-eval-live"}
     assert sum(1 for r in rows if r["scores"] and r["scores"]["completion"] == 1.0) == 3
     noop = summary_of(clawloop("eval", str(FIX / "clawgym"), "--format", "clawgym", "--agent", "noop", "--json",

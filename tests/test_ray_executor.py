@@ -175,13 +175,13 @@ class TestLocalCluster:
 
         from clawloop.cli import app
 
-        out = tmp_path / "episodes.jsonl"
+        out = tmp_path / "run"
         res = CliRunner().invoke(app, ["eval", *map(str, _shell_core(3)), "--backend", backend,
                                        "--executor", "ray", "--json", "--out", str(out)])
         assert res.exit_code == 0, res.output
         summary = json.loads(res.output.strip().splitlines()[-1])
         assert summary["executor"] == "ray" and summary["passed"] == 3
-        assert all(json.loads(line)["node"] for line in out.read_text().splitlines())
+        assert all(json.loads(line)["node"] for line in (out / "episodes.jsonl").read_text().splitlines())
         bad = CliRunner().invoke(app, ["eval", str(SHELL_CORE), "--agent", "model", "--model", "x",
                                        "--executor", "ray"])
         assert isinstance(bad.exception, ClawloopError) and "model agent" in str(bad.exception)

@@ -215,7 +215,7 @@ def test_ablations_run_in_clones_of_their_own(runs: Path, tmp_path: Path) -> Non
 
 
 def test_viewer_reads_eval_jsonl_and_cli(tmp_path: Path) -> None:
-    """`clawloop eval --out FILE` (oracle/no-op agents) writes EpisodeRecords; the viewer reads them too."""
+    """`clawloop eval --out DIR` writes EpisodeRecords to DIR/episodes.jsonl; the viewer reads them too."""
     rec = {"task_id": "t1", "name": "hello", "suite": "shell-core", "skill": "files", "level": 1, "agent": "noop",
            "outcome": "failed", "reward": 0.0, "reason": None, "duration_s": 0.1, "verifier_output": "FAILED x",
            "steps": [{"command": "true", "exit_code": 0, "output": "", "timed_out": False, "duration_s": 0.0}]}

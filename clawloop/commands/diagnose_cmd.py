@@ -8,6 +8,7 @@ import typer
 
 from clawloop.artifacts.probe import summarize, write_probe
 from clawloop.commands import app, loop_rollout, tasks_app
+from clawloop.commands.out import check_out
 from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.core.agent.harness import HarnessConfig
 from clawloop.core.agent.rollout import RolloutConfig
@@ -30,6 +31,7 @@ def diagnose(
         None, "--narrative-model", help="Policy (DIR, vllm:DIR, openai:MODEL@URL) that writes a narrative; off by default."),
 ) -> None:
     """Diagnose an iteration's trajectories: pass rates, failure taxonomy, trends, recommendations."""
+    check_out(out, "dir")
     params = DiagnosisParams(threads=threads, narrative=narrative_model is not None)
     policy = None
     if narrative_model is not None:
@@ -64,6 +66,9 @@ def probe(
     no_params: bool = typer.Option(False, "--no-params", help="The library's harness defaults, not ./params.yaml's."),
 ) -> None:
     """Label each task too_easy (k/k), learnable (0<p<k) or frontier (0/k) with the current policy."""
+    check_out(out)
+    if trajectories is not None:
+        check_out(trajectories, "dir", run=True, flag="--trajectories")
     tasks = read_pool(pool)
     loop = loop_rollout(params, no_params)
     policy = load_policy(model)

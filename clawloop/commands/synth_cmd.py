@@ -8,6 +8,7 @@ import typer
 
 from clawloop.artifacts.diagnosis import load_report
 from clawloop.commands import tasks_app
+from clawloop.commands.out import check_out
 from clawloop.config.synthesis import ROUTINES, CurriculumParams, Forms
 from clawloop.core.io import write_json
 from clawloop.core.tasks.pool import manifest_path, write_pool
@@ -49,6 +50,8 @@ def synth(
         raise ClawloopError(f"--routine: unknown routine {routine!r} (choose from {', '.join(ROUTINES)})")
     if n < 0:
         raise ClawloopError(f"--n: must be >= 0, got {n}")
+    check_out(out)
+    check_out(manifest_path(out), flag="--out's manifest")
     # --- grounded routines hook (clawloop/phases/synthesize/grounded/routines.py) ---
     if routine != "procedural":
         if not model:

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from clawloop.commands import app, parse_sets
+from clawloop.commands.out import check_out
 from clawloop.config.train import TrainParams, field_help, load_section, merge
 from clawloop.core.executor import executor_params
 from clawloop.errors import ClawloopError
@@ -76,6 +77,7 @@ def train(
     for flag, value in (("--base", base), ("--tasks", tasks), ("--out", out)):
         if value is None:
             raise ClawloopError(f"{flag}: required")
+    check_out(out, "dir")  # an existing one is the work directory a run resumes from
     sandbox = _sandbox_section(params)
     setup = EpisodeSetup(backend=backend or sandbox.get("backend", "bwrap"), jobs=jobs or sandbox.get("jobs", 4),
                          executor=executor_params(executor if executor is not None else _section(params, "executor")))

@@ -2,7 +2,7 @@
 
 Two layouts exist: rollout directories (`episodes*.parquet` + `steps*.parquet`, written by the
 loop's stages and `clawloop eval --agent model --out DIR`) and `episodes.jsonl` (EpisodeRecord
-lines, written by `clawloop eval --out FILE` for the oracle/no-op agents). Both become the same
+lines, written by `clawloop eval --out DIR` for every agent). Both become the same
 plain dicts, so the page has one shape to draw. Failure modes come from the diagnosis's own
 reference rules (`taxonomy.classify`), so the viewer and the report never disagree on them.
 
