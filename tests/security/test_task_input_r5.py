@@ -175,7 +175,7 @@ def test_a_few_aliases_still_load(tmp_path: Path) -> None:
 
 
 def test_dotted_toml_key_40_deep_loads_quickly(tmp_path: Path) -> None:
-    """harbor._prune called itself twice per level: 2**40 calls (a hang)."""
+    """harbor._prune (now documents.prune) called itself twice per level: 2**40 calls (a hang)."""
     d = _word_count(tmp_path)
     _toml_append(d, "[x]\n" + ".".join(["k"] * 40) + " = 1")
     with _deadline(20):
@@ -291,14 +291,15 @@ def _deep(n: int) -> dict[str, Any]:
 def test_export_of_a_hostile_pool_is_one_line(tmp_path: Path, mutate: Callable[[dict[str, Any]], None],
                                               names: str) -> None:
     """A mode of 2**40, a 3,000-deep path, a 900-deep metadata: `tasks export` gave a traceback
-    (OverflowError, ENAMETOOLONG, RecursionError) and left half a task directory behind."""
+    (OverflowError, ENAMETOOLONG, RecursionError) and left half a task directory behind. With
+    `--force` over an earlier export, that export is still whole after the refusal."""
     pool = _pool(tmp_path, mutate)
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     try:
         with _deadline(60):
-            msg = _refused(["tasks", "export", str(pool), "--out", str(out)], names=names)
+            msg = _refused(["tasks", "export", str(pool), "--out", str(out), "--force"], names=names)
         assert msg.startswith(f"{pool}:1: "), msg
         assert [p.name for p in out.iterdir()] == ["keep.txt"] and (out / "keep.txt").read_text() == "mine"
     finally:  # a 3,000-deep tree written by a regression would break pytest's own cleanup (recursive)

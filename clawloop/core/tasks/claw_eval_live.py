@@ -43,8 +43,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from clawloop.core.tasks.documents import read_yaml
 from clawloop.core.tasks.file_tree import ReadBudget, find_dirs, read_file, read_tree
-from clawloop.core.tasks.harbor import read_yaml
 from clawloop.core.tasks.task import FileSpec, Limits, Provenance, Solution, Task, Verifier
 from clawloop.errors import ClawloopError, describe_validation_error
 

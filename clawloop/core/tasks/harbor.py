@@ -18,20 +18,18 @@ scripts (`entry_wrapper`, `solve_script`) live here because import recognizes th
 from __future__ import annotations
 
 import copy
-import datetime
 import json
 import posixpath
 import shlex
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from clawloop.core.tasks.dockerfile_lite import TASK_FAULT, parse_dockerfile
+from clawloop.core.tasks.documents import prune, read_toml, read_yaml
 from clawloop.core.tasks.file_tree import (
     JUNK,
-    MAX_FILE_BYTES,
     ReadBudget,
     empty_dirs,
     find_dirs,
@@ -54,43 +52,6 @@ FORMAT_KEYS = ("answer", "claw_eval_live", "clawgym", "intercode")
 """Metadata records that pick a task's verifier adapter (clawloop.core.tasks.adapters): only their
 own loaders set them, never the `metadata_json` of a Harbor directory (a Claw-Eval-Live record
 there would have the host run the directory's tests/grader.py)."""
-
-
-def _plain(v: Any, where: str) -> Any:
-    """TOML or YAML values as JSON-ready data (dates become ISO strings), bounded: the copy nests
-    at most MAX_NESTING deep and holds at most MAX_FILE_BYTES (strings by length, anything else
-    8 bytes), else a ClawloopError naming `where`. The copy is made per path, so a YAML alias is
-    written out wherever it is used: 455 bytes of nested aliases were a 44 MiB pool line."""
-    left = MAX_FILE_BYTES
-
-    def walk(x: Any, depth: int) -> Any:
-        nonlocal left
-        left -= len(x) if isinstance(x, str) else 8
-        if left < 0:
-            raise ClawloopError(f"{where}: more than {MAX_FILE_BYTES >> 20} MiB once its aliases are written out")
-        if depth > MAX_NESTING:
-            raise ClawloopError(f"{where}: nested deeper than {MAX_NESTING} levels")
-        if isinstance(x, dict):
-            return {walk(k, depth + 1): walk(y, depth + 1) for k, y in x.items()}
-        if isinstance(x, list):
-            return [walk(y, depth + 1) for y in x]
-        if isinstance(x, datetime.date | datetime.time):
-            return x.isoformat()
-        return x
-
-    return walk(v, 0)
-
-
-def _prune(d: dict[str, Any]) -> dict[str, Any]:
-    """`d` without its empty tables, at any depth (each table is visited once)."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            v = _prune(v)
-            if not v:
-                continue
-        out[k] = v
-    return out
 
 
 # ---------------------------------------------------------------------------------- import
@@ -134,7 +95,7 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
     if not (path / "task.toml").is_file() and is_task_dir(path):
         return _load_tb1_task(path, source=source, runtime=runtime, budget=budget)
     where = f"{path}/task.toml"
-    raw = _read_toml(path / "task.toml", where, budget)
+    raw = read_toml(path / "task.toml", where, budget)
     meta = _table(raw, "metadata", where)
     cl = _table(meta, "clawloop", f"{where}: metadata")
     skill = _get(meta, "skill", str, f"{where}: metadata") or _get(meta, "category", str, f"{where}: metadata")
@@ -180,29 +141,6 @@ def load_harbor_task(path: str | Path, *, source: str | None = None, runtime: Ru
         raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
 
 
-def _read_toml(path: Path, where: str, budget: ReadBudget) -> dict[str, Any]:
-    try:
-        return _plain(tomllib.loads(read_file(path, budget).decode("utf-8")), where)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ClawloopError(f"{where}: not valid TOML ({e})") from None
-    except RecursionError:  # tomllib recurses per nested array or inline table
-        raise ClawloopError(f"{where}: nested deeper than {MAX_NESTING} levels") from None
-
-
-def read_yaml(data: bytes, where: str) -> Any:
-    """A YAML document as JSON-ready data (`_plain`); ClawloopError naming `where`."""
-    import yaml
-
-    try:
-        return _plain(yaml.safe_load(data.decode("utf-8")), where)
-    except UnicodeDecodeError:
-        raise ClawloopError(f"{where}: not UTF-8 text") from None
-    except yaml.YAMLError as e:
-        raise ClawloopError(f"{where}: not valid YAML ({str(e).splitlines()[0]})") from None
-    except RecursionError:  # PyYAML's composer recurses per nested node
-        raise ClawloopError(f"{where}: nested deeper than {MAX_NESTING} levels") from None
-
-
 def _verifier_files(path: Path, cl: dict[str, Any], where: str,
                     budget: ReadBudget) -> tuple[dict[str, FileSpec], str]:
     """(files, entry) of the task's tests/: a generated wrapper of a `verifier_entry` undone."""
@@ -246,7 +184,7 @@ def _metadata(raw: dict[str, Any], cl: dict[str, Any], harbor: dict[str, Any], s
     residual.get("verifier", {}).pop("timeout_sec", None)
     residual.get("agent", {}).pop("timeout_sec", None)
     residual.pop("source", None)
-    residual = _prune(residual)
+    residual = prune(residual)
     if residual:
         harbor["task_toml"] = residual
     try:
