@@ -42,7 +42,7 @@ def test_profiles_and_overrides() -> None:
         TrainParams.from_mapping({"profile": "tpu"})
     names = [n for n, _, h in field_help(cpu) if h]
     assert "sft.learning_rate" in names and "grpo.beta" in names and "data.self_fraction" in names
-    assert resolve_bf16(True) and not resolve_bf16(False)
+    assert resolve_bf16("bfloat16") and not resolve_bf16("float32")
 
 
 def test_params_yaml_section(tmp_path: Path) -> None:

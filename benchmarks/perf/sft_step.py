@@ -178,7 +178,7 @@ def main() -> None:
     over = {k: v for k, v in (("per_device_train_batch_size", args.batch), ("trainable_layers", args.trainable_layers),
                               ("max_length", args.max_length)) if v is not None}
     if args.bf16 != "auto":
-        over["bf16"] = args.bf16 == "on"
+        over["precision"] = "bfloat16" if args.bf16 == "on" else "float32"
     sft = sft.model_copy(update=over)
     if sft.trainable_layers is None:
         raise SystemExit("trainable_layers: not set (in the params or --trainable-layers)")
@@ -196,7 +196,7 @@ def main() -> None:
             raise SystemExit(f"{model}: no checkpoint (run the loop's first iteration, or pass --model)")
         base = run(model, work, sft, data, "off", args.steps)
         fast = run(model, work, sft, data, "auto", args.steps)
-        exact = (run(model, work, sft.model_copy(update={"bf16": False}), data, "off", args.steps, tag="fp32")
+        exact = (run(model, work, sft.model_copy(update={"precision": "float32"}), data, "off", args.steps, tag="fp32")
                  if args.fp32_reference else None)
         heads = ({on: run(model, work, sft.model_copy(update={"train_head": on}), data, "auto", args.steps,
                           tag=f"head-{on}") for on in (True, False)} if args.compare_head else {})
@@ -212,7 +212,7 @@ def main() -> None:
     fast_stage = seen * trunk_per_conv + n_stage * fast["s_per_step"]
     result = {
         "benchmark": "sft_step", "model": str(args.model), "threads": torch.get_num_threads(),
-        "bf16": resolve_bf16(sft.bf16), "batch": sft.per_device_train_batch_size, "max_length": sft.max_length,
+        "bf16": resolve_bf16(sft.precision), "batch": sft.per_device_train_batch_size, "max_length": sft.max_length,
         "trainable_layers": sft.trainable_layers, "layers": fast["layers"], "conversations": base["examples"],
         "tokens_per_example": round(base["tokens_per_example"], 1), "timed_steps": args.steps,
         "baseline_s_per_step": round(base["s_per_step"], 4), "fast_s_per_step": round(fast["s_per_step"], 4),

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from clawloop.errors import ClawloopError, validated
 
 Profile = Literal["cpu", "gpu"]
+Precision = Literal["auto", "float32", "bfloat16"]
 
 MOVED_TO_SANDBOX: dict[str, str] = {"sandbox_backend": "sandbox.backend", "reference_workers": "sandbox.jobs"}
 """Keys of `data` that moved to params.yaml's `sandbox` section (`train(backend=, jobs=)`,
@@ -101,10 +101,16 @@ class TrainerParams(_Params):
     """Micro-batches per optimizer step."""
     gradient_checkpointing: bool = False
     """Recompute activations in backward: less memory, slower steps."""
-    bf16: bool | None = None
-    """bf16 mixed precision; None = on for CUDA with bf16 support or a CPU with native bf16
-    (AVX512-BF16/AMX), off otherwise (emulated bf16 is far slower than fp32:
-    benchmarks/perf/README.md)."""
+    precision: Precision = "auto"
+    """Arithmetic of training: bfloat16 = bf16 autocast (matmuls in bf16, the weights, gradients and
+    optimizer state stay float32: master weights), float32 = float32 throughout; auto = bfloat16 on a
+    CPU with native bf16 (avx512_bf16 / amx_bf16, clawloop.core.cpu.native_bf16) or a CUDA GPU with
+    bf16, float32 elsewhere (emulated bf16 ran 28x slower than float32 on an AVX2 box). On the
+    avx512_bf16 box (2026-12-07, the default SFT, box loaded): bf16 1.12x float32's speed a step
+    (the trained layers alone ~1.7x), and its loss curve left float32's after the first update
+    (final step 34% higher; float32 with another thread count stayed on float32's curve):
+    benchmarks/perf/train.py --sft, benchmarks/perf/README.md. auto keeps what the loop's recorded
+    results ran with (bf16 on that box) until a paired held-out comparison says otherwise."""
     save_total_limit: int = Field(2, gt=0)
     """Checkpoints kept in OUT.tmp while training."""
     seed: int = 0
@@ -120,6 +126,14 @@ class TrainerParams(_Params):
     """With trainable_layers: an untied output head trains too. false: the head stays the base's
     (Qwen2.5-Coder-0.5B's untied head is 136M of the 226M weights its top 6 layers and head hold, and
     it re-weights every token of the vocabulary from narrow data)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bf16_renamed(cls, data: Any) -> Any:
+        # the former `bf16: true | false | null` would otherwise fail as an unknown key without a hint
+        if isinstance(data, dict) and "bf16" in data:
+            raise ValueError("bf16: replaced by precision (auto | float32 | bfloat16; bf16 null = auto)")
+        return data
 
     @model_validator(mode="after")
     def _head_needs_layers(self) -> TrainerParams:
@@ -394,26 +408,18 @@ def _profile_defaults(profile: Profile) -> dict[str, Any]:
     }
 
 
-@cache
-def cpu_has_native_bf16() -> bool:
-    """True when oneDNN runs bf16 natively on this CPU (AVX512-BF16 or AMX)."""
-    import torch
-
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def resolve_bf16(flag: bool | None) -> bool:
-    """Decide bf16: an explicit flag wins; else CUDA with bf16, or a CPU with native bf16."""
-    if flag is not None:
-        return flag
+def resolve_bf16(precision: Precision) -> bool:
+    """Whether training runs under bf16 autocast: bfloat16 yes, float32 no; auto: a CUDA GPU with
+    bf16, else a CPU with native bf16 (clawloop.core.cpu.native_bf16)."""
+    if precision != "auto":
+        return precision == "bfloat16"
     import torch
 
     if torch.cuda.is_available():
         return bool(torch.cuda.is_bf16_supported())
-    return cpu_has_native_bf16()
+    from clawloop.core.cpu import native_bf16
+
+    return native_bf16()
 
 
 def field_help(params: BaseModel, prefix: str = "") -> list[tuple[str, str, str]]:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from clawloop.artifacts.checkpoint import final_metrics, load_tokenizer, save_final
-from clawloop.config.train import GRPOParams, resolve_bf16
+from clawloop.config.train import GRPOParams
 from clawloop.core.agent.episode import Episode
 from clawloop.core.agent.harness import HarnessConfig, initial_messages
 from clawloop.core.agent.tool_calls import BASH_TOOL, CALL_OPENERS, SUBMIT_TOOL, response_template
@@ -38,7 +38,7 @@ from clawloop.core.tasks.environment import sandbox_config as episode_config
 from clawloop.core.tasks.task import Task
 from clawloop.errors import ClawloopError
 from clawloop.phases.train.reference import call_text, scripted_reply
-from clawloop.phases.train.sft import peft_config, shared_args, trainer_model
+from clawloop.phases.train.sft import peft_config, precision_record, shared_args, trainer_model
 from sandbox.base import SandboxConfig
 
 if TYPE_CHECKING:
@@ -175,17 +175,16 @@ def grpo_dataset(tasks: Sequence[Task], harness_config: HarnessConfig | None = N
     return datasets.Dataset.from_dict(rows, features=Features({"prompt": List(Json()), "task": Value("string")}))
 
 
-def grpo_config(params: GRPOParams, output_dir: Path, *, bf16: bool | None = None) -> Any:
+def grpo_config(params: GRPOParams, output_dir: Path) -> Any:
     from trl import GRPOConfig
 
-    bf16 = resolve_bf16(params.bf16) if bf16 is None else bf16
     if (params.per_device_train_batch_size * params.gradient_accumulation_steps) % params.num_generations:
         raise ClawloopError(
             f"grpo: per_device_train_batch_size × gradient_accumulation_steps "
             f"({params.per_device_train_batch_size} × {params.gradient_accumulation_steps}) must be a multiple "
             f"of num_generations ({params.num_generations})")
     return GRPOConfig(
-        **shared_args(params, output_dir, bf16),
+        **shared_args(params, output_dir),
         beta=params.beta,
         num_generations=params.num_generations,
         max_completion_length=params.max_completion_length,
@@ -289,6 +288,7 @@ def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: P
         trainer, env_cls = build_trainer(base, tasks, params, stage_dir, backend=backend,
                                          sandbox_config=sandbox_config, harness_config=harness_config,
                                          callbacks=cbs)
+        precision = precision_record(params, bool(trainer.args.bf16), "grpo")
         try:
             result = trainer.train(resume_from_checkpoint=resume)
         finally:
@@ -309,6 +309,7 @@ def run_grpo(base: Path, tasks: Sequence[Task], params: GRPOParams, stage_dir: P
         "wall_time_s": round(time.time() - start, 3),
         "resumed_from": resume,
         "params": params.model_dump(mode="json"),
+        "precision": precision,
     }
     save_final(trainer, trainer.processing_class, dest, meta, base=base)
     return meta

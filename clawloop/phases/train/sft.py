@@ -59,7 +59,9 @@ def layer_linears(base: Path) -> tuple[int, list[str]]:
 
 
 def model_dtype(bf16: bool) -> Any:
-    """Weights dtype: bf16 on GPU when mixed precision is on (halves memory), fp32 otherwise."""
+    """Weights dtype: bf16 on GPU when mixed precision is on (halves memory); float32 otherwise, and
+    always on a CPU: there bf16 is autocast only, the float32 weights are the master copy that the
+    optimizer updates (an update of lr 2e-5 is below bf16's resolution of a weight ~1e-2)."""
     import torch
 
     return torch.bfloat16 if bf16 and torch.cuda.is_available() else torch.float32
@@ -71,8 +73,11 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def shared_args(params: SFTParams | GRPOParams, output_dir: Path, bf16: bool) -> dict[str, Any]:
-    """The TrainingArguments SFT and GRPO set alike: optimisation, checkpoints, logging, device."""
+def shared_args(params: SFTParams | GRPOParams, output_dir: Path) -> dict[str, Any]:
+    """The TrainingArguments SFT and GRPO set alike: optimisation, checkpoints, logging, device,
+    precision (`bf16=True` on a CPU: accelerate wraps the model's forward in
+    `torch.autocast("cpu", dtype=torch.bfloat16)`; the weights stay as loaded, float32)."""
+    bf16 = resolve_bf16(params.precision)
     return dict(
         output_dir=str(output_dir),
         learning_rate=params.learning_rate,
@@ -94,13 +99,24 @@ def shared_args(params: SFTParams | GRPOParams, output_dir: Path, bf16: bool) ->
     )
 
 
-def sft_config(params: SFTParams, output_dir: Path, *, bf16: bool | None = None) -> Any:
+def precision_record(params: SFTParams | GRPOParams, bf16: bool, stage: str) -> dict[str, Any]:
+    """What the stage's arithmetic was (train_meta.json's `precision`), also printed as one line: the
+    setting, what it resolved to, and the CPU's bf16 flags it followed."""
+    from clawloop.core.cpu import native_bf16
+
+    weights = str(model_dtype(bf16)).removeprefix("torch.")
+    record = {"setting": params.precision, "bf16_autocast": bf16, "weights": weights, "cpu_native_bf16": native_bf16()}
+    how = f"bf16 autocast, {weights} weights" if bf16 else "float32"
+    print(f"[{stage}] precision {params.precision}: {how} (CPU native bf16: {'yes' if record['cpu_native_bf16'] else 'no'})")
+    return record
+
+
+def sft_config(params: SFTParams, output_dir: Path) -> Any:
     """TRL SFTConfig for our data: assistant-only loss, tools column, no external reporting."""
     from trl import SFTConfig
 
-    bf16 = resolve_bf16(params.bf16) if bf16 is None else bf16
     return SFTConfig(
-        **shared_args(params, output_dir, bf16),
+        **shared_args(params, output_dir),
         assistant_only_loss=True,
         num_train_epochs=params.num_train_epochs,
         max_length=params.max_length,
@@ -147,14 +163,14 @@ def trainer_model(base: Path, params: SFTParams | GRPOParams, args: Any) -> Any:
 
 
 def build_trainer(base: Path, dataset: datasets.Dataset, params: SFTParams, output_dir: Path,
-                  *, callbacks: list[Any] | None = None, bf16: bool | None = None) -> Any:
+                  *, callbacks: list[Any] | None = None) -> Any:
     """An SFTTrainer ready to train (the dataset is tokenized and labelled here); with
     `trainable_layers` its forward trains from the frozen trunk's cached output where that applies
     (`trainer.frozen_trunk`, clawloop.phases.train.frozen_trunk)."""
     from trl import SFTTrainer
 
     tokenizer = load_tokenizer(base)
-    args = sft_config(params, output_dir, bf16=bf16)
+    args = sft_config(params, output_dir)
     trainer = SFTTrainer(
         model=trainer_model(base, params, args),
         args=args,
@@ -190,6 +206,7 @@ def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir:
 
     with training_run("sft", stage_dir, logs_dir) as (callbacks, resume):
         trainer = build_trainer(base, dataset, params, stage_dir, callbacks=callbacks)
+        precision = precision_record(params, bool(trainer.args.bf16), "sft")
         start_weights = trainable_weights(trainer.model) if params.interpolate < 1 else None
         result = trainer.train(resume_from_checkpoint=resume)
     if start_weights is not None:
@@ -207,6 +224,7 @@ def run_sft(base: Path, dataset: datasets.Dataset, params: SFTParams, stage_dir:
         "wall_time_s": round(time.time() - start, 3),
         "resumed_from": resume,
         "params": params.model_dump(mode="json"),
+        "precision": precision,
         # what the frozen-trunk path did (trunk_rows: conversations whose trunk ran); None: TRL's path
         "frozen_trunk": dataclasses.asdict(trainer.frozen_trunk.stats) if trainer.frozen_trunk else None,
     }
