@@ -1,5 +1,5 @@
 """Training precision (`train.sft.precision` / `train.grpo.precision`): bf16 autocast with float32
-master weights where the CPU has native bf16 (clawloop.core.cpu.native_bf16), float32 elsewhere."""
+master weights where the CPU has native bf16 (clawloop.config.cpu.native_bf16), float32 elsewhere."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from test_sft import conversation, make_task
 
+from clawloop.config import cpu
 from clawloop.config.train import GRPOParams, SFTParams, TrainParams, field_help, resolve_bf16
-from clawloop.core import cpu
 from clawloop.errors import ClawloopError
 from clawloop.phases.train import data as tdata
 

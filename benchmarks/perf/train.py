@@ -231,7 +231,7 @@ def bench_sft_precision(args: argparse.Namespace) -> dict[str, Any]:
     from sft_step import conversations as varied_conversations
 
     from clawloop.config.params import load_params
-    from clawloop.core.cpu import native_bf16
+    from clawloop.config.cpu import native_bf16
     from clawloop.phases.train.data import to_dataset
 
     steps = args.sft_steps or 8
@@ -298,7 +298,7 @@ def main() -> None:
             print(json.dumps(result))
         return
 
-    from clawloop.core.cpu import native_bf16
+    from clawloop.config.cpu import native_bf16
 
     sft_steps = args.sft_steps or 6
     with tempfile.TemporaryDirectory(prefix="clawloop-bench-train-") as tmp:

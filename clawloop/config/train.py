@@ -104,7 +104,7 @@ class TrainerParams(_Params):
     precision: Precision = "auto"
     """Arithmetic of training: bfloat16 = bf16 autocast (matmuls in bf16, the weights, gradients and
     optimizer state stay float32: master weights), float32 = float32 throughout; auto = bfloat16 on a
-    CPU with native bf16 (avx512_bf16 / amx_bf16, clawloop.core.cpu.native_bf16) or a CUDA GPU with
+    CPU with native bf16 (avx512_bf16 / amx_bf16, clawloop.config.cpu.native_bf16) or a CUDA GPU with
     bf16, float32 elsewhere (emulated bf16 ran 28x slower than float32 on an AVX2 box). On the
     avx512_bf16 box (2026-12-07, the default SFT, box loaded): bf16 1.12x float32's speed a step
     (the trained layers alone ~1.7x), and its loss curve left float32's after the first update
@@ -410,14 +410,14 @@ def _profile_defaults(profile: Profile) -> dict[str, Any]:
 
 def resolve_bf16(precision: Precision) -> bool:
     """Whether training runs under bf16 autocast: bfloat16 yes, float32 no; auto: a CUDA GPU with
-    bf16, else a CPU with native bf16 (clawloop.core.cpu.native_bf16)."""
+    bf16, else a CPU with native bf16 (clawloop.config.cpu.native_bf16)."""
     if precision != "auto":
         return precision == "bfloat16"
     import torch
 
     if torch.cuda.is_available():
         return bool(torch.cuda.is_bf16_supported())
-    from clawloop.core.cpu import native_bf16
+    from clawloop.config.cpu import native_bf16
 
     return native_bf16()
 

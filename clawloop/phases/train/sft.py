@@ -102,7 +102,7 @@ def shared_args(params: SFTParams | GRPOParams, output_dir: Path) -> dict[str, A
 def precision_record(params: SFTParams | GRPOParams, bf16: bool, stage: str) -> dict[str, Any]:
     """What the stage's arithmetic was (train_meta.json's `precision`), also printed as one line: the
     setting, what it resolved to, and the CPU's bf16 flags it followed."""
-    from clawloop.core.cpu import native_bf16
+    from clawloop.config.cpu import native_bf16
 
     weights = str(model_dtype(bf16)).removeprefix("torch.")
     record = {"setting": params.precision, "bf16_autocast": bf16, "weights": weights, "cpu_native_bf16": native_bf16()}
