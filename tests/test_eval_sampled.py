@@ -83,6 +83,8 @@ def test_read_sampled_names_the_file_and_field(tmp_path) -> None:
 def test_sampled_suites_must_be_eval_suites() -> None:
     ok = EvalParams.model_validate({"sampled": {"suites": ["shell-core"]}})
     assert ok.sampled.k == 4 and ok.sampled.suites == ["shell-core"]
-    assert EvalParams().sampled.suites == []  # off unless params.yaml names suites
+    assert EvalParams().sampled.suites == ["shell-core"]  # params.yaml's (measured) default
+    mini = [{"name": "mini", "path": "x"}]
+    assert EvalParams.model_validate({"suites": mini}).sampled.suites == []  # the default only where shell-core is
     with pytest.raises(ValueError, match=r"sampled\.suites: synth-heldout not among eval\.suites"):
-        EvalParams.model_validate({"sampled": {"suites": ["synth-heldout"]}})
+        EvalParams.model_validate({"suites": mini, "sampled": {"suites": ["synth-heldout"]}})

@@ -104,7 +104,7 @@ def test_rollout_params_reach_the_harness_and_policy(tmp_path: Path) -> None:
     assert context.harness.max_format_errors == 2
     assert load_params(out).rollout.engine.threads == 1
     assert context.policy.hf.engine.threads == context.policy.llamacpp.threads == 1
-    assert context.policy.hf.engine.forward == "auto" and context.policy.hf.engine.speculate == 0
+    assert context.policy.hf.engine.forward == "auto" and context.policy.hf.engine.speculate == 8  # the measured default
     assert rollout_settings(load_params(ROOT / "profiles" / "smoke.yaml")).harness.max_format_errors == 3
     hinted = _write(tmp_path, lambda r: r["rollout"].update(format_hint="json_fence", repeat_note=False,
                                                             repeat_resample=0.7))

@@ -157,6 +157,20 @@ def check_runs(runs: str | Path) -> list[Finding]:
     return findings
 
 
+# ------------------------------------------------------------------ a params file
+PARAMS_SUFFIXES = (".yaml", ".yml")
+"""What `clawloop check` reads as a params file (params.yaml or a profile) rather than an artifact."""
+
+
+def check_params(path: str | Path) -> str:
+    """One line saying that `path` validates against the params schema (clawloop.config.params), the
+    check every stage runs first; a ClawloopError naming the file and the leaf when it does not."""
+    from clawloop.config.params import load_params
+
+    params = load_params(path)
+    return f"{path}: OK (params of profile {params.profile}, {len(params.loop.iterations)} iterations)"
+
+
 # ------------------------------------------------------------------ any path, by content
 _ITERATION_MARKERS = ("policy", "eval", "metrics.json", "diagnosis", "validated", "checkpoint")
 

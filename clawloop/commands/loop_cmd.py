@@ -4,17 +4,18 @@ checked, shown and compared."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from clawloop.artifacts import IterDir
-from clawloop.artifacts.check import check_path
+from clawloop.artifacts.check import PARAMS_SUFFIXES, check_params, check_path
 from clawloop.commands import app
 from clawloop.commands.out import check_out
 from clawloop.core.progress import console
-from clawloop.errors import printable
+from clawloop.errors import ClawloopError, printable
 from clawloop.report.build import write_report
 from clawloop.viewer import expand_sources, write_viewer
 
@@ -23,14 +24,25 @@ if TYPE_CHECKING:
 
 
 @app.command()
-def check(path: Path = typer.Argument(Path("runs"), help="A runs/ tree, an iteration directory, or any "
+def check(path: Path = typer.Argument(Path("runs"), help="A runs/ tree, an iteration directory, any "
                                       "single artifact (pool or probe JSONL, trajectory or diagnosis "
-                                      "directory, checkpoint, metrics.json, ...).")) -> None:
-    """Validate artifacts against their schemas, the check picked by content; exit 1 on any
-    violation, 2 when PATH holds no clawloop artifact."""
+                                      "directory, checkpoint, metrics.json, ...), or a params file "
+                                      "(params.yaml, profiles/smoke.yaml).")) -> None:
+    """Validate artifacts against their schemas, the check picked by content, or a params file
+    against the params schema (one line: OK, or the file and the leaf); exit 1 on any violation,
+    2 when PATH holds no clawloop artifact.
+
+    Example: clawloop check params.yaml"""
     from rich.markup import escape
     from rich.table import Table
 
+    if path.suffix in PARAMS_SUFFIXES:
+        try:
+            print(check_params(path))
+        except ClawloopError as e:
+            print(f"error: {printable(e)}".splitlines()[0], file=sys.stderr)
+            raise typer.Exit(1) from None
+        return
     findings = check_path(path)
     table = Table("artifact", "kind", "status")
     for f in findings:

@@ -210,7 +210,7 @@ def eval_(
                                             "rate is below RATE (0 to 1) or nothing was graded: a gate for CI."),
     samples: int = typer.Option(1, "--samples", "-k", min=1, help="--agent model: episodes per task."),
     batch: int | None = typer.Option(None, "--batch", min=1, help="--agent model: episodes stepped in lockstep "
-                                     "(default: rollout.batch of the params, else 32)."),
+                                     "(default: rollout.batch of the params, else the schema's, 36)."),
     temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="--agent model: sampling "
                                              "temperature (default: rollout.temperature of the params, else 0)."),
     params: Path | None = typer.Option(None, "--params", help="--agent model: the params.yaml whose `rollout` "

@@ -10,6 +10,7 @@ import typer
 
 from clawloop.commands import app, parse_sets
 from clawloop.commands.out import check_out
+from clawloop.config.params import LOOP_TRAIN, SandboxParams
 from clawloop.config.train import TrainParams, field_help, load_section, merge
 from clawloop.core.executor import executor_params
 from clawloop.errors import ClawloopError
@@ -46,14 +47,14 @@ def train(
     out: Path | None = typer.Option(None, "--out", help="Output checkpoint directory (written atomically)."),
     params: Path | None = typer.Option(None, "--params", help="params.yaml to read the knobs from."),
     section: str = typer.Option("train", "--section", help="Dotted section of --params, e.g. train or loop.train."),
-    profile: str | None = typer.Option(None, "--profile", help="Defaults to start from: cpu | gpu."),
+    profile: str | None = typer.Option(None, "--profile", help="Defaults to start from: cpu | gpu (default: params.yaml's train recipe without --params)."),
     sets: list[str] = typer.Option([], "--set", help="Override a knob, e.g. --set sft.max_steps=50. Repeatable."),
     logs: Path | None = typer.Option(None, "--logs", help="DVCLive directory for per-step metrics."),
     backend: str | None = typer.Option(
         None, "--backend", help="Sandbox of reference trajectories and GRPO: bwrap | docker | local "
-        "(default: sandbox.backend of --params, else bwrap)."),
+        "(default: sandbox.backend of --params, else params.yaml's default, bwrap)."),
     jobs: int | None = typer.Option(
-        None, "--jobs", min=1, help="Reference trajectories run in parallel (default: sandbox.jobs of --params, else 4)."),
+        None, "--jobs", min=1, help="Reference trajectories run in parallel (default: sandbox.jobs of --params, else params.yaml's default, 2)."),
     executor: str | None = typer.Option(
         None, "--executor", help="Where reference trajectories run: local (--jobs threads) or ray (Ray tasks, one "
         "CPU each; clawloop.core.executor). Default: the executor section of --params, else local."),
@@ -68,8 +69,8 @@ def train(
         method = method or values.pop("method", None)  # params.yaml's train section carries it
         values.pop("method", None)
         p = TrainParams.from_mapping(merge(values, overrides), where=f"{params}: {section}")
-    else:
-        p = TrainParams.from_mapping(overrides, where="--set")
+    else:  # params.yaml's defaults (the schema's), unless --profile starts from a profile's
+        p = TrainParams.from_mapping(overrides if profile is not None else merge(LOOP_TRAIN, overrides), where="--set")
     if help_params:
         for name, value, text in field_help(p):
             typer.echo(f"{name:34s} {value:10s} {text}")
@@ -79,7 +80,7 @@ def train(
             raise ClawloopError(f"{flag}: required")
     check_out(out, "dir")  # an existing one is the work directory a run resumes from
     sandbox = _sandbox_section(params)
-    setup = EpisodeSetup(backend=backend or sandbox.get("backend", "bwrap"), jobs=jobs or sandbox.get("jobs", 4),
+    setup = EpisodeSetup(backend=backend or sandbox.get("backend", SandboxParams().backend), jobs=jobs or sandbox.get("jobs", SandboxParams().jobs),
                          executor=executor_params(executor if executor is not None else _section(params, "executor")))
     job = TrainJob(method or "sft", base, tasks, out, trajectories=trajectories, probe=probe, logs=logs)
     metrics = run_training(job, p, setup)

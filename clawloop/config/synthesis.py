@@ -208,8 +208,9 @@ class SynthesisParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tasks_per_iteration: int = Field(200, ge=1)
-    """Tasks synthesized per iteration before validation."""
+    tasks_per_iteration: int = Field(384, ge=1)
+    """Tasks synthesized per iteration before validation (384: 120 SFT steps see each reference ~1.2
+    times; docs/experiments/2026-12-05-named-checks-mistakes-and-pool-size.md)."""
     seed: int = 0
     """Base seed; iteration i uses seed + i."""
     conditioning: bool = True
@@ -244,11 +245,15 @@ class SynthesisParams(BaseModel):
     skill and level, the others any family at a level up to it): one workspace, every part's checks,
     the parts' reference steps in order (clawloop/phases/synthesize/procedural/chain.py), so the
     references teach more than one act. 0 = one task each."""
-    paraphrase: ParaphraseParams = Field(default_factory=ParaphraseParams)
+    paraphrase: ParaphraseParams = Field(default_factory=lambda: ParaphraseParams(tries=1))
     """A share of the procedural pool reworded by the current policy (phrasings no template file
-    holds), checked to keep every name and value (clawloop/phases/synthesize/paraphrase.py)."""
-    curriculum: CurriculumParams = Field(default_factory=CurriculumParams)
-    """Thresholds of the procedural plan (clawloop.phases.synthesize.steering)."""
+    holds), checked to keep every name and value (clawloop/phases/synthesize/paraphrase.py). Off in
+    the loop (share 0, one try): share 1.0 with 3 tries kept 94 of 384 and lost on shell-core
+    (docs/experiments/2026-12-07-the-policy-rewords-its-requests.md)."""
+    curriculum: CurriculumParams = Field(default_factory=lambda: CurriculumParams(stretch_share=0.25))
+    """Thresholds of the procedural plan (clawloop.phases.synthesize.steering); the loop's stretch_share
+    0.25 puts a quarter of each skill's tasks one level above its target
+    (docs/experiments/2026-12-05-stretch-and-the-learned-fix.md)."""
     hindsight: HindsightParams = Field(default_factory=HindsightParams)
     """Hindsight relabeling options (clawloop.phases.synthesize.grounded.hindsight)."""
     proposer: ProposerParams = Field(default_factory=ProposerParams)

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from clawloop.config.params import RolloutParams
 from clawloop.core.agent.harness import HarnessConfig
 from clawloop.core.agent.playbook import Playbook, policy_playbook, read_playbook
 from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
@@ -23,14 +24,17 @@ from clawloop.policy.load import PolicySpec, load_policy, parse_spec
 from clawloop.policy.types import Policy, SamplingParams
 from sandbox.base import SandboxConfig
 
+ROLLOUT = RolloutParams()
+"""The schema's rollout defaults (params.yaml's): the fallbacks of options not given."""
+
 
 def run_model_agent(items: Sequence[SuiteItem], options: dict[str, Any], *, backend: str = "bwrap",
                     sandbox_config: SandboxConfig | None = None,
                     progress: Progress | None = None) -> list[EpisodeRecord]:
     """`clawloop eval --agent model`: rollouts of a policy over suite items, as EpisodeRecords.
 
-    options: model (policy spec string or PolicySpec, required), samples (k, default 1), batch (default 32),
-    temperature (default 0), max_new_tokens (default 256), seed, harness (a HarnessConfig to start from:
+    options: model (policy spec string or PolicySpec, required), samples (k, default 1), batch (default: the schema's rollout.batch),
+    temperature (default 0), max_new_tokens (default: the schema's rollout.max_new_tokens), seed, harness (a HarnessConfig to start from:
     the loop's, from params.yaml; default the library's), max_turns (overrides the harness's), out_dir
     (trajectory directory), playbook (a playbook.json; default: the one a model directory carries,
     clawloop.core.agent.playbook).
@@ -38,9 +42,9 @@ def run_model_agent(items: Sequence[SuiteItem], options: dict[str, Any], *, back
     """
     policy = agent_policy(options)
     sampling = SamplingParams(temperature=float(options.get("temperature") or 0.0),
-                              max_new_tokens=int(options.get("max_new_tokens") or 256),
+                              max_new_tokens=int(options.get("max_new_tokens") or ROLLOUT.max_new_tokens),
                               seed=options.get("seed"))
-    config = RolloutConfig(k=int(options.get("samples") or 1), batch_size=int(options.get("batch") or 32),
+    config = RolloutConfig(k=int(options.get("samples") or 1), batch_size=int(options.get("batch") or ROLLOUT.batch),
                            backend=backend, harness=_harness(options),
                            sampling=sampling, sandbox_config=sandbox_config)
     groups: dict[str, list[SuiteItem]] = {}
