@@ -3,6 +3,19 @@
     .venv/bin/python benchmarks/perf/rollout.py [--json] [--model DIR] [--batches 1,8,32]
     .venv/bin/python benchmarks/perf/rollout.py --policy vllm:DIR --batches 1,32,128   # on a GPU
     .venv/bin/python benchmarks/perf/rollout.py --compare [--model DIR]   # generation backends side by side
+    .venv/bin/python benchmarks/perf/rollout.py --heldout [--model DIR] [--tasks N] [--json]   # number formats
+
+--heldout (without --compare) runs the loop's own multi-turn evaluation of its held-out suites
+(params.yaml: shell-core and synth-heldout, harness, batch, greedy, bwrap; `--tasks N`: the first
+N tasks of each) on one checkpoint (default: params.yaml's model.base) twice in one process:
+float32, today's CPU default (the baseline, first), then HFPolicyConfig.dtype auto
+(clawloop.policy.number_format: bfloat16 where the CPU has native bf16 matmuls and the probe
+measures them, else float32 again). It prints episodes/s of each and `speedup`, the number format
+auto chose and why (`cpu_bf16`: the CPU has avx512_bf16/amx_bf16), greedy first-turn replies equal
+to float32's on a few shell-core prompts, and per suite the paired pass/fail comparison against
+float32 (clawloop.core.paired: an exact sign test on the tasks whose verdict changed);
+`worse_suites` lists those where the candidate lost more tasks than it gained at one-sided
+p <= 0.2.
 
 --compare (benchmarks/perf/backends.py) times every CPU generation candidate on the same
 checkpoint (default: the SmolLM2-135M base) and first-turn shell-core prompts: HF fp32 with
@@ -53,6 +66,114 @@ def load_tasks(n: int) -> tuple[list, str]:
     return [hand[i % len(hand)] for i in range(n)], "hand-made"
 
 
+REPLY_PROMPTS = 8
+"""First-turn shell-core prompts whose greedy replies are compared with float32's (--heldout)."""
+WORSE_P = 0.2
+"""A suite is worse when the candidate lost more tasks than it gained at one-sided sign test p <= this."""
+
+
+def heldout_formats(args: argparse.Namespace) -> int:
+    """The loop's held-out evaluation in float32 and in `args.dtype`, timed and paired (--heldout)."""
+    import gc
+    from dataclasses import replace
+
+    from clawloop.artifacts.suites import eval_suites
+    from clawloop.config.cpu import cpu_flags, native_bf16
+    from clawloop.config.params import load_params
+    from clawloop.core.agent.harness import initial_messages, tools_for
+    from clawloop.core.paired import compare_suites, outcomes_of
+    from clawloop.core.rollout_settings import rollout_settings
+    from clawloop.policy.load import load_policy
+    from clawloop.policy.types import SamplingParams
+
+    params = load_params(ROOT / "params.yaml")
+    ctx = rollout_settings(params)
+    if ctx.policy.backend not in ("hf", "auto"):
+        print(f"--heldout compares the hf backend's number formats; params.yaml's rollout.backend is {ctx.policy.backend}")
+        return 2
+    suites = [(name, tasks[:args.tasks] if args.tasks else tasks) for name, tasks, held in eval_suites(params, None) if held]
+    tmp = tempfile.TemporaryDirectory(prefix="clawloop-formats-")
+    model = args.model
+    if model is None:
+        from clawloop.bootstrap.base import make_base
+
+        model = Path(tmp.name) / "base"
+        make_base(params.model.base, model)
+    harness = ctx.harness_for(model)
+    tools = tools_for(harness)
+    shell = next((tasks for name, tasks in suites if name == "shell-core"), suites[0][1])
+    convs = [initial_messages(t, harness) for t in shell[:REPLY_PROMPTS]]
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=ctx.sampling.max_new_tokens)
+    engine = ctx.policy.hf.engine if args.threads is None else replace(ctx.policy.hf.engine, threads=args.threads)
+    runs = []
+    for dtype in ("float32", args.dtype):
+        spec = ctx.policy.model_copy(update={"backend": "hf", "model": str(model), "policy_id": dtype, "hf": ctx.policy.hf.model_copy(
+            update={"dtype": dtype, "engine": engine})})
+        t0 = time.perf_counter()
+        policy = load_policy(spec)
+        run = {"dtype_setting": dtype, "number_format": str(policy.number_format), "dtype": policy.number_format.dtype,
+               "load_s": round(time.perf_counter() - t0, 1)}
+        run["replies"] = [g.text for g in policy.generate(convs, greedy, tools=tools)]
+        spent = {"s": 0.0, "tokens": 0}
+        generate = policy.generate
+
+        def timed(*a: object, generate: object = generate, spent: dict = spent, **k: object) -> object:
+            # The generation share of the wall time (the rest: sandboxes, verifiers, the harness).
+            t0 = time.perf_counter()
+            out = generate(*a, **k)  # type: ignore[operator]
+            spent["s"] += time.perf_counter() - t0
+            spent["tokens"] += sum(g.completion_tokens for g in out)
+            return out
+
+        policy.generate = timed
+        episodes, outcomes, t0 = 0, {}, time.perf_counter()
+        per_suite = {}
+        for name, tasks in suites:
+            s0 = time.perf_counter()
+            summaries = ctx.rollouts(tasks, policy, k=1, harness=harness, out_dir=Path(tmp.name) / dtype / name,
+                                     iteration=0, suite=name, progress=False)
+            got = outcomes_of(summaries, name)
+            outcomes |= got
+            episodes += len(summaries)
+            per_suite[name] = {"tasks": len(tasks), "passed": int(sum(got.values())),
+                               "errors": sum(e.outcome == "error" for e in summaries),
+                               "seconds": round(time.perf_counter() - s0, 1)}
+            print(f"  {dtype}: {name} {per_suite[name]['passed']}/{len(tasks)} in {per_suite[name]['seconds']} s", flush=True)
+        wall = time.perf_counter() - t0
+        run.update(episodes=episodes, seconds=round(wall, 1), episodes_per_s=round(episodes / wall, 4), suites=per_suite,
+                   generate_s=round(spent["s"], 1), generated_tokens=spent["tokens"],
+                   generate_tokens_per_s=round(spent["tokens"] / spent["s"], 1) if spent["s"] else 0.0)
+        runs.append((run, outcomes))
+        del policy
+        gc.collect()
+    (base, before), (cand, after) = runs
+    comps = compare_suites(before, after)
+    worse = [s for s, c in comps.items() if s != "all" and c.lost > c.gained and c.p_worse <= WORSE_P]
+    agree = sum(a == b for a, b in zip(base.pop("replies"), cand.pop("replies"), strict=True))
+    speedup = round(cand["episodes_per_s"] / base["episodes_per_s"], 2)
+    flags = sorted(cpu_flags() & {"avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni", "avx2", "avx512f"})
+    print(f"number formats on the loop's held-out evaluation, {Path(model).name}, CPU flags {' '.join(flags) or '?'}, "
+          f"{'all' if not args.tasks else f'first {args.tasks}'} tasks per suite, batch {ctx.batch}, greedy")
+    print(f"{'dtype':<10} {'episodes':>8} {'seconds':>8} {'episodes/s':>10} {'generate s':>10} {'gen tok/s':>9} "
+          + " ".join(f"{n:>14}" for n, _ in suites))
+    for r in (base, cand):
+        print(f"{r['dtype']:<10} {r['episodes']:>8} {r['seconds']:>8} {r['episodes_per_s']:>10} {r['generate_s']:>10} "
+              f"{r['generate_tokens_per_s']:>9} "
+              + " ".join(f"{r['suites'][n]['passed']:>9}/{r['suites'][n]['tasks']:<4}" for n, _ in suites))
+    print(f"{args.dtype}: {cand['number_format']}; speedup {speedup}x episodes/s against float32 (same run)")
+    print(f"greedy first-turn replies equal to float32's: {agree}/{len(convs)} shell-core prompts")
+    for s, c in comps.items():
+        print(f"  {s}: {c.words()}, one-sided p(worse) = {c.p_worse:.3f}{'  WORSE' if s in worse else ''}")
+    if args.json:
+        print(json.dumps({"benchmark": "rollout-heldout-formats", "model": str(model), "tasks_per_suite": args.tasks,
+                          "cpu_bf16": native_bf16(), "cpu_flags": flags, "dtype": cand["dtype"],
+                          "number_format": cand["number_format"], "speedup": speedup, "worse_suites": worse,
+                          "replies_equal": agree, "reply_prompts": len(convs), "baseline": base, "candidate": cand,
+                          "paired": {s: c.to_dict() for s, c in comps.items()}}))
+    tmp.cleanup()
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
@@ -68,12 +189,18 @@ def main() -> int:
     ap.add_argument("--compare", action="store_true", help="compare generation backends (backends.py)")
     ap.add_argument("--candidates", help="with --compare: a comma-separated subset of the candidates")
     ap.add_argument("--heldout", action="store_true",
-                    help="with --compare: also each candidate's pass@1 and wall time on the loop's shell-core evaluation")
+                    help="the loop's held-out evaluation in float32 and in dtype auto, paired (with --compare: "
+                         "each candidate's pass@1 and wall time on shell-core)")
+    ap.add_argument("--tasks", type=int, help="with --heldout: the first N tasks of each held-out suite (default: all)")
+    ap.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
+                    help="with --heldout: the candidate's HFPolicyConfig.dtype (the baseline is float32)")
     args = ap.parse_args()
     if args.compare:
         from backends import compare
 
         return compare(args)
+    if args.heldout:
+        return heldout_formats(args)
 
     from clawloop.core.agent.harness import HarnessConfig
     from clawloop.core.agent.rollout import RolloutConfig, run_rollouts

@@ -88,6 +88,9 @@ class EvalDetail(BaseModel):
     suites: dict[str, SuiteMetrics]
     episodes_per_s: float = Field(ge=0)
     wall_s: float = Field(ge=0)
+    number_format: str | None = None
+    """The dtype the replies were computed in and why, e.g. "bfloat16 (auto: native bf16, probe
+    matmul bf16 3.4x float32)" (clawloop.policy.number_format; None: a backend that does not say)."""
 
 class HeldoutRecord(BaseModel):
     """runs/iter-N/heldout.json: per-task held-out verdicts (clawloop.core.paired.Outcomes) of this

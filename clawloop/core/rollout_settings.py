@@ -56,7 +56,11 @@ class RolloutSettings:
         """The policy at checkpoint dir `path` on rollout.backend. On the openai backend the endpoint
         of `rollout.openai` serves the model (e.g. `clawloop serve`): the path is sent as the model
         name, and the weights are whatever the endpoint holds."""
-        return load_policy(self.policy.model_copy(update={"model": str(path), "policy_id": policy_id}))
+        policy = load_policy(self.policy.model_copy(update={"model": str(path), "policy_id": policy_id}))
+        fmt = getattr(policy, "number_format", None)  # HFPolicy: dtype auto follows the CPU, so say what it chose
+        if fmt is not None:
+            print(f"[policy] {policy_id}: {fmt}", flush=True)
+        return policy
 
     def rollout_config(self, **changes: Any) -> RolloutConfig:
         """A RolloutConfig on this context's sandboxes, batch, harness and sampling; `changes`

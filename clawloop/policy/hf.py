@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clawloop.config.engine import EngineConfig, refuse_flat_engine_keys
 from clawloop.errors import ClawloopError
+from clawloop.policy.number_format import NumberFormat, auto_format
 from clawloop.policy.types import Conversation, Generation, SamplingParams, cut_at_stop
 
 ENGINE_KEYS = ("forward", "decode", "speculate", "speculate_tokens", "quantize", "kv_reuse_entries",
@@ -30,7 +31,9 @@ class HFPolicyConfig(BaseModel):
     device: str = "auto"
     """"auto" (cuda when available, else cpu), "cpu", "cuda", "cuda:1", ..."""
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    """Weights dtype; "auto" is bfloat16 on GPU and float32 on CPU."""
+    """Weights dtype, the format replies are computed in; "auto": bfloat16 on GPU; on CPU bfloat16
+    where it has native bf16 matmuls (avx512_bf16 / amx_bf16) and a short probe measures them
+    >= 1.5x float32's, else float32 (clawloop.policy.number_format.choose_dtype)."""
     max_context_tokens: int | None = None
     """Prompt + reply limit; None reads max_position_embeddings from the model config."""
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -65,14 +68,13 @@ class HFPolicy:
         if dev == "auto":
             dev = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(dev)
-        dtype = self.config.dtype
-        if dtype == "auto":
-            dtype = "bfloat16" if self.device.type == "cuda" else "float32"
         try:
             self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model_dir))
+            self.number_format = (NumberFormat(str(model.dtype).removeprefix("torch."), "model") if model is not None
+                                  else self._number_format(model_dir))
             # safetensors only: a pickled pytorch_model.bin beside them is never unpickled
             self.model = model or AutoModelForCausalLM.from_pretrained(
-                str(model_dir), dtype=getattr(torch, dtype), use_safetensors=True)
+                str(model_dir), dtype=getattr(torch, self.number_format.dtype), use_safetensors=True)
         except OSError as e:
             raise ClawloopError(f"{model_dir}: cannot load model ({e})") from None
         self.model.to(self.device).eval()
@@ -86,6 +88,18 @@ class HFPolicy:
                                  owns_model=model is None)
         except ClawloopError as e:
             raise ClawloopError(f"{model_dir}: {e}") from None
+
+    def _number_format(self, model_dir: str | Path) -> NumberFormat:
+        """HFPolicyConfig.dtype, or for "auto" the format number_format.auto_format picks for this
+        model's MLP shape on this device (read from its config.json before the weights load)."""
+        if self.config.dtype != "auto":
+            return NumberFormat(self.config.dtype, "set")
+        from transformers import AutoConfig
+
+        cfg = AutoConfig.from_pretrained(str(model_dir))
+        hidden = getattr(cfg, "hidden_size", None) or 1024
+        return auto_format(self.device.type, hidden, getattr(cfg, "intermediate_size", None) or 4 * hidden,
+                           self.config.engine.threads)
 
     def render(self, conversation: Conversation, tools: list[dict[str, Any]] | None) -> str:
         """The prompt text of one conversation, ending with the assistant header."""

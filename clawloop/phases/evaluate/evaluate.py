@@ -36,6 +36,6 @@ def evaluate_iteration(params: Params, *, iteration: int, policy: Path, out: Pat
     with output_dir(out) as tmp:
         results = evaluate_suites(params, ctx, rollout, policy=model, harness=harness, out_dir=tmp, iteration=iteration)
         wall = time.perf_counter() - t0
-        write_metrics(tmp / "summary.json", results.detail(iteration, wall))
+        write_metrics(tmp / "summary.json", results.detail(iteration, wall, getattr(model, "number_format", None)))
     return gate_and_promote(iteration, results.figures, results.verdicts, checkpoint=policy, previous=previous,
                             it_dir=out.parent, gate_params=params.gate, wall_s=round(wall, 1), levels=results.levels)

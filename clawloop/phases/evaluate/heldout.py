@@ -32,10 +32,11 @@ class SuiteResults:
     """Held-out task key → level (clawloop.core.paired.levels_of)."""
     episodes: int = 0
 
-    def detail(self, iteration: int, wall_s: float) -> EvalDetail:
-        """eval/summary.json."""
+    def detail(self, iteration: int, wall_s: float, number_format: object = None) -> EvalDetail:
+        """eval/summary.json; `number_format`: the policy's (HFPolicy.number_format), if it has one."""
         return EvalDetail(iteration=iteration, suites=self.figures, wall_s=round(wall_s, 1),
-                          episodes_per_s=round(self.episodes / wall_s, 3) if wall_s else 0.0)
+                          episodes_per_s=round(self.episodes / wall_s, 3) if wall_s else 0.0,
+                          number_format=None if number_format is None else str(number_format))
 
 
 def evaluate_suites(params: Params, ctx: RolloutSettings, suites: Suites, *, policy: Policy, harness: HarnessConfig,

@@ -7,7 +7,9 @@ same layers with:
 - q/k/v and gate/up projections fused into one matrix product each (one activation pass), the
   residual added in place by the op after the product;
 - fp32 products of 4-256 rows (decode steps) through oneDNN on weights packed once: torch's
-  default (MKL) path is slowest per row exactly there;
+  default (MKL) path is slowest per row exactly there; bf16 weights (HFPolicyConfig.dtype auto on a
+  CPU with native bf16) the same from 1 row on, with the cache, masks and residual stream in bf16
+  as transformers' bf16 forward keeps them;
 - decode attention as two batched matrix products over the cache columns filled so far
   (grouped-query heads share their keys without copies), with one additive mask per step;
   prefills through torch's fused attention;
@@ -44,6 +46,9 @@ at 1-9 tokens (decode steps) the two matrix products are faster (benchmarks/perf
 PACKED_ROWS = (4, 256)
 """fp32 products of this many rows (inclusive) go through oneDNN on packed weights: decode steps,
 guesses included. 1-3 rows and prefills are faster through torch.nn.functional.linear."""
+PACKED_ROWS_BF16 = (1, 256)
+"""The same for bf16 weights: packed, oneDNN's bf16 product is 2-6x F.linear's from 1 row on (an
+avx512_bf16 EPYC, 896 x 4864: 1 row 103 vs 16 GFLOPS, 32 rows 426 vs 293; benchmarks/perf/README.md)."""
 
 
 def supports(model: Any) -> str | None:
@@ -58,8 +63,8 @@ def supports(model: Any) -> str | None:
         return "sliding-window layers"
     if getattr(cfg, "use_sliding_window", False) and getattr(cfg, "sliding_window", None) and not layer_types:
         return "use_sliding_window without layer_types (which layers are windowed is unknown)"
-    if model.dtype != torch.float32:
-        return f"dtype {model.dtype} (fast forward: float32 weights, optionally as int8)"
+    if model.dtype not in (torch.float32, torch.bfloat16):
+        return f"dtype {model.dtype} (fast forward: float32 or bfloat16 weights, optionally as int8)"
     return None
 
 
@@ -114,14 +119,16 @@ def _fuse(parts: list[torch.Tensor]) -> torch.Tensor:
 
 
 class _Linear:
-    """One fused weight matrix: fp32 products (oneDNN on packed weights, or `F.linear`), or int8 x
-    int8 products with per-channel weight and per-token activation scales; plus the fused bias
-    where any of the matrices has one (zeros for those without)."""
+    """One fused weight matrix: products in the weights' dtype, fp32 or bf16 (oneDNN on packed
+    weights, or `F.linear`), or int8 x int8 products with per-channel weight and per-token
+    activation scales; plus the fused bias where any of the matrices has one (zeros for those
+    without)."""
 
     def __init__(self, weights: list[torch.Tensor], int8: bool, prepack: bool = True,
                  biases: list[torch.Tensor | None] | None = None) -> None:
         self.int8 = int8
         self.packed = None
+        self.packed_rows = PACKED_ROWS_BF16 if weights[0].dtype == torch.bfloat16 else PACKED_ROWS
         self.bias = None
         if biases is not None and any(b is not None for b in biases):
             parts = [b if b is not None else w.new_zeros(w.shape[0]) for w, b in zip(weights, biases, strict=True)]
@@ -142,17 +149,17 @@ class _Linear:
             # The model's own matrices become row blocks of the fused one: no second copy in memory.
             self.weight = _fuse(weights)
             if prepack and torch.backends.mkldnn.is_available():
-                # oneDNN's fp32 product on a copy of the weight in its blocked layout: faster than
-                # torch's (MKL's) at 4-16 rows, where MKL is slowest per row. One more copy of the
-                # weights in memory.
+                # oneDNN's fp32 (bf16) product on a copy of the weight in its blocked layout: faster
+                # than torch's (MKL's) at 4-16 rows (1-256 in bf16), where MKL is slowest per row.
+                # One more copy of the weights in memory.
                 try:
                     self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, 16)
                 except (RuntimeError, AttributeError):
                     self.packed = None
 
     def _int8_sums(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(integer products times the weight scales, per-row activation scales)."""
-        q, s = quantize_rows(x)
+        """(integer products times the weight scales, per-row activation scales), float32."""
+        q, s = quantize_rows(x.float())  # bf16 activations: scales and rounding in float32
         if self.packed is None:
             return torch._int_mm(q.to(torch.int8), self.weight).float().mul_(self.scale), s
         # Activations as uint8 around zero point 128 with scale 1: the op returns the integer sums
@@ -160,25 +167,26 @@ class _Linear:
         return torch.ops.onednn.qlinear_pointwise(q.add_(128).to(torch.uint8), 1.0, 128, self.packed, self.scale,
                                                   self.zero_points, None, 1.0, 0, torch.float32, "none", [], ""), s
 
-    def _fp32_packed(self, x: torch.Tensor) -> bool:
-        """Whether the fp32 product of x goes through the packed weights (PACKED_ROWS)."""
-        return self.packed is not None and PACKED_ROWS[0] <= x.shape[0] <= PACKED_ROWS[1]
+    def _float_packed(self, x: torch.Tensor) -> bool:
+        """Whether the fp32/bf16 product of x goes through the packed weights (`packed_rows`)."""
+        return self.packed is not None and self.packed_rows[0] <= x.shape[0] <= self.packed_rows[1]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if not self.int8:
-            if self._fp32_packed(x):
+            if self._float_packed(x):
                 return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
             return torch.nn.functional.linear(x, self.weight, self.bias)
         y, s = self._int8_sums(x)
-        # The bias after the per-token scale (the op's own bias would be scaled with the sums).
-        return y.mul_(s) if self.bias is None else y.mul_(s).add_(self.bias)
+        # The bias after the per-token scale (the op's own bias would be scaled with the sums);
+        # back in the activations' dtype, which the cache and attention share (bf16 or fp32).
+        return (y.mul_(s) if self.bias is None else y.mul_(s).add_(self.bias)).to(x.dtype)
 
     def add_into(self, h: torch.Tensor, x: torch.Tensor) -> None:
         """h += x @ W^T (+ bias) in place, in one op after the product (residual connections)."""
         if self.int8:
             y, s = self._int8_sums(x)
             h.addcmul_(y, s)
-        elif self._fp32_packed(x):
+        elif self._float_packed(x):
             h.add_(self(x))
             return
         else:
