@@ -160,7 +160,7 @@ def test_llamacpp_replies_equal_transformers_greedy(arch: str, llama_dir: Path, 
 
     monkeypatch.setenv("CLAWLOOP_CACHE", str(tmp_path))
     src = llama_dir if arch == "llama" else qwen3_dir
-    hf = HFPolicy(src, HFPolicyConfig(engine={"threads": 1}))
+    hf = HFPolicy(src, HFPolicyConfig(dtype="float32", engine={"threads": 1}))
     with LlamaCppPolicy(src, LlamaCppPolicyConfig(gguf_type="f32", threads=1, parallel=4,
                                                   context_per_slot=1024)) as lc:
         ours = lc.generate(CONVS, GREEDY, tools=TOOLS)

@@ -131,7 +131,7 @@ def hf_greedy(smollm2: Path) -> list[Any]:
     from clawloop.policy.hf import HFPolicy, HFPolicyConfig
     from clawloop.policy.types import SamplingParams
 
-    hf = HFPolicy(smollm2, HFPolicyConfig(engine={"threads": 1}))
+    hf = HFPolicy(smollm2, HFPolicyConfig(dtype="float32", engine={"threads": 1}))
     return hf.generate(CONVS, SamplingParams(temperature=0.0, max_new_tokens=MAX_NEW), tools=TOOLS)
 
 
