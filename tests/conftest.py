@@ -9,6 +9,9 @@ import pytest
 # Under CPU contention OpenMP threads spin-waiting for a busy core made torch 4–6× slower
 # (measured during SFT on this 2-core box); passive waiting costs nothing when the box is idle.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# A repo that `dvc init` makes in a test has analytics on: each dvc command left a report file in
+# /tmp for a daemon that cannot reach the network (14 files per suite run).
+os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 
 
 @pytest.fixture(scope="session")
