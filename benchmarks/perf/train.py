@@ -230,8 +230,8 @@ def bench_sft_precision(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from sft_step import conversations as varied_conversations
 
-    from clawloop.config.params import load_params
     from clawloop.config.cpu import native_bf16
+    from clawloop.config.params import load_params
     from clawloop.phases.train.data import to_dataset
 
     steps = args.sft_steps or 8
