@@ -34,6 +34,7 @@ import stat
 from pathlib import Path
 
 from sandbox._layout import RESERVED_TOPS
+from sandbox._paths import rmtree_force
 from sandbox.base import SandboxError
 
 SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64",
@@ -116,10 +117,7 @@ def verifier_etc(agent_etc: Path, frozen: Path, dest: Path) -> bool:
     freeze_etc(frozen, dest)
     for name in changed:
         target = dest / name
-        if target.is_dir() and not target.is_symlink():
-            _remove_tree(target)
-        elif os.path.lexists(target):
-            target.unlink()
+        rmtree_force(target)  # the frozen entry (file, link or tree) the agent's replaces
         src = agent_etc / name
         st = os.lstat(src) if os.path.lexists(src) else None
         if st is None:
@@ -169,20 +167,6 @@ def _snapshot(path: Path) -> tuple[object, ...] | None:
         except OSError:
             out.append((rel, "?"))
     return tuple(sorted(out, key=repr))
-
-
-def _remove_tree(root: Path) -> None:
-    """Remove a tree of our own copy (no links followed: they are unlinked as entries)."""
-    for dirpath, dirs, files in os.walk(root, topdown=False):
-        for f in files:
-            os.unlink(os.path.join(dirpath, f))
-        for d in dirs:
-            p = os.path.join(dirpath, d)
-            if os.path.islink(p):
-                os.unlink(p)
-            else:
-                os.rmdir(p)
-    os.rmdir(root)
 
 
 def clear_top(root: Path, name: str) -> None:

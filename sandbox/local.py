@@ -31,8 +31,8 @@ import signal
 import subprocess
 import tempfile
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 from sandbox._layout import LONG_COMMAND, WRITABLE_TOPS, Backend, shell_script
 from sandbox._paths import FileView, Mount, mount_source, rmtree_force, sandbox_path, state_prefix
@@ -128,11 +128,9 @@ class LocalSandbox(Backend):
             if m is not None and link.is_symlink():
                 link.unlink()
 
-    @contextlib.contextmanager
-    def trusted_root(self) -> Iterator[None]:
+    def trusted_root(self) -> NoReturn:
         """Refused: a verifier here would run on the host (`CANNOT_VERIFY`)."""
         raise SandboxError(CANNOT_VERIFY)
-        yield  # pragma: no cover - a generator, for the context manager's protocol
 
     def close(self) -> None:
         self._closed = True

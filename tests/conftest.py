@@ -3,6 +3,7 @@
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,23 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (d / "model_meta.json").exists():
         bootstrap(d, size="tiny", seed=0, corpus_pairs=2000)
     return d
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    """A 640-token tokenizer trained on the bootstrap corpus (the engine and backend tests' own)."""
+    from clawloop.bootstrap.corpus import corpus
+    from clawloop.bootstrap.scratch import build_tokenizer, train_tokenizer
+
+    return build_tokenizer(train_tokenizer("split", 640, texts=corpus(0, n_pairs=500, n_chats=100)))
+
+
+@pytest.fixture(scope="module")
+def qwen3(tokenizer: Any) -> Any:
+    """A tiny untrained Qwen3 over `tokenizer` (seed 0), for engine tests that compare paths."""
+    from clawloop.bootstrap.scratch import build_model
+
+    return build_model("tiny", tokenizer, seed=0, max_positions=4096)
 
 
 @pytest.fixture()

@@ -45,14 +45,6 @@ def _save(model: Any, tok: Any, d: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    from clawloop.bootstrap.corpus import corpus
-    from clawloop.bootstrap.scratch import build_tokenizer, train_tokenizer
-
-    return build_tokenizer(train_tokenizer("split", 640, texts=corpus(0, n_pairs=500, n_chats=100)))
-
-
-@pytest.fixture(scope="module")
 def qwen3_dir(tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A scratch Qwen3 (the bootstrap's architecture), weights scaled up so that greedy choices
     are clear-cut rather than near-ties decided by rounding."""

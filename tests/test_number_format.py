@@ -72,21 +72,6 @@ def test_the_probe_measures_a_ratio() -> None:
     assert a > 0 and number_format.probe_bf16_speedup(32, 64, 1) == a
 
 
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    from clawloop.bootstrap.corpus import corpus
-    from clawloop.bootstrap.scratch import build_tokenizer, train_tokenizer
-
-    return build_tokenizer(train_tokenizer("split", 640, texts=corpus(0, n_pairs=500, n_chats=100)))
-
-
-@pytest.fixture(scope="module")
-def qwen3(tokenizer: Any) -> Any:
-    from clawloop.bootstrap.scratch import build_model
-
-    return build_model("tiny", tokenizer, seed=0, max_positions=4096)
-
-
 def test_auto_loads_bf16_where_the_cpu_has_it(tmp_path: Path, qwen3: Any, tokenizer: Any,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """dtype auto on a CPU: the model loads in what auto_format picks, and the policy says why."""

@@ -25,21 +25,6 @@ CONVS = [[SYSTEM, {"role": "user", "content": "List the files."}],
 
 
 @pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    from clawloop.bootstrap.corpus import corpus
-    from clawloop.bootstrap.scratch import build_tokenizer, train_tokenizer
-
-    return build_tokenizer(train_tokenizer("split", 640, texts=corpus(0, n_pairs=500, n_chats=100)))
-
-
-@pytest.fixture(scope="module")
-def qwen3(tokenizer: Any) -> Any:
-    from clawloop.bootstrap.scratch import build_model
-
-    return build_model("tiny", tokenizer, seed=0, max_positions=4096)
-
-
-@pytest.fixture(scope="module")
 def llama(tokenizer: Any) -> Any:
     from transformers import LlamaConfig, LlamaForCausalLM
 
