@@ -195,11 +195,11 @@ class ValidationParams(_Section):
 LOOP_TRAIN: dict[str, Any] = {
     "profile": "cpu",
     "sft": {"learning_rate": 2e-5, "max_steps": 120, "per_device_train_batch_size": 4, "trainable_layers": 12,
-            "train_head": False, "logging_steps": 2},
+            "train_head": False, "logging_steps": 2, "iteration_decay": 0.5},
     "grpo": {"learning_rate": 1e-5, "max_steps": 8, "max_completion_length": 384, "max_turns": 4,
              "temperature": 0.7, "trainable_layers": 6},
     "data": {"max_per_task": 2, "self_order": "process", "reference_shape": "process",
-             "reference_previews": "drop", "reference_thoughts": "restate"},
+             "reference_previews": "drop", "reference_thoughts": "restate", "replay": 0.5},
 }
 """params.yaml `train`'s default: how the loop trains Qwen2.5-Coder-0.5B-Instruct on 2 cores (the top
 12 layers, 120 SFT steps at 2e-5 on process-shaped reference replays; measured in docs/experiments),
@@ -399,8 +399,8 @@ class Params(_Section):
     diagnosis: DiagnosisSection = Field(default_factory=DiagnosisSection)
     transfer: TransferParams = Field(default_factory=TransferParams)
     loop: LoopParams = Field(default_factory=lambda: LoopParams(
-        iterations={1: IterationParams(prev=0), 2: IterationParams(prev=1)}, last=2))
-    """Two iterations (~45 min each on 2 cores, to fit 120 min); add `"3": {prev: 2}`, last 3 for one more."""
+        iterations={1: IterationParams(prev=0), 2: IterationParams(prev=1), 3: IterationParams(prev=2)}, last=3))
+    """Three iterations (~35-45 min each on 2 cores); add `"4": {prev: 3}`, last 4 for one more."""
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:

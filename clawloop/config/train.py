@@ -76,6 +76,11 @@ class DataParams(_Params):
     command's output, empty after a change (clawloop.phases.train.reference.check_command); at
     iteration 1 quiet and none gave InterCode 3 and 5 of 50 against look's 7
     (docs/experiments/2026-12-06-quiet-checks.md)."""
+    replay: float = Field(0.0, ge=0.0)
+    """Conversations the policy was trained on before (its checkpoint's sft_conversations.jsonl, written by
+    every SFT run) trained on again, as a share of this run's new ones, drawn with `seed`: earlier
+    iterations' data replayed so a later pool (levels 3-4) does not overwrite what the first taught.
+    0 = none; a base without the file replays nothing."""
     seed: int = 0
     """Seed of the sampling when mixing trajectories."""
 
@@ -122,6 +127,9 @@ class TrainerParams(_Params):
     """Train only the top N transformer layers and the final norm (with lora: their adapters); the
     embeddings (and a tied head) and lower layers stay frozen, so the backward pass stops at layer N
     from the top. None = all weights."""
+    iteration_decay: float = Field(1.0, gt=0.0, le=1.0)
+    """The loop's iteration i trains at learning_rate * iteration_decay ** (i - 1) (TrainParams.at_iteration):
+    later iterations move the promoted policy less. 1 = the same rate every iteration."""
     train_head: bool = True
     """With trainable_layers: an untied output head trains too. false: the head stays the base's
     (Qwen2.5-Coder-0.5B's untied head is 136M of the 226M weights its top 6 layers and head hold, and
@@ -334,6 +342,14 @@ class TrainParams(_Params):
             raise ValueError(moved)
         profile = data.get("profile", "cpu")
         return merge(_profile_defaults(profile), data) if profile in ("cpu", "gpu") else data
+
+    def at_iteration(self, iteration: int) -> TrainParams:
+        """These params for the loop's iteration `iteration` (1-based): each trainer's learning rate
+        times its iteration_decay ** (iteration - 1)."""
+        steps = max(iteration - 1, 0)
+        return self.model_copy(update={
+            name: trainer.model_copy(update={"learning_rate": trainer.learning_rate * trainer.iteration_decay ** steps})
+            for name, trainer in (("sft", self.sft), ("grpo", self.grpo))})
 
     @classmethod
     def for_profile(cls, profile: Profile = "cpu") -> TrainParams:

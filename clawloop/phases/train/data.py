@@ -63,7 +63,7 @@ def _episode_files(path: Path) -> list[Path]:
     raise ClawloopError(f"{path}: file not found")
 
 
-def _check_messages(messages: Any, where: str) -> list[dict[str, Any]]:
+def check_messages(messages: Any, where: str) -> list[dict[str, Any]]:
     if not isinstance(messages, list) or not messages:
         raise ClawloopError(f"{where}: messages: expected a non-empty JSON list of chat messages")
     for i, m in enumerate(messages):
@@ -223,7 +223,7 @@ def load_self_trajectories(paths: Iterable[str | Path], max_per_task: int = 4, *
                 # A rollout of a policy with a playbook: the weights learn the plain prompt.
                 # ... and a checked submit's call and note go: it learns the fix, not the nudge.
                 # ... and a rollout helped by a hint (clawloop.core.agent.hints) learns the plain instruction.
-                plain = strip_submit_checks(strip_playbook(_check_messages(messages, where)))
+                plain = strip_submit_checks(strip_playbook(check_messages(messages, where)))
                 kept = strip_hint(plain)
                 conv = Conversation(rec["task_id"], kept, "self",
                                     {"process": process_score(kept), "hinted": kept is not plain})

@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -34,6 +34,7 @@ from clawloop.errors import ClawloopError
 from clawloop.phases.train import data as tdata
 from clawloop.phases.train.grpo import run_grpo
 from clawloop.phases.train.reference import reference_trajectories
+from clawloop.phases.train.replay import read_conversations, replay, write_conversations
 from clawloop.phases.train.sft import run_sft
 
 if TYPE_CHECKING:
@@ -149,6 +150,8 @@ def train(job: TrainJob, params: TrainParams | None = None, setup: EpisodeSetup 
     meta["wall_time_s"] = round(time.time() - t0, 3)
     if _rank() == 0:
         write_json(last_done / "train_meta.json", meta)
+        if run.conversations:  # what the next iteration replays (train.data.replay)
+            write_conversations(last_done, run.conversations)
         work.commit(last_done)
     _barrier()
     return meta["metrics"]
@@ -187,6 +190,8 @@ class _Run:
     setup: EpisodeSetup
     base: Path
     meta: dict[str, Any]
+    conversations: list[tdata.Conversation] = field(default_factory=list)
+    """What SFT trains on, in order (set by sft_dataset)."""
 
     def sft_dataset(self, tasks: list[Task], self_convs: list[tdata.Conversation]) -> datasets.Dataset | None:
         """SFT's examples: the tasks' reference trajectories mixed with the policy's own passed
@@ -216,15 +221,22 @@ class _Run:
             self.meta["reference"]["mistakes_left_out"] = len(refs) - len(kept)
             refs = kept
         convs = tdata.mix(refs, self_convs, data.self_fraction, data.seed)
+        if data.replay and convs:
+            previous = read_conversations(self.base)
+            convs = replay(previous, convs, data.replay, data.seed)
+            self.meta["replay"] = {"share": data.replay, "available": len(previous),
+                                   "replayed": sum(bool(c.meta.get("replayed")) for c in convs)}
         if not convs and self.job.keep_base_without_tasks:
             self.meta["stages"]["sft"] = {"skipped": f"no trajectory to imitate ({len(self_convs)} own passes, "
                                                      f"data.self_fraction {data.self_fraction})"}
             return None
         dataset = tdata.to_dataset(convs, tools_for(setup.harness_config))  # raises when empty
         self.meta["data_sha256"] = tdata.data_sha256(convs)
+        self.conversations = convs
         self.meta["examples"] = {"reference": sum(c.source == "reference" for c in convs),
                                  "self": sum(c.source == "self" for c in convs),
-                                 "hinted": sum(bool(c.meta.get("hinted")) for c in convs)}
+                                 "hinted": sum(bool(c.meta.get("hinted")) for c in convs),
+                                 "replayed": sum(bool(c.meta.get("replayed")) for c in convs)}
         # How much of inspect -> act -> check each trained conversation shows (0-2): brevity shows here.
         self.meta["process_scores"] = {src: {str(k): n for k, n in sorted(Counter(
             tdata.process_score(c.messages) for c in convs if c.source == src).items())} for src in ("reference", "self")}

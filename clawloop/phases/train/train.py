@@ -23,7 +23,7 @@ def train_iteration(params: Params, *, iteration: int, validated: Path, policy: 
     """Train the policy at `policy` on `validated`'s tasks into checkpoint `out`; the playbook, the
     training log and train.json go beside it in the iteration dir unless given. Returns train.json."""
     it = IterDir(out.parent)
-    method, options = params.train.method, params.train.options()
+    method, options = params.train.method, params.train.options().at_iteration(iteration)
     pool = read_pool(validated / "valid.jsonl")
     probe = validated / "probe.jsonl"
     labels = [*params.validation.train_labels, "unprobed"]  # the one owner of which tasks train
