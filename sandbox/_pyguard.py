@@ -24,6 +24,12 @@ name the interpreter lacks is searched on the whole path only for a *dynamic* im
 `-m pkg`, `importlib.import_module` as pytest loads test files, `__import__`) or an import
 statement of code outside the interpreter's dirs (the task's tests, the project's own modules);
 a static import in the interpreter's own code gets ModuleNotFoundError, as it would elsewhere.
+Dynamic probes too: pandas's `import_optional_dependency` calls `importlib.import_module("pytz")`,
+which ran an agent's `/workspace/pytz.py` in every verifier importing pandas from the workdir
+(found 2026-12-07). So a dynamic import from the interpreter's own code (the caller of importlib's
+functions, or of `__import__`) is refused what the interpreter lacks too, unless that code is one
+of `LOADERS`: the tools whose job is to import the project by name (runpy, pytest, unittest,
+uvicorn, flask, django...).
 
 Startup order makes the rest work: CPython imports `site` (and so this module) before it adds
 the script's dir or the cwd to sys.path, so a `sitecustomize.py` or `usercustomize.py` planted
@@ -60,20 +66,47 @@ def _trusted(entry, cache={}):  # noqa: B006 - a per-process cache on purpose
     return hit
 
 
-def _own_import_statement(frame):
-    """True when the import being resolved is an `import` statement (not `__import__` or
-    importlib's functions) in a file of the interpreter's own dirs or a module frozen into it
-    (3.11 freezes os, ntpath, posixpath...: `<frozen ntpath>`). A name can only be claimed for
-    more checking, never less: code that names itself `<frozen x>` is refused what the
-    interpreter lacks, as the stdlib is."""
+LOADERS = frozenset((
+    "runpy", "unittest", "doctest", "pydoc", "pdb", "bdb", "cProfile", "profile", "trace", "timeit",
+    "code", "_pytest", "pytest", "pluggy", "coverage", "nose2", "behave", "IPython", "uvicorn", "gunicorn",
+    "hypercorn", "flask", "werkzeug", "django", "celery", "fastapi_cli", "hydra", "alembic", "invoke"))
+"""Top-level packages of the interpreter's own code whose dynamic imports may find the project's
+modules on the whole path: they run or serve the code a verifier names (`-m pkg`, test files and
+conftests, `main:app`, a settings module)."""
+
+
+def _own(code):
+    """Code from a file of the interpreter's own dirs or a module frozen into it (3.11 freezes os,
+    ntpath, runpy...: `<frozen ntpath>`). A name can only be claimed for more checking, never
+    less: code that names itself `<frozen x>` is refused what the interpreter lacks, as the stdlib is."""
+    path = code.co_filename
+    return path.startswith("<frozen ") or (os.path.isabs(path) and _trusted(os.path.dirname(path)))
+
+
+def _package(frame):
+    return (frame.f_globals.get("__name__") or "").split(".")[0]
+
+
+def _own_code_probes(frame):
+    """True when the import being resolved comes from the interpreter's own code and must not fall
+    through to the agent's dirs: an `import` statement there, or a dynamic import (importlib's
+    functions, `__import__`) from own code that no LOADERS frame called (pandas's probe under
+    `import pandas` in a test file is refused; pytest importing the test file is not)."""
     while frame is not None and frame.f_globals.get("__name__") in _MACHINERY:
         frame = frame.f_back
     if frame is None or frame.f_lasti < 0:
         return False
-    code = frame.f_code
-    path = code.co_filename
-    own = path.startswith("<frozen ") or (os.path.isabs(path) and _trusted(os.path.dirname(path)))
-    return own and code.co_code[frame.f_lasti] == _IMPORT_NAME
+    if frame.f_code.co_code[frame.f_lasti] == _IMPORT_NAME:
+        return _own(frame.f_code)
+    while frame is not None and _package(frame) == "importlib":  # import_module, util.find_spec, metadata
+        frame = frame.f_back
+    if frame is None or not _own(frame.f_code):
+        return False  # the project's or the verifier's own code asked for it by name
+    while frame is not None and _own(frame.f_code):  # a loader may go through a helper (pkgutil.resolve_name)
+        if _package(frame) in LOADERS:
+            return False
+        frame = frame.f_back
+    return True
 
 
 class ShadowGuard:
@@ -88,7 +121,7 @@ class ShadowGuard:
         if len(own) == len(entries):
             return None  # nothing else on sys.path: PathFinder alone decides
         spec = PathFinder.find_spec(name, own, target)
-        if spec is None and _own_import_statement(sys._getframe(1)):
+        if spec is None and _own_code_probes(sys._getframe(1)):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         # None: no own module of that name, PathFinder (next) searches the whole path
         return spec

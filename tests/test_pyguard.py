@@ -109,3 +109,26 @@ def test_without_the_guard_the_verifier_falls_back_to_safepath(backend: str, saf
     with sandbox.open(backend) as sb:
         r = sb.exec(PY_PRELUDE + 'echo "[${PYTHONSAFEPATH:-}]"', timeout=30)
     assert r.output.strip() == f"[{safepath}]", r.output
+
+
+
+def test_own_code_dynamic_probes_never_reach_the_project_but_loaders_do(project: Path, tmp_path: Path) -> None:
+    """pandas's optional-dependency probe is `importlib.import_module("pytz")` from site-packages: a
+    name the interpreter lacks must not resolve to the project's `pytz.py`; runpy, unittest and the
+    project's own dynamic imports still find its modules."""
+    rt = runtime_dir()
+    python = str(rt / "bin" / "python3") if rt is not None else ""
+    if not python or "NO-PANDAS" in _py(python, ["-c", "import importlib.util as u; "
+                                                 "print('NO-PANDAS' if u.find_spec('pandas') is None "
+                                                 "or u.find_spec('pytz') else 'OK')"], tmp_path, None):
+        pytest.skip("needs the task runtime's pandas without pytz (the probe under attack)")
+    guard = pyguard_dir(tmp_path)
+    (project / "pytz.py").write_text(PLANT)
+    assert "PLANTED pytz" in _py(python, ["-c", "import pandas"], project, None)  # live without the guard
+    out = _py(python, ["-c", "import pandas; print('PANDAS', pandas.__version__)"], project, guard)
+    assert "PANDAS" in out and "PLANTED" not in out, out
+    out = _py(python, ["-c", "import importlib; importlib.import_module('pytz')"], project, guard)
+    assert "PLANTED pytz" in out, out  # the verifier's own dynamic import: the project's module
+    out = _py(python, ["-m", "unittest", "-q", "sibling"], project, guard)
+    assert "Ran 0 tests" in out and "PLANTED" not in out, out  # unittest imports the project by name
+    assert "PKG 42 json" in _py(python, ["-m", "pkg"], project, guard)  # runpy

@@ -63,6 +63,32 @@ def test_b1_pathlib_probing_nt_runs_no_agent_code_under_python_m_pytest(backend:
         update={"steps": [" && ".join(plant)]})}), backend)
 
 
+
+PANDAS_CHECK = ("if (cd /workspace && python3 -c 'import hashlib, pandas; "
+                "open(\"/workspace/answer\", \"rb\").read() and None; "
+                "raise SystemExit(hashlib.sha256(open(\"/workspace/answer\", \"rb\").read()).hexdigest() "
+                "!= open(\"/tests/hash.txt\").read().strip())'); ")
+
+
+def test_b1_pandas_probing_pytz_runs_no_agent_code(backend: str) -> None:
+    """pandas probes its optional dependencies with `importlib.import_module` (pytz, absent from the
+    task runtime): a check that imports pandas in the workdir must not run the agent's pytz.py."""
+    plant = [write("/workspace/pytz.py", PASS_NOW), "echo guess > /workspace/answer"]
+    live = "cd /workspace && python3 -c 'import pandas; raise SystemExit(3)'; echo status=$?"
+    probe = "python3 -c 'import importlib.util as u; print(u.find_spec(\"pandas\") is not None)'"
+    task = preimage_task(test=PANDAS_CHECK)
+    act = actor(plant, live, "status=0")
+
+    def guarded(env):  # the attack needs the runtime's pandas; without it there is nothing to attack
+        if "True" not in env.exec(probe, timeout=30).output:
+            pytest.skip("no pandas in the task runtime")
+        return act(env)
+
+    rec = run_episode(task, guarded, backend)
+    assert_not_passed(rec)
+    assert (rec.outcome, rec.reward) == ("failed", 0.0), rec  # pandas imported, the check judged
+
+
 # ------------------------------------------- B2: task ENV naming files of the agent's
 def test_b2_bash_env_of_the_task_runs_no_agent_script(backend: str) -> None:
     """`ENV BASH_ENV=/root/.bashrc` (conda, nvm): bash runs it before test.sh's first line."""
