@@ -149,9 +149,9 @@ def test_model_agent_summary_has_tokens(backend: str, monkeypatch: pytest.Monkey
 def test_model_agent_takes_the_loops_harness_from_params(backend: str, monkeypatch: pytest.MonkeyPatch,
                                                         tmp_path: Path) -> None:
     """`eval --agent model` runs the harness of params.yaml's `rollout` section (./params.yaml by default),
-    so a CLI figure measures what the loop measures; --no-params gives the library's defaults. A policy
+    so a CLI figure measures what the loop measures; --no-params gives the schema's defaults. A policy
     that never calls a tool shows it: the episode ends after rollout.max_format_errors replies.
-    The policy loads with the params' backend options."""
+    The policy loads with the params' backend options; the run says which params it used."""
     from scripted_policy import ScriptedPolicy
 
     from clawloop.core.agent import model_agent as policy_mod
@@ -162,13 +162,16 @@ def test_model_agent_takes_the_loops_harness_from_params(backend: str, monkeypat
         "max_format_errors: 2", "max_format_errors: 1"))
     monkeypatch.chdir(tmp_path)
     base = ["eval", str(FIXTURES / "word-count"), "--agent", "model", "--model", "any", "--backend", backend]
-    for extra, replies in [([], 1), (["--no-params"], 3), (["--params", str(ROOT / "params.yaml")], 2)]:
+    (tmp_path / "params.yaml").write_text((tmp_path / "params.yaml").read_text().replace("speculate: 8", "speculate: 3"))
+    for extra, replies, says in [([], 1, "[params] params.yaml"), (["--no-params"], 2, "[params] schema defaults (--no-params)"),
+                                 (["--params", str(ROOT / "params.yaml")], 2, f"[params] {ROOT / 'params.yaml'}")]:
         policy.calls.clear()
         res = runner.invoke(app, [*base, *extra])
         assert res.exit_code == 0, res.output
         assert len(policy.calls) == replies, (extra, policy.calls)
+        assert says in res.output, res.output
     # the backend options travel too (rollout.engine's guesses), the backend stays --model's
-    assert [(s.backend, s.hf.engine.speculate) for s in specs] == [("hf", 8), ("hf", 0), ("hf", 8)]
+    assert [(s.backend, s.hf.engine.speculate) for s in specs] == [("hf", 3), ("hf", 8), ("hf", 8)]
     (tmp_path / "params.yaml").write_text("rollout: {max_turns: 0}\n")
     res = runner.invoke(app, base)
     assert isinstance(res.exception, ClawloopError) and "params.yaml" in str(res.exception), res.output

@@ -115,8 +115,9 @@ def test_parse_bad_utf8() -> None:
 
 def test_system_prompt_and_initial_messages() -> None:
     task = _task(workdir="/workspace/proj", limits=Limits(max_turns=7, command_timeout_s=12))
-    sp = system_prompt(task)
+    sp = system_prompt(task, HarnessConfig(max_turns=None, command_timeout_s=None))  # None: the task's limits
     assert "/workspace/proj" in sp and "7 turns" in sp and "12 s per" in sp and "submit" in sp
+    assert "6 turns" in system_prompt(task) and "10 s per" in system_prompt(task)  # the schema's rollout limits
     no_submit = system_prompt(task, HarnessConfig(submit_tool=False, max_turns=3))
     assert "without a tool call" in no_submit and "3 turns" in no_submit
     msgs = initial_messages(task)
@@ -158,7 +159,7 @@ def test_episode_bash_then_submit() -> None:
 
 
 def test_three_format_errors_in_a_row_end_the_episode() -> None:
-    st = EpisodeState(_task())
+    st = EpisodeState(_task(), HarnessConfig(max_format_errors=3))
     assert st.on_generation(gen("hello")) is None
     assert st.messages[-1]["role"] == "user" and "Format error" in st.messages[-1]["content"]
     assert st.on_generation(gen(bash("ls"))) == "ls"  # a valid call resets the streak
@@ -190,7 +191,7 @@ def test_max_turns_and_no_submit_mode() -> None:
 
 
 def test_huge_and_binary_replies_are_format_errors() -> None:
-    st = EpisodeState(_task())
+    st = EpisodeState(_task(), HarnessConfig(max_format_errors=3))
     st.on_generation(gen("x" * 10_000_000))
     st.on_generation(gen(b"\xff\xfe\x00 garbage"))
     assert st.n_format_errors == 2 and not st.done
@@ -322,7 +323,7 @@ def test_lenient_form_trains_as_the_canonical_tool_call(template: str) -> None:
 def test_format_hint_shows_the_form_but_no_command_to_copy() -> None:
     from clawloop.core.agent.harness import hint_message
 
-    st = EpisodeState(_task())
+    st = EpisodeState(_task(), HarnessConfig(format_hint="tool_call"))
     st.on_generation(gen("I would list the files first."))
     hint = st.messages[-1]["content"]
     assert "<tool_call>" in hint and '"name": "bash"' in hint
@@ -330,7 +331,8 @@ def test_format_hint_shows_the_form_but_no_command_to_copy() -> None:
     assert cmd.startswith("<") and cmd.endswith(">")  # a placeholder, not a runnable command
     for concrete in ("ls", "cat ", "pwd", "echo"):
         assert f'"command": "{concrete}' not in hint
-    no_submit = hint_message(FormatError("no_tool_call", "no tool call found"), HarnessConfig(submit_tool=False))
+    no_submit = hint_message(FormatError("no_tool_call", "no tool call found"), HarnessConfig(submit_tool=False,
+                                                                                        format_hint="tool_call"))
     assert "submit" not in no_submit["content"]
 
 

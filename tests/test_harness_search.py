@@ -150,7 +150,7 @@ def test_the_search_end_to_end_on_real_rollouts(tmp_path: Path, backend: str) ->
     out = tmp_path / "iter-1" / "checkpoint"
     out.mkdir(parents=True)
     params = PlaybookParams(reflector="rules", harness=HarnessSearchParams(dev_tasks=6, max_candidates=3))
-    base = HarnessConfig(max_turns=4, command_timeout_s=10)
+    base = HarnessConfig(max_turns=4, command_timeout_s=10, format_hint="tool_call")
     step = PlaybookStep(1, tmp_path / "no-policy", out, tmp_path / "diagnosis.json", pool=pool, limits=LIMITS)
     evo = evolve_checkpoint("playbook", step, params, base, run_dev=run_dev)
     assert dev_runs == [6, 6, 6, 6]  # the current harness and three candidates, on the same six tasks

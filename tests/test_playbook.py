@@ -362,12 +362,13 @@ def test_sft_plus_playbook_trains_sft_then_adds_the_playbook(tmp_path: Path, rol
 
 
 def test_clawloop_eval_renders_a_model_dirs_playbook_or_the_one_given(tmp_path: Path) -> None:
-    from clawloop.core.agent.model_agent import _playbook
+    from clawloop.core.agent.model_agent import eval_playbook
+    from clawloop.policy.load import parse_spec
 
     pb = Playbook(token_budget=100, entries=[tip()])
     write_playbook(tmp_path / POLICY_FILE, pb)
-    assert _playbook({"model": str(tmp_path)}) == pb == _playbook({"model": f"llamacpp:{tmp_path}"})
-    assert _playbook({"model": "openai:m@http://127.0.0.1:9/v1"}) is None
+    assert eval_playbook(parse_spec(str(tmp_path))) == pb == eval_playbook(parse_spec(f"llamacpp:{tmp_path}"))
+    assert eval_playbook(parse_spec("openai:m@http://127.0.0.1:9/v1")) is None
     other = tmp_path / "other.json"
     write_playbook(other, Playbook(token_budget=50))
-    assert _playbook({"model": "openai:m@http://x/v1", "playbook": other}) == Playbook(token_budget=50)
+    assert eval_playbook(parse_spec("openai:m@http://x/v1"), other) == Playbook(token_budget=50)

@@ -213,7 +213,7 @@ def test_bad_output_never_crashes(fake: type[FakeSandbox], tmp_path: Path) -> No
         seq = replies[key]
         return seq[n] if n < len(seq) else SUBMIT
     res = run_rollouts(list(tasks.values()), ScriptedPolicy(reply),
-                       RolloutConfig(k=1, batch_size=8, backend="fake", harness=HarnessConfig(max_turns=5)),
+                       RolloutConfig(k=1, batch_size=8, backend="fake", harness=HarnessConfig(max_turns=5, max_format_errors=3)),
                        out_dir=tmp_path, progress=False)
     by = {r.task_id: r for r in res}
     a, b, c, d, e = (by[tasks[k].id] for k in "abcde")

@@ -51,21 +51,36 @@ def parse_sets(sets: list[str], flag: str = "--set") -> dict:
     return out
 
 
-def loop_rollout(params: Path | None, no_params: bool = False) -> dict[str, Any]:
-    """The model agent's options from a params.yaml's `rollout` section (`--params`, else ./params.yaml
-    when there is one, unless `no_params`): the loop's harness, reply tokens, seed, batch and
-    temperature, and its backends' options (`policy`: rollout.engine, rollout.vllm, ...; the backend
-    stays the one --model names). {} without one: the library's defaults."""
-    if params is None and (no_params or not Path("params.yaml").is_file()):
-        return {}
-    from clawloop.config.params import load_params
-    from clawloop.core.rollout_settings import rollout_settings
+PARAMS_FILE = Path("params.yaml")
+"""The params file a command reads when no `--params` is given and the working directory has one."""
 
-    path = params or Path("params.yaml")
-    ctx = rollout_settings(load_params(path))
-    typer.echo(f"harness, sampling and backend options: rollout section of {path}", err=True)
-    return {"harness": ctx.harness, "max_new_tokens": ctx.sampling.max_new_tokens, "seed": ctx.sampling.seed,
-            "batch": ctx.batch, "temperature": ctx.sampling.temperature, "policy": ctx.policy}
+
+def params_path(params: Path | None, no_params: bool = False) -> Path | None:
+    """The params file of a command that trains or evaluates: `--params`, else ./params.yaml when
+    there is one (unless `no_params`); None: the schema's defaults."""
+    if params is not None:
+        return params
+    return None if no_params or not PARAMS_FILE.is_file() else PARAMS_FILE
+
+
+def say_params(path: Path | None, no_params: bool = False) -> None:
+    """The one line (stderr) that says which params a command runs on."""
+    why = "--no-params" if no_params else f"no {PARAMS_FILE} here"
+    typer.echo(f"[params] {path}" if path is not None else f"[params] schema defaults ({why})", err=True)
+
+
+def command_params(params: Path | None, no_params: bool = False, **rollout: Any) -> Any:
+    """The one Params (clawloop.config.params) of a command that evaluates: the file of `params_path`
+    (validated: a bad one is one line naming it and the key) or the schema's defaults, with the
+    `rollout` fields a command's flags give (--batch, --temperature; None keeps the file's). Stages
+    build theirs from the same file (clawloop.artifacts.stage). The command says which file
+    (`say_params`) once its input is checked, so bad input stays one line."""
+    from clawloop.config.params import Params, load_params
+
+    path = params_path(params, no_params)
+    loaded = load_params(path) if path is not None else Params()
+    changes = {k: v for k, v in rollout.items() if v is not None}
+    return loaded.model_copy(update={"rollout": loaded.rollout.model_copy(update=changes)}) if changes else loaded
 
 
 def renamed(value: Any, old_value: Any, flag: str, old_flag: str) -> Any:
@@ -77,13 +92,3 @@ def renamed(value: Any, old_value: Any, flag: str, old_flag: str) -> Any:
     if value is None and old_value is None:
         raise typer.BadParameter("this option is required", param_hint=f"'{flag}'")
     return value if value is not None else old_value
-
-
-def loop_spec(model: str, loop: dict[str, Any]) -> Any:
-    """The PolicySpec of `--model` with the backends' options of the params (`loop_rollout`'s `policy`)."""
-    from clawloop.policy.load import OPTION_SECTIONS, parse_spec
-
-    spec = parse_spec(model)
-    if loop.get("policy") is None:
-        return spec
-    return spec.model_copy(update={s: getattr(loop["policy"], s) for s in OPTION_SECTIONS})

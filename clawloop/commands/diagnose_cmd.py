@@ -7,16 +7,13 @@ from pathlib import Path
 import typer
 
 from clawloop.artifacts.probe import summarize, write_probe
-from clawloop.commands import app, loop_rollout, tasks_app
+from clawloop.commands import app, command_params, params_path, say_params, tasks_app
 from clawloop.commands.out import check_out
 from clawloop.config.diagnosis import DiagnosisParams
-from clawloop.core.agent.harness import HarnessConfig
-from clawloop.core.agent.rollout import RolloutConfig
 from clawloop.core.tasks.pool import read_pool
 from clawloop.phases.diagnose.diagnose import diagnose as write_diagnosis
 from clawloop.phases.validate.probe import probe_tasks
 from clawloop.policy.load import load_policy
-from clawloop.policy.types import SamplingParams
 
 
 @app.command()
@@ -54,27 +51,38 @@ def probe(
     pool: Path = typer.Argument(..., help="Pool JSONL to probe."),
     model: str = typer.Option(..., "--model", help="The current policy: DIR, vllm:DIR or openai:MODEL@URL."),
     out: Path = typer.Option(..., "--out", help="Probe table (JSONL of task_id, k, passes, errors, label)."),
-    k: int = typer.Option(4, "--k", min=1, help="Rollouts per task."),
-    backend: str | None = typer.Option(None, "--backend", help="Sandbox backend: bwrap, docker or local."),
-    batch: int = typer.Option(32, "--batch", min=1, help="Episodes stepped in lockstep."),
+    k: int | None = typer.Option(None, "--k", min=1, help="Rollouts per task (default: validation.probe.k of the params)."),
+    backend: str | None = typer.Option(None, "--backend", help="Sandbox backend: bwrap, docker or local "
+                                       "(default: sandbox.backend of the params)."),
+    batch: int | None = typer.Option(None, "--batch", min=1, help="Episodes stepped in lockstep (default: "
+                                     "rollout.batch of the params)."),
     trajectories: Path | None = typer.Option(
         None, "--trajectories", help="Write the probe rollouts here (an empty directory; default: not kept)."),
-    temperature: float = typer.Option(1.0, "--temperature", min=0.0, help="Sampling temperature."),
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature "
+                                             "(default: validation.probe.temperature of the params)."),
     iteration: int = typer.Option(-1, "--iteration", help="Loop iteration written into the trajectories."),
-    params: Path | None = typer.Option(None, "--params", help="The params.yaml whose `rollout` section sets the "
-                                       "harness and reply tokens (default: ./params.yaml when there is one)."),
-    no_params: bool = typer.Option(False, "--no-params", help="The library's harness defaults, not ./params.yaml's."),
+    params: Path | None = typer.Option(None, "--params", help="The params.yaml whose `rollout` and `validation.probe` "
+                                       "sections set the probe, as the validate stage's (default: ./params.yaml "
+                                       "when there is one, else the schema's defaults)."),
+    no_params: bool = typer.Option(False, "--no-params", help="The schema's defaults, not ./params.yaml."),
 ) -> None:
-    """Label each task too_easy (k/k), learnable (0<p<k) or frontier (0/k) with the current policy."""
+    """Label each task too_easy (k/k), learnable (0<p<k) or frontier (0/k) with the current policy, as
+    the validate stage's probe does (one Params: clawloop.core.rollout_settings)."""
     check_out(out)
     if trajectories is not None:
         check_out(trajectories, "dir", run=True, flag="--trajectories")
     tasks = read_pool(pool)
-    loop = loop_rollout(params, no_params)
-    policy = load_policy(model)
-    sampling = SamplingParams(temperature=temperature, **{k: loop[k] for k in ("max_new_tokens", "seed") if k in loop})
-    probing = RolloutConfig(k=k, batch_size=batch, backend=backend or "bwrap", sampling=sampling, iteration=iteration,
-                            harness=loop.get("harness") or HarnessConfig())
+    from clawloop.core.rollout_settings import rollout_settings
+
+    loop = command_params(params, no_params, batch=batch)
+    ctx, probe_params = rollout_settings(loop), loop.validation.probe
+    k = k or probe_params.k
+    spec = ctx.policy_spec(model)
+    say_params(params_path(params, no_params), no_params)
+    policy = load_policy(spec)
+    probing = ctx.rollout_config(k=k, harness=ctx.harness_of(spec),
+                                 sampling=ctx.sampling_at(probe_params.temperature if temperature is None else temperature),
+                                 iteration=iteration, suite="probe", backend=backend or ctx.backend)
     results = probe_tasks(tasks, policy, probing, out_dir=trajectories, progress=True)
     write_probe(out, results)
     counts = summarize(results)

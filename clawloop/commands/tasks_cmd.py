@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import json
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from clawloop.commands import POLICY_SET_HELP, app, loop_rollout, loop_spec, parse_sets, renamed, tasks_app
+from clawloop.commands import (
+    POLICY_SET_HELP,
+    app,
+    command_params,
+    params_path,
+    parse_sets,
+    renamed,
+    say_params,
+    tasks_app,
+)
 from clawloop.commands.out import FORCE_HELP, check_out, staged_dir
 from clawloop.core.executor import executor_params
 from clawloop.core.io import write_json, write_jsonl
@@ -208,17 +218,18 @@ def eval_(
                                   "on stdout (the table goes to stderr)."),
     fail_under: float | None = typer.Option(None, "--fail-under", min=0.0, max=1.0, help="Exit 1 when the pass "
                                             "rate is below RATE (0 to 1) or nothing was graded: a gate for CI."),
-    samples: int = typer.Option(1, "--samples", "-k", min=1, help="--agent model: episodes per task."),
+    samples: int | None = typer.Option(None, "--samples", "-k", min=1, help="--agent model: episodes per task "
+                                       "(default: eval.samples of the params)."),
     batch: int | None = typer.Option(None, "--batch", min=1, help="--agent model: episodes stepped in lockstep "
-                                     "(default: rollout.batch of the params, else the schema's, 36)."),
+                                     "(default: rollout.batch of the params)."),
     temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="--agent model: sampling "
-                                             "temperature (default: rollout.temperature of the params, else 0)."),
+                                             "temperature (default: rollout.temperature of the params)."),
     params: Path | None = typer.Option(None, "--params", help="--agent model: the params.yaml whose `rollout` "
-                                       "section sets the harness (turns, format errors, hint, repeat note), reply "
-                                       "tokens and seed, so a figure measures the loop's harness (default: "
-                                       "./params.yaml when there is one)."),
-    no_params: bool = typer.Option(False, "--no-params", help="--agent model: the library's harness defaults, "
-                                   "not ./params.yaml's."),
+                                       "section sets the harness, sampling, batch and backend options, as the "
+                                       "evaluate stage's (default: ./params.yaml when there is one, else the "
+                                       "schema's defaults); --batch and --temperature override it."),
+    no_params: bool = typer.Option(False, "--no-params", help="--agent model: the schema's defaults, not "
+                                   "./params.yaml."),
     playbook: Path | None = typer.Option(None, "--playbook", help="--agent model: a playbook.json rendered into "
                                          "the system prompt (default: the one a model DIR carries, if any)."),
     # --- formats hook (issue #10): benchmark layouts (clawloop.core.tasks.formats)
@@ -243,22 +254,26 @@ def eval_(
         if out.suffix in (".json", ".jsonl") and not out.is_dir():
             raise ClawloopError(f"--out {out}: names a directory (it gets {EPISODES_JSONL}); drop the suffix")
         check_out(out, "dir", run=True, force=force)
-    options: dict[str, Any] = {}
-    if agent == "model":  # the model agent's knobs (clawloop.core.agent.model_agent.run_model_agent)
-        loop = loop_rollout(params, no_params)
-        options.update({k: v for k, v in loop.items() if k != "policy"})
-        if model:
-            spec = loop_spec(model, loop)
-            options["model"] = with_options(spec, parse_sets(policy_sets, "--policy-set")) if policy_sets else spec
-        options.update(samples=samples, playbook=playbook)
-        options.update({k: v for k, v in (("batch", batch), ("temperature", temperature)) if v is not None})
+    agent_model = None
+    if agent == "model":  # one Params, as a stage's rollouts (clawloop.core.rollout_settings)
+        if not model:
+            raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
+        from clawloop.core.rollout_settings import rollout_settings
+
+        loop = command_params(params, no_params, batch=batch, temperature=temperature)
+        ctx = rollout_settings(loop)
+        spec = ctx.policy_spec(model)
+        if policy_sets:
+            spec = with_options(spec, parse_sets(policy_sets, "--policy-set"))
+        agent_model = ctx.model_agent(spec, samples=samples or loop.eval.samples, playbook=playbook)
+        say_params(params_path(params, no_params), no_params)
     config = EvalConfig(backend=backend, jobs=jobs, fmt=fmt, executor=executor_params(executor),
                         format_options={"grader_root": grader_root, "skills": skills},  # formats hook (issue #10)
                         skip_bad_lines=skip_bad_lines)
     with staged_dir(out) if out is not None else nullcontext(None) as run_dir:
-        if agent == "model":
-            options["out_dir"] = run_dir
-        records, summary = evaluate(suites, agent, config, options=options, progress=True)
+        if agent_model is not None:
+            agent_model = replace(agent_model, out_dir=run_dir)
+        records, summary = evaluate(suites, agent, config, model=agent_model, progress=True)
         if run_dir is not None:
             write_jsonl(run_dir / EPISODES_JSONL, (r.to_json() for r in records))
     _print_summary(summary, stderr=json_out)

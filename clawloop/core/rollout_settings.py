@@ -1,5 +1,6 @@
 """What every stage's episodes share, built once from params.yaml: the harness and sampling of
-`rollout`, the policy spec of `rollout.backend`, the sandboxes of `sandbox` (RolloutSettings)."""
+`rollout`, the policy spec of `rollout.backend`, the sandboxes of `sandbox` (RolloutSettings).
+`clawloop eval --agent model` and `clawloop tasks probe` build theirs here too, from one Params."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from typing import Any
 
 from clawloop.config.params import Params
 from clawloop.core.agent.harness import HarnessConfig
+from clawloop.core.agent.model_agent import ModelAgent, eval_playbook
 from clawloop.core.agent.playbook import policy_playbook
 from clawloop.core.agent.rollout import RolloutConfig, run_rollouts
 from clawloop.core.progress import Progress
 from clawloop.core.tasks.task import Task
 from clawloop.core.trajectory import EpisodeRecord
 from clawloop.policy.hf import HFPolicyConfig
-from clawloop.policy.load import PolicySpec, load_policy
+from clawloop.policy.load import OPTION_SECTIONS, PolicySpec, load_policy, parse_spec
 from clawloop.policy.types import LlamaCppPolicyConfig, Policy, SamplingParams
 
 
@@ -75,15 +77,30 @@ class RolloutSettings:
         """`run_rollouts` of `policy` under `rollout_config(**changes)`."""
         return run_rollouts(tasks, policy, self.rollout_config(**changes), out_dir=out_dir, progress=progress)
 
+    def policy_spec(self, model: str | PolicySpec) -> PolicySpec:
+        """The policy a command's `--model` names (DIR, vllm:DIR, openai:MODEL@URL: its backend is the
+        one it names) with this context's backends' options (rollout.engine, rollout.vllm, ...)."""
+        spec = model if isinstance(model, PolicySpec) else parse_spec(str(model))
+        return spec.model_copy(update={s: getattr(self.policy, s) for s in OPTION_SECTIONS})
+
+    def model_agent(self, spec: PolicySpec, *, samples: int = 1, playbook: Path | None = None) -> ModelAgent:
+        """`clawloop eval --agent model`'s agent: `spec` (see `policy_spec`) rolled out `samples` times a
+        task under `rollout_config`, as a stage's rollouts, with the playbook of `playbook` (a
+        playbook.json), else the one a model directory carries (`harness_for` in the stages)."""
+        return ModelAgent(spec, self.rollout_config(k=samples, harness=self.harness_of(spec, playbook)))
+
+    def harness_of(self, spec: PolicySpec, playbook: Path | None = None) -> HarnessConfig:
+        """`harness_for` a command's `--model`: its playbook is `playbook` (a playbook.json) when
+        given, else the one its model directory carries (clawloop.core.agent.model_agent.eval_playbook)."""
+        return self.harness.model_copy(update={"playbook": eval_playbook(spec, playbook)})
+
+
 def rollout_settings(params: Params) -> RolloutSettings:
     """The RolloutSettings of params.yaml's `rollout` and `sandbox` sections (a stage's Params)."""
     r, sb = params.rollout, params.sandbox
     threads = r.engine.threads or max(1, (os.cpu_count() or 2) // 2)
     return RolloutSettings(
-        harness=HarnessConfig(max_turns=r.max_turns, command_timeout_s=r.command_timeout_s,
-                              max_format_errors=r.max_format_errors, format_hint=r.format_hint,
-                              repeat_note=r.repeat_note, repeat_resample=r.repeat_resample,
-                              submit_check=r.submit_check),
+        harness=HarnessConfig.of_rollout(r),
         sampling=SamplingParams(temperature=r.temperature, max_new_tokens=r.max_new_tokens, seed=r.seed),
         policy=PolicySpec(backend=r.backend, model="", hf=HFPolicyConfig(engine=replace(r.engine, threads=threads)),
                           llamacpp=LlamaCppPolicyConfig(threads=threads, parallel=r.batch, gguf_type=r.gguf_type),

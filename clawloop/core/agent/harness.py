@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clawloop.config.params import RolloutParams
 from clawloop.core.agent.playbook import FORMAT_HINTS, SYSTEM_VARIANTS, FormatHint, HarnessEdits, Playbook
 from clawloop.core.agent.tool_calls import (  # noqa: F401  (TOOLS, BASH_TOOL: re-exported)
     BASH_TOOL,
@@ -49,42 +50,49 @@ from sandbox.base import ExecResult, truncate_output
 
 TEMPLATES = Path(__file__).parent / "templates"
 
+ROLLOUT_FIELDS = ("max_turns", "command_timeout_s", "max_format_errors", "format_hint", "repeat_note",
+                  "repeat_resample", "submit_check")
+"""HarnessConfig's fields that params.yaml's `rollout` section sets (clawloop.config.params.RolloutParams,
+the schema): their defaults are the schema's, so `HarnessConfig()` is the loop's harness."""
+_SCHEMA = RolloutParams()
+
 
 class HarnessConfig(BaseModel):
-    """How episodes run; the task's own limits apply where a field is None."""
+    """How episodes run; the task's own limits apply where a field is None. The fields of
+    ROLLOUT_FIELDS default to the schema's `rollout` values (`of_rollout` builds one from a section)."""
 
     model_config = ConfigDict(extra="forbid")
 
     submit_tool: bool = True
     """End with a `submit` tool call; when False a reply without a tool call ends the episode."""
-    max_turns: int | None = Field(None, gt=0)
-    """Most assistant turns (None: task.limits.max_turns)."""
-    command_timeout_s: float | None = Field(None, gt=0)
-    """Timeout of one command (None: task.limits.command_timeout_s)."""
+    max_turns: int | None = Field(_SCHEMA.max_turns, gt=0)
+    """Most assistant turns (default: rollout.max_turns; None: task.limits.max_turns)."""
+    command_timeout_s: float | None = Field(_SCHEMA.command_timeout_s, gt=0)
+    """Timeout of one command (default: rollout.command_timeout_s; None: task.limits.command_timeout_s)."""
     episode_timeout_s: float | None = Field(None, gt=0)
     """Wall-clock budget of the agent's own commands (None: task.limits.agent_timeout_s). Generation
     is not counted: it is bounded by turns (`max_turns`) and tokens (the reply's max_tokens), so
     that a budget means the same at batch 1 and batch 36, where a row waits for the others'
     tokens and for their prefills."""
-    max_format_errors: int = Field(3, gt=0)
+    max_format_errors: int = Field(_SCHEMA.max_format_errors, gt=0)
     """Consecutive replies without a valid tool call that end the episode."""
     observation_chars: int = Field(2000, gt=0)
     """Most characters of command output shown to the model (head + tail kept)."""
     max_reply_chars: int = Field(16_384, gt=0)
     """Longer replies are a format error and are stored cut to this length."""
-    format_hint: FormatHint = "tool_call"
+    format_hint: FormatHint = _SCHEMA.format_hint
     """The format hint's variant (clawloop.core.agent.playbook.FORMAT_HINTS): the call form of the
     model's chat template (json_fence for the Qwen2.5 json template); a learned edit overrides it."""
-    repeat_note: bool = True
+    repeat_note: bool = _SCHEMA.repeat_note
     """Say so in the observation when a command repeats the previous one verbatim. Greedy small
     models loop: Qwen2.5-Coder-0.5B re-sent its last command in 26 of 32 held-out episodes that
     ran one (docs/experiments/2026-12-03-qwen-harness-levers.md)."""
-    repeat_resample: float | None = Field(None, gt=0)
+    repeat_resample: float | None = Field(_SCHEMA.repeat_resample, gt=0)
     """When a reply repeats the episode's last command verbatim, draw that reply once more at this
     temperature (seeded like the rollout) before anything runs; None runs the repeat. Greedy small
     models loop: the Qwen base re-sent a command until the turn limit in 43 of 72 held-out
     shell-core episodes, and the repeat note alone stopped none (docs/experiments/2026-12-03-qwen-harness-levers.md)."""
-    submit_check: bool = False
+    submit_check: bool = _SCHEMA.submit_check
     """Answer the episode's first `submit` with a note instead of ending it when no command has run
     yet or the last command failed (non-zero exit or timeout); a second submit ends it. After SFT
     on one-liners the Qwen policy submitted right after a failed command in 16 of its 51
@@ -101,6 +109,11 @@ class HarnessConfig(BaseModel):
     `playbook_template`; None or an empty one adds nothing."""
     playbook_template: str = "playbook.j2"
     """Jinja template of the playbook block, in clawloop/core/agent/templates or an absolute path."""
+
+    @classmethod
+    def of_rollout(cls, rollout: RolloutParams) -> HarnessConfig:
+        """The harness of a params.yaml `rollout` section (its ROLLOUT_FIELDS; the rest the library's)."""
+        return cls(**{name: getattr(rollout, name) for name in ROLLOUT_FIELDS})
 
 
 @lru_cache(maxsize=16)

@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from clawloop.core.agent.model_agent import agent_policy, run_model_agent
+from clawloop.core.agent.model_agent import ModelAgent, run_model_agent
 from clawloop.core.agent.oracle import SIMPLE_AGENTS, run_episode
 from clawloop.core.executor import ExecutorParams, executor_params, run_all
 from clawloop.core.progress import Progress, progress_for
@@ -80,23 +80,29 @@ class EvalConfig:
     """False refuses a JSONL suite with a malformed line (`check_lines`) before anything runs."""
 
 
-def run_agent(agent: str, items: list[SuiteItem], config: EvalConfig, *, options: dict[str, Any] | None = None,
+def run_agent(agent: str, items: list[SuiteItem], config: EvalConfig, *, model: ModelAgent | None = None,
               progress: Progress | None = None) -> list[EpisodeRecord]:
     """Run `agent` on every loadable item; records come back in item order.
 
     The one dispatch on the agent's name: simple agents (oracle, noop) run one sandboxed episode
     per task on `config.jobs` threads, or one Ray task each (`config.executor`, clawloop.core.executor:
-    the record's `node` names the Ray node); a model agent (`--agent model --model DIR`) plugs in
-    here, its policy and sandboxes on this machine. `progress` is advanced once per episode (and
+    the record's `node` names the Ray node); a model agent (`--agent model --model DIR`: `model`,
+    built from one Params as a stage's rollouts are) plugs in here, its policy and sandboxes on this machine. `progress` is advanced once per episode (and
     by generated tokens for a model agent).
     """
     todo = [i for i in items if i.task is not None]
     if agent in SIMPLE_AGENTS:
         return _run_simple(agent, todo, config, progress)
     if agent == "model":  # k samples per task in lockstep batches (clawloop.core.agent.rollout)
-        return run_model_agent(todo, options or {}, backend=config.backend, sandbox_config=config.sandbox_config,
+        return run_model_agent(todo, _needs(model), backend=config.backend, sandbox_config=config.sandbox_config,
                                progress=progress)
     raise ClawloopError(f"--agent: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
+
+
+def _needs(model: ModelAgent | None) -> ModelAgent:
+    if model is None:
+        raise ClawloopError("--agent model needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
+    return model
 
 
 def _simple_episode(item: SuiteItem, agent: str, backend: str, config: SandboxConfig | None) -> EpisodeRecord:
@@ -166,12 +172,12 @@ def timing(records: list[EpisodeRecord], wall_s: float, agent: str) -> dict[str,
 
 
 def evaluate(paths: list[str | Path], agent: str, config: EvalConfig | None = None, *,
-             options: dict[str, Any] | None = None,
+             model: ModelAgent | None = None,
              progress: bool | Progress = False) -> tuple[list[EpisodeRecord], dict[str, Any]]:
     """Load the suites, run the agent, and summarize: (records in suite order, summary).
 
-    `config` says how the suites are read and where the episodes run (EvalConfig); `options` are
-    a model agent's (clawloop.core.agent.model_agent). `progress`: True (or the caller's Progress)
+    `config` says how the suites are read and where the episodes run (EvalConfig); `model` is the
+    model agent's policy and rollout config (clawloop.core.rollout_settings.RolloutSettings.model_agent). `progress`: True (or the caller's Progress)
     shows episodes as they end. The summary carries `timing` (wall_s, episodes_per_s, tokens);
     wall_s runs from after the suites and a model agent's policy are loaded to the last episode
     (a Ray cluster's start or join included). With Ray as the executor the summary names it and
@@ -191,19 +197,21 @@ def evaluate(paths: list[str | Path], agent: str, config: EvalConfig | None = No
         check_lines(suites)
     items = [i for s in suites for i in s.items]
     failed_loads = [error_record(i, agent) for i in items if i.task is None]
-    per_task = int((options or {}).get("samples") or 1) if agent == "model" else 1
+    if agent == "model":
+        model = _needs(model)
+    per_task = model.config.k if model is not None and agent == "model" else 1
     runnable = any(i.task is not None for i in items)
     total = len(failed_loads) + per_task * (len(items) - len(failed_loads))
     with progress_for(progress, f"eval {agent}", total) as bar:
         bar.set_total(total)  # a caller's reporter learns it here
         if failed_loads:
             bar.advance(len(failed_loads), outcome="unloadable")
-        if agent == "model" and runnable:  # loaded under the progress (time shows) but off the clock
-            options = {**(options or {}), "model": agent_policy(options or {})}
+        if model is not None and agent == "model" and runnable:  # loaded under the progress, off the clock
+            model = model.loaded()
         t0 = time.perf_counter()
         if runnable:
             preflight(config.backend, config.sandbox_config)
-        ran = run_agent(agent, items, config, options=options, progress=bar)
+        ran = run_agent(agent, items, config, model=model, progress=bar)
         wall = time.perf_counter() - t0
     if agent == "model":  # k samples per task: not one record per item
         records = [*failed_loads, *ran]
