@@ -30,9 +30,7 @@ def check(path: Path = typer.Argument(Path("runs"), help="A runs/ tree, an itera
                                       "(params.yaml, profiles/smoke.yaml).")) -> None:
     """Validate artifacts against their schemas, the check picked by content, or a params file
     against the params schema (one line: OK, or the file and the leaf); exit 1 on any violation,
-    2 when PATH holds no clawloop artifact.
-
-    Example: clawloop check params.yaml"""
+    2 when PATH holds no clawloop artifact."""
     from rich.markup import escape
     from rich.table import Table
 
