@@ -322,14 +322,24 @@ Generate = Callable[..., Task]
 answer form where the task allows it, TaskBuilder)."""
 
 
-def level_generator(name: str, version: int, levels: Sequence[Callable[[TaskBuilder], None]]) -> Generate:
+def level_generator(name: str, version: int, levels: Sequence[Callable[[TaskBuilder], None]],
+                    breadth: dict[int, Callable[[TaskBuilder], None]] | None = None) -> Generate:
     """The `generate` of a family whose levels each fill a fresh TaskBuilder: `levels[0]` is
-    level 1. A level outside them is a KeyError (callers check levels: skills.check_level)."""
+    level 1. A level outside them is a KeyError (callers check levels: skills.check_level).
+    `breadth`: per level, the family's breadth intents (programs and flags the held-out suites use
+    that the level's own intents never ask for), built instead when `generate(..., breadth=True)`
+    (the synthesis.breadth share; tagged `breadth`)."""
     by_level = dict(enumerate(levels, start=1))
+    wide = dict(breadth or {})
 
-    def generate(level: int, rng: random.Random, knobs: Knobs, answer_rng: random.Random | None = None) -> Task:
+    def generate(level: int, rng: random.Random, knobs: Knobs, answer_rng: random.Random | None = None,
+                 breadth: bool = False) -> Task:
         b = TaskBuilder(name, version, level, rng, knobs, answer_rng)
-        by_level[level](b)
+        if breadth and level in wide:
+            b.tag("breadth")
+            wide[level](b)
+        else:
+            by_level[level](b)
         return b.build()
 
     return generate

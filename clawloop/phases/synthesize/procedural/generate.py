@@ -52,7 +52,7 @@ def synthesize(plan: Plan, seed: int, iteration: int = 0, progress: bool | Progr
                forms: Forms = PLAIN, namespace: str = "") -> list[Task]:
     """Tasks for every (skill, level) quota of `plan`, in skill then level order, worded and shaped
     as `forms` says (clawloop.config.synthesis.Forms: conversational register, answer form and its file-form
-    twin, chained with other tasks, starting elsewhere, at length). `progress` shows tasks made (clawloop.core.progress): a large
+    twin, chained with other tasks, starting elsewhere, at length, breadth intents). `progress` shows tasks made (clawloop.core.progress): a large
     pool takes a while. `namespace` separates the seeds of a held-out split (HELDOUT_NAMESPACE)
     from the loop's."""
     order = list(families())
@@ -115,7 +115,12 @@ def _build(fam: SkillFamily, level: int, s: int, knobs: Knobs, knob_fraction: fl
     # does not take the form) stays what it was without it
     arng = random.Random(f"answer/{s}")
     asked = bool(forms.answer) and arng.random() < forms.answer
-    task = fam.generate(level, rng, use, arng if asked and not file_form else None)
+    # breadth intents too (the twin takes the same one): a draw that does not take them is as before
+    brng = random.Random(f"breadth/{s}")
+    if forms.breadth and level in fam.breadth and brng.random() < forms.breadth:
+        task = fam.generate(level, rng, use, arng if asked and not file_form else None, breadth=True)
+    else:
+        task = fam.generate(level, rng, use, arng if asked and not file_form else None)
     crng = random.Random(f"chained/{s}")  # its own rng too: the main stream, and every unchained task, as before
     if forms.chained and not file_form and crng.random() < forms.chained:
         task = _chained(task, level, crng)

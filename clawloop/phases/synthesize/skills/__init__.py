@@ -47,6 +47,8 @@ class SkillFamily:
     """`generate(level, rng, knobs, answer_rng=None)` (clawloop.phases.synthesize.builder.Generate)."""
     levels: dict[int, str]
     """What each level adds (docs/skills.md is written from this)."""
+    breadth: frozenset[int] = frozenset()
+    """Levels with breadth intents (the module's BREADTH; `generate(..., breadth=True)` builds one)."""
 
     @property
     def generator_id(self) -> str:
@@ -66,7 +68,8 @@ def families() -> dict[str, SkillFamily]:
         if name == "git" and not git_available():
             continue
         mod = importlib.import_module(f"clawloop.phases.synthesize.skills.{module}")
-        out[name] = SkillFamily(name=name, version=mod.VERSION, generate=mod.generate, levels=mod.LEVELS)
+        out[name] = SkillFamily(name=name, version=mod.VERSION, generate=mod.generate, levels=mod.LEVELS,
+                                breadth=frozenset(getattr(mod, "BREADTH", {})))
     return out
 
 

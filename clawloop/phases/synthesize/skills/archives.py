@@ -229,4 +229,19 @@ def _level5(b: TaskBuilder) -> None:
         b.primary(out, members[target], "exact")
 
 
-generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])
+# ---- breadth intents (synthesis.breadth): zcat, tar -tzf without unpacking
+def _breadth1(b: TaskBuilder) -> None:
+    rng = b.rng
+    f = b.name("log", awkward=b.awkward())
+    text = lines_text(content.log_lines(rng, rng.randrange(3, 7)))
+    b.file(f, text)
+    b.run_setup(f"gzip {q(f)}")
+    out = b.output(b.name("txt"))
+    b.say("read_gz", gz=show(f + ".gz"), out=show(out))
+    b.step(f"zcat {q(f + '.gz')} > {q(out)}")
+    b.primary(out, text, "exact")
+    b.expect_gz(f + ".gz", text)
+
+
+BREADTH = {1: _breadth1}
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5], BREADTH)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 
 from clawloop.phases.synthesize import words
@@ -159,4 +160,63 @@ def _level5(b: TaskBuilder) -> None:
     b.expect_tree(inbox, expected)
 
 
-generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])
+# ---- breadth intents (synthesis.breadth): touch, rm -r, md5sum, cp -a, duplicate checksums
+def _breadth1(b: TaskBuilder) -> None:
+    rng = b.rng
+    awk = b.awkward()
+    intent = rng.choice(["touch", "rm_tree", "checksum"])
+    if intent == "touch":
+        f = b.name(rng.choice(["lock", "flag", "txt", "done"]), awkward=awk)
+        b.say("touch", f=show(f))
+        b.step(f"touch {q(f)}")
+        b.expect_file(f, "", "exact")
+    elif intent == "rm_tree":
+        d = b.dirname(awkward=awk)
+        for _ in range(rng.randrange(2, 5)):
+            b.file(b.name("txt", folder=rng.choice([d, f"{d}/{words.pick(rng, 'nouns')}"])), _text(rng))
+        keep = b.file(b.name("txt"), _text(rng))
+        b.say("rm_tree", d=show(d))
+        b.step(f"rm -r {q(d)}")
+        b.expect_absent(d)
+        b.unchanged(keep)
+    else:
+        f = b.file(b.name(rng.choice(["iso", "bin", "txt"]), awkward=awk), _text(rng))
+        out = b.output(b.name("md5"))
+        digest = hashlib.md5(b.files[f"/workspace/{f}"].data()).hexdigest()
+        b.say("checksum", f=show(f), out=show(out))
+        b.step(f"md5sum {q(f)} | cut -d' ' -f1 > {q(out)}")
+        b.primary(out, digest, "strip")
+
+
+def _breadth2(b: TaskBuilder) -> None:
+    rng = b.rng
+    if rng.random() < 0.5:
+        src = b.dirname(awkward=b.awkward(2, 0.3))
+        want: dict[str, str | None] = {}
+        for i in range(rng.randrange(2, 5)):
+            mode = 0o755 if i == 0 else rng.choice([0o644, 0o600])
+            rel = b.file(b.name("sh" if i == 0 else "txt", folder=src), _text(rng), mode=mode)
+            want[rel.split("/", 1)[1]] = b.files[f"/workspace/{rel}"].content
+        dst = b.dirname()
+        b.say("copy_tree", src=show(src), dst=show(dst))
+        b.step(f"cp -a {q(src)} {q(dst)}")
+        b.expect_tree(dst, want)
+        for rel in want:
+            b.expect_mode(f"{dst}/{rel}", b.files[f"/workspace/{src}/{rel}"].mode)
+        return
+    d = b.dirname(awkward=b.awkward(2, 0.3))
+    texts = [_text(rng) for _ in range(rng.randrange(2, 4))]
+    bodies = [*texts, *rng.sample(texts, rng.randrange(1, len(texts) + 1))]
+    rng.shuffle(bodies)
+    for body in bodies:
+        b.file(b.name("txt", folder=d), body)
+    sums = [hashlib.md5(t.encode()).hexdigest() for t in bodies]
+    dup = sorted({s for s in sums if sums.count(s) > 1})
+    out = b.output(b.name("txt"))
+    b.say("same_checksum", d=show(d), out=show(out))
+    b.step(f"md5sum {q(d)}/* | awk '{{print $1}}' | sort | uniq -d > {q(out)}")
+    b.primary(out, lines_text(dup), "text")
+
+
+BREADTH = {1: _breadth1, 2: _breadth2}
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5], BREADTH)

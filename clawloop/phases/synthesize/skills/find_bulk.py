@@ -266,4 +266,73 @@ def _level5(b: TaskBuilder) -> None:
     b.primary(out, str(len(recent)), "strip")
 
 
-generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])
+# ---- breadth intents (synthesis.breadth): find's other tests and xargs, which held-out gold commands use
+def _breadth2(b: TaskBuilder) -> None:
+    rng = b.rng
+    root = b.dirname(awkward=b.awkward(2, 0.3))
+    intent = rng.choice(["top_only", "not_ext", "xargs_lines", "base_names"])
+    ext = rng.choice(["log", "txt", "conf", "md"])
+    out = b.output(b.name("out"))
+    hits = _tree(b, root, [ext], rng.randrange(3, 6))
+    others = _tree(b, root, [e for e in ("csv", "dat", f"{ext}.old") if e != ext], b.distractor_count(2))
+    if intent == "top_only":
+        top = sorted(h for h in hits if h.count("/") == root.count("/") + 1)
+        if not top:
+            top = [b.file(b.name(ext, folder=root), f"{words.sentence(rng)}\n")]
+        b.say("top_only", ext=ext, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -maxdepth 1 -type f -name '*.{ext}' | sort > {q(out)}")
+        b.primary(out, lines_text(sorted(top)), "text")
+    elif intent == "not_ext":
+        b.say("not_ext", ext=ext, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -not -name '*.{ext}' | sort > {q(out)}")
+        b.primary(out, lines_text(sorted(others)), "text")
+    elif intent == "xargs_lines":
+        total = 0
+        for rel in hits:
+            n = rng.randrange(1, 6)
+            b.file(rel, lines_text([words.sentence(rng) for _ in range(n)]))
+            total += n
+        b.say("xargs_lines", ext=ext, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -name '*.{ext}' -print0 | xargs -0 cat | wc -l > {q(out)}")
+        b.primary(out, str(total), "strip")
+    else:
+        b.say("base_names", ext=ext, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -name '*.{ext}' -exec basename {{}} \\; | sort > {q(out)}")
+        b.primary(out, lines_text(sorted(posixpath.basename(h) for h in hits)), "text")
+
+
+def _breadth3(b: TaskBuilder) -> None:
+    rng = b.rng
+    awk = b.awkward(p=0.5)
+    root = b.dirname(awkward=b.awkward(p=0.3))
+    intent = rng.choice(["folders_of", "xargs_copy", "concat_sorted"])
+    ext = rng.choice(["csv", "log", "txt", "ini"])
+    hits = _tree(b, root, [ext], rng.randrange(3, 6), awkward=awk)
+    others = _tree(b, root, ["md", f"{ext}.bak"], b.distractor_count(2))
+    if intent == "folders_of":
+        out = b.output(b.name("out"))
+        b.say("folders_of", ext=ext, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -name '*.{ext}' -exec dirname {{}} \\; | sort -u > {q(out)}")
+        b.primary(out, lines_text(sorted({posixpath.dirname(h) for h in hits})), "text")
+    elif intent == "concat_sorted":
+        out = b.output(b.name("all"))
+        b.say("concat_sorted", ext=ext, root=show(root), out=show(out))
+        b.step(f"find {q(root)} -type f -name '*.{ext}' -print0 | sort -z | xargs -0 cat > {q(out)}")
+        b.primary(out, "".join(b.files[f"/workspace/{h}"].content for h in sorted(hits)), "exact")
+    else:
+        names: dict[str, str] = {}
+        for h in hits:
+            names.setdefault(posixpath.basename(h), b.files[f"/workspace/{h}"].content)
+        dest = b.dirname()
+        b.say("xargs_copy", ext=ext, root=show(root), dest=show(dest))
+        b.step(f"mkdir -p {q(dest)}")
+        b.step(f"find {q(root)} -type f -name '*.{ext}' -print0 | xargs -0 -I{{}} cp {{}} {q(dest)}/")
+        if len(names) == len(hits):  # a name twice: which copy wins is the order find walks
+            b.expect_tree(dest, names)
+        else:
+            b.expect_dir(dest)
+        b.unchanged(*hits, *others)
+
+
+BREADTH = {2: _breadth2, 3: _breadth3}
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5], BREADTH)

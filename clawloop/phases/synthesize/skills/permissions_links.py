@@ -182,4 +182,24 @@ def _level5(b: TaskBuilder) -> None:
     b.expect_link(good, files[0])
 
 
-generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])
+# ---- breadth intents (synthesis.breadth): find -perm, stat -c
+def _breadth2(b: TaskBuilder) -> None:
+    rng = b.rng
+    d = b.dirname(awkward=b.awkward(2, 0.3))
+    modes = {}
+    for i in range(rng.randrange(4, 8)):
+        mode = rng.choice([0o755, 0o700, 0o644, 0o600, 0o444]) if i > 1 else (0o755, 0o644)[i]
+        modes[b.file(b.name(rng.choice(["sh", "txt", "py"]), folder=d), _script(rng), mode=mode)] = mode
+    out = b.output(b.name("txt"))
+    if rng.random() < 0.5:
+        b.say("owner_exec", d=show(d), out=show(out))
+        b.step(f"find {q(d)} -type f -perm -u+x | sort > {q(out)}")
+        b.primary(out, lines_text(sorted(r for r, m in modes.items() if m & 0o100)), "text")
+    else:
+        b.say("modes_list", d=show(d), out=show(out))
+        b.step(f"stat -c '%a %n' {q(d)}/* > {q(out)}")
+        b.primary(out, lines_text([f"{modes[r]:o} {r}" for r in sorted(modes)]), "text")
+
+
+BREADTH = {2: _breadth2}
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5], BREADTH)

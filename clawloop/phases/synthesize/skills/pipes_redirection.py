@@ -188,4 +188,45 @@ def _level5(b: TaskBuilder) -> None:
         b.primary(out, lines_text(sorted(set(b_set) & set(a_set))), "text")
 
 
-generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])
+# ---- breadth intents (synthesis.breadth): tee, comm -23 / -12, diff
+def _breadth2(b: TaskBuilder) -> None:
+    rng = b.rng
+    intent = rng.choice(["tee_two", "only_first", "common_sorted", "diff_one"])
+    if intent == "tee_two":
+        items = words.sample(rng, "cities", rng.randrange(4, 9))
+        f = b.file(b.name("txt", awkward=b.awkward(2, 0.3)), lines_text(items))
+        one, two = b.output(b.name("txt")), b.name("txt")
+        b.say("tee_two", f=show(f), one=show(one), two=show(two))
+        b.step(f"sort {q(f)} | tee {q(one)} > {q(two)}")
+        b.expect_file(one, lines_text(sorted(items)), "text")
+        b.expect_file(two, lines_text(sorted(items)), "text")
+        b.unchanged(f)
+        return
+    pool = words.sample(rng, "nouns", rng.randrange(8, 14))
+    cut = rng.randrange(2, len(pool) - 4)
+    first, second = sorted(pool[:cut + 3]), sorted(pool[cut:])
+    a = b.file(b.name("list", awkward=b.awkward(2, 0.3)), lines_text(first))
+    out = b.output(b.name("txt"))
+    if intent == "diff_one":
+        k = rng.randrange(len(first))
+        new = [*first]
+        new[k] = rng.choice([w for w in words.words("fruits") if w not in first])  # one line changed, no other match
+        c = b.file(b.name("list"), lines_text(new))
+        b.say("diff_one", a=show(a), c=show(c), out=show(out))
+        b.step(f"diff {q(a)} {q(c)} > {q(out)}")
+        b.primary(out, f"{k + 1}c{k + 1}\n< {first[k]}\n---\n> {new[k]}\n", "exact")
+        return
+    c = b.file(b.name("list"), lines_text(second))
+    if intent == "only_first":
+        b.say("only_first", a=show(a), c=show(c), out=show(out))
+        b.step(f"comm -23 {q(a)} {q(c)} > {q(out)}")
+        b.primary(out, lines_text([w for w in first if w not in second]), "text")
+    else:
+        b.say("common_sorted", a=show(a), c=show(c), out=show(out))
+        b.step(f"comm -12 {q(a)} {q(c)} > {q(out)}")
+        b.primary(out, lines_text([w for w in first if w in second]), "text")
+    b.unchanged(a, c)
+
+
+BREADTH = {2: _breadth2}
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5], BREADTH)

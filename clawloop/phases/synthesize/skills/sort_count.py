@@ -156,4 +156,28 @@ def _level5(b: TaskBuilder) -> None:
     b.unchanged(f)
 
 
-generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])
+# ---- breadth intents (synthesis.breadth): uniq -d, sort -t -k
+def _breadth2(b: TaskBuilder) -> None:
+    rng = b.rng
+    out = b.output(b.name("txt"))
+    if rng.random() < 0.5:
+        items = words.sample(rng, "fruits", rng.randrange(4, 8))
+        twice = rng.sample(items, rng.randrange(1, len(items) - 1))
+        lines = [*items, *twice, *rng.sample(twice, rng.randrange(0, len(twice) + 1))]
+        rng.shuffle(lines)
+        f = b.file(b.name("txt", awkward=b.awkward(2, 0.3)), lines_text(lines))
+        b.say("repeated", f=show(f), out=show(out))
+        b.step(f"sort {q(f)} | uniq -d > {q(out)}")
+        b.primary(out, lines_text(sorted(set(twice))), "text")
+    else:
+        names = words.sample(rng, "people", rng.randrange(4, 8))
+        rows = [f"{n}:{words.pick(rng, 'cities')}:{v}" for n, v in zip(names, content.distinct_ints(rng, len(names), 1, 500), strict=True)]
+        f = b.file(b.name("db", awkward=b.awkward(2, 0.3)), lines_text(rows))
+        b.say("by_third_field", f=show(f), out=show(out))
+        b.step(f"sort -t: -k3,3n {q(f)} > {q(out)}")
+        b.primary(out, lines_text(sorted(rows, key=lambda r: int(r.rsplit(":", 1)[1]))), "text")
+    b.unchanged(f)
+
+
+BREADTH = {2: _breadth2}
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5], BREADTH)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 from clawloop.phases.synthesize import content, words
 from clawloop.phases.synthesize.builder import TaskBuilder, level_generator, lines_text, q, show
@@ -181,4 +182,43 @@ def _level5(b: TaskBuilder) -> None:
     b.expect_tree(root, expected)
 
 
-generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])
+# ---- breadth intents (synthesis.breadth): sed -e twice, tr -d, tac, cut -c, paste -s -d
+def _breadth2(b: TaskBuilder) -> None:
+    rng = b.rng
+    intent = rng.choice(["two_swaps", "strip_digits", "last_first", "first_chars", "one_line"])
+    lines = [words.sentence(rng, rng.randrange(3, 6)) for _ in range(rng.randrange(4, 9))]
+    out = b.output(b.name("txt"))
+    if intent == "strip_digits":
+        lines = [" ".join(f"{w}{rng.randrange(10, 999)}" if rng.random() < 0.3 else w for w in ln.split())
+                 for ln in lines]
+    f = b.file(b.name("txt", awkward=b.awkward(2, 0.3)), lines_text(lines))
+    if intent == "two_swaps":
+        plain = sorted({w for ln in lines for w in ln.split() if w.isalpha() and w.isascii()})
+        a, c = rng.sample(plain, 2) if len(plain) > 1 else (plain[0], plain[0])
+        x, y = (w.lower() for w in words.sample(rng, "people", 2))
+        want = [ln.replace(a, x).replace(c, y) for ln in lines]  # sed runs its scripts in order
+        b.say("two_swaps", a=a, x=x, c=c, y=y, f=show(f), out=show(out))
+        b.step(f"sed -e 's/{a}/{x}/g' -e 's/{c}/{y}/g' {q(f)} > {q(out)}")
+    elif intent == "strip_digits":
+        want = [re.sub(r"[0-9]", "", ln) for ln in lines]
+        b.say("strip_digits", f=show(f), out=show(out))
+        b.step(f"tr -d '0-9' < {q(f)} > {q(out)}")
+    elif intent == "last_first":
+        want = lines[::-1]
+        b.say("last_first", f=show(f), out=show(out))
+        b.step(f"tac {q(f)} > {q(out)}")
+    elif intent == "first_chars":
+        n = rng.randrange(3, 9)
+        want = [ln[:n] for ln in lines]
+        b.say("first_chars", n=n, f=show(f), out=show(out))
+        b.step(f"cut -c1-{n} {q(f)} > {q(out)}")
+    else:
+        want = [",".join(lines)]
+        b.say("one_line", f=show(f), out=show(out))
+        b.step(f"paste -sd, {q(f)} > {q(out)}")
+    b.primary(out, lines_text(want), "text")
+    b.unchanged(f)
+
+
+BREADTH = {2: _breadth2}
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5], BREADTH)

@@ -183,4 +183,43 @@ def _level5(b: TaskBuilder) -> None:
     b.primary(out, lines_text(sorted(hits)), "text")
 
 
-generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5])
+# ---- breadth intents (synthesis.breadth): grep -r, -o, -E
+def _breadth2(b: TaskBuilder) -> None:
+    rng = b.rng
+    intent = rng.choice(["tree_files", "only_numbers", "either_word"])
+    out = b.output(b.name("txt"))
+    if intent == "tree_files":
+        d = b.dirname(awkward=b.awkward(2, 0.3))
+        word = words.pick(rng, "nouns")
+        subs = [d, f"{d}/{words.pick(rng, 'cities')}", f"{d}/{words.pick(rng, 'fruits')}"]
+        hits = []
+        for i in range(rng.randrange(4, 8)):
+            lines = [words.sentence(rng) for _ in range(rng.randrange(2, 5))]
+            lines = [ln for ln in lines if word not in ln] or ["empty line"]
+            if i % 2 == 0:
+                lines.insert(rng.randrange(len(lines) + 1), f"{words.sentence(rng, 2)} {word} here")
+            rel = b.file(b.name(rng.choice(["txt", "md", "cfg"]), folder=rng.choice(subs)), lines_text(lines))
+            if i % 2 == 0:
+                hits.append(rel)
+        b.say("tree_files", word=word, d=show(d), out=show(out))
+        b.step(f"grep -rl {word} {q(d)} | sort > {q(out)}")
+        b.primary(out, lines_text(sorted(hits)), "text")
+        return
+    lines = content.log_lines(rng, rng.randrange(5, 10))
+    f = b.file(b.name("log", awkward=b.awkward(2, 0.3)), lines_text(lines))
+    if intent == "only_numbers":
+        nums = [m for ln in lines for m in re.findall(r"[0-9]+", ln)]
+        b.say("only_numbers", f=show(f), out=show(out))
+        b.step(f"grep -oE '[0-9]+' {q(f)} > {q(out)}")
+        b.primary(out, lines_text(nums), "text")
+    else:
+        toks = sorted({ln.split()[2] for ln in lines})
+        one, two = (rng.sample(toks, 2) if len(toks) > 2 else (toks[0], "FATAL"))  # a level no line has
+        b.say("either_word", one=one, two=two, f=show(f), out=show(out))
+        b.step(f"grep -E '{one}|{two}' {q(f)} > {q(out)}")
+        b.primary(out, lines_text([ln for ln in lines if one in ln or two in ln]), "text")
+    b.unchanged(f)
+
+
+BREADTH = {2: _breadth2}
+generate = level_generator(NAME, VERSION, [_level1, _level2, _level3, _level4, _level5], BREADTH)
