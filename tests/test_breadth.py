@@ -61,3 +61,20 @@ def test_the_default_pool_asks_for_the_top_uncovered_uses() -> None:
     for use in ("xargs", "xargs -0", "find -print0", "find -maxdepth", "md5sum", "grep -r", "sed -e",
                 "basename", "diff", "tee", "comm", "find -perm", "uniq -d", "tr -d"):
         assert have[use], use
+
+
+def test_breadth_phrasings_avoid_shell_core_wording() -> None:
+    """No 6-word run of a breadth task's instruction is in a shell-core instruction (as
+    test_synthesis checks for the families' other intents)."""
+    import re
+
+    def grams(text: str, n: int = 6) -> set[tuple[str, ...]]:
+        ws = re.findall(r"[a-z0-9]+", text.lower())
+        return {tuple(ws[i:i + n]) for i in range(len(ws) - n + 1)}
+
+    held = set().union(*(grams(p.read_text("utf-8")) for p in (ROOT / "benchmarks" / "shell-core").glob("*/instruction.md")))
+    cells = {(s, lv): 30 for s, f in families().items() for lv in f.breadth}
+    tasks = [t for t in synthesize(Plan(quotas=cells), 5, 1, forms=Forms(breadth=1.0, conversational=0.5, answer=0.5))
+             if "breadth" in t.tags]
+    assert len(tasks) > 200
+    assert not [t.instruction for t in tasks if grams(t.instruction) & held][:3]
