@@ -153,7 +153,7 @@ def test_one_record_for_scripted_and_model_episodes() -> None:
         assert all(list(r) == STEP_SCHEMA.names for r in rec.step_rows())
         assert set(rec.to_json()) == {"task_id", "name", "suite", "skill", "level", "agent", "outcome", "reward",
                                       "reason", "duration_s", "verifier_output", "steps", "prompt_tokens",
-                                      "completion_tokens", "unloadable", "node"}
+                                      "completion_tokens", "unloadable", "node", "timing"}
     s_row, m_row = scripted.to_row(), model.to_row()
     assert (s_row["episode_id"], s_row["policy_id"], s_row["termination"]) == ("t-0-oracle", "oracle", "submit")
     assert json.loads(s_row["messages"])[0]["tool_calls"][0]["function"]["arguments"] == '{"command":"ls"}'

@@ -57,9 +57,10 @@ EPISODE_FIELDS = (  # (column, pyarrow type): EPISODE_SCHEMA
     ("duration_s", "float64"),
     ("messages", "string"),          # the whole conversation, JSON (chat format with tool calls)
     ("verifier_output", "string"),   # what the verifier printed (head and tail), null without a verdict
+    ("timing", "timing"),            # seconds per phase (EpisodeTiming, a struct of TIMING_PHASES), null when unknown
 )
 
-OPTIONAL_EPISODE_COLUMNS = frozenset({"verifier_output"})
+OPTIONAL_EPISODE_COLUMNS = frozenset({"verifier_output", "timing"})
 """Columns added after the first trajectories were written: readers accept parts without them."""
 
 VERIFIER_OUTPUT_CHARS = 4000
@@ -114,6 +115,9 @@ STEP_FIELDS = (  # (column, pyarrow type): STEP_SCHEMA
     ("tokens", "int32"),             # completion tokens of this reply
 )
 
+TIMING_PHASES = ("setup_s", "generation_s", "commands_s", "verification_s", "teardown_s", "total_s")
+"""The fields of EpisodeTiming, the episode's `timing` column (float64 seconds each)."""
+
 _SCHEMA_FIELDS = {"EPISODE_SCHEMA": EPISODE_FIELDS, "STEP_SCHEMA": STEP_FIELDS}
 
 
@@ -125,7 +129,8 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import pyarrow as pa
 
-    schema = pa.schema([(column, getattr(pa, kind)()) for column, kind in fields])
+    timing = pa.struct([(phase, pa.float64()) for phase in TIMING_PHASES])
+    schema = pa.schema([(column, timing if kind == "timing" else getattr(pa, kind)()) for column, kind in fields])
     globals()[name] = schema  # later look-ups find it without calling this again
     return schema
 
@@ -161,6 +166,38 @@ class Step:
                 "tool": self.tool, "command": self.command, "format_error": self.format_error,
                 "format": self.format, "exit_code": self.exit_code, "output": self.output, "timed_out": self.timed_out,
                 "duration_s": self.duration_s, "tokens": self.tokens}
+
+
+@dataclass
+class EpisodeTiming:
+    """Seconds an episode spent in each phase, as Harbor's TimingInfo per trial step (the `timing`
+    column and episodes.jsonl key). Phases of one episode never overlap, so their sum is at most
+    `total_s`; the rest is waiting (for the batch's other episodes, for a free thread)."""
+
+    setup_s: float = 0.0
+    """`Episode.begin`: the skip check, the sandbox opened, the task's files placed and its setup run."""
+    generation_s: float = 0.0
+    """Wall time of the batched generate calls the episode took part in (a repeat's redraw
+    included), each charged in full to every episode of the batch: the time it waited for its
+    replies, not its share of the policy's work (summed over a batch, it counts a call once per
+    row). 0 for scripted agents."""
+    commands_s: float = 0.0
+    """The agent's commands, host wall time around each `exec` (a scripted agent: its whole act)."""
+    verification_s: float = 0.0
+    """`env.verify`: the verifier in its clean world."""
+    teardown_s: float = 0.0
+    """Closing the sandbox."""
+    total_s: float = 0.0
+    """From the start of `begin` to the sandbox closed."""
+
+    def to_json(self) -> dict[str, float]:
+        """The `timing` value of a row or an episodes.jsonl line (seconds to 0.1 ms)."""
+        return {phase: round(getattr(self, phase), 4) for phase in TIMING_PHASES}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any] | None) -> EpisodeTiming | None:
+        """The timing of a row or line (None where it has none: written before the field)."""
+        return None if value is None else cls(**{p: float(value.get(p) or 0.0) for p in TIMING_PHASES})
 
 
 @dataclass
@@ -210,6 +247,8 @@ class EpisodeRecord:
     """Checkpoint name written into the row (None: the agent's name)."""
     iteration: int = -1
     """Loop iteration, -1 outside the loop."""
+    timing: EpisodeTiming | None = None
+    """Seconds per phase; None for a task that never ran (unloadable) and in records written before it."""
 
     @property
     def passed(self) -> bool:
@@ -236,6 +275,7 @@ class EpisodeRecord:
                    unloadable=self.unloadable, node=self.node)
         if self.benchmark is not None:
             out.update(benchmark=self.benchmark, scores=self.scores)
+        out["timing"] = self.timing.to_json() if self.timing is not None else None
         return out
 
     def to_row(self) -> dict[str, Any]:
@@ -256,6 +296,7 @@ class EpisodeRecord:
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "duration_s": self.duration_s, "messages": messages,
             "verifier_output": clip(self.verifier_output),
+            "timing": self.timing.to_json() if self.timing is not None else None,
         }
 
     def step_rows(self) -> list[dict[str, Any]]:
@@ -305,3 +346,7 @@ def check_records(path: Path) -> None:
             raise ClawloopError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
         if obj.get("outcome") not in OUTCOMES:
             raise ClawloopError(f"{path}:{lineno}: outcome: {obj.get('outcome')!r} not one of {', '.join(OUTCOMES)}")
+        timing = obj.get("timing")  # optional: records written before it have none
+        if timing is not None and not (isinstance(timing, dict) and all(
+                isinstance(timing.get(p), int | float) and timing[p] >= 0 for p in TIMING_PHASES)):
+            raise ClawloopError(f"{path}:{lineno}: timing: expected seconds (>= 0) for {', '.join(TIMING_PHASES)}")

@@ -72,7 +72,8 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
 
 @runtime_checkable
 class Policy(Protocol):
-    """Generates one assistant reply for each conversation of a batch."""
+    """Generates one assistant reply for each conversation of a batch (one of the loop's three
+    contracts, shown beside the Environment and the Agent in clawloop.core.protocols)."""
 
     policy_id: str
     """Checkpoint name or hash, written into every trajectory."""

@@ -16,13 +16,18 @@ backend is "skipped"; breakage of setup, sandbox, policy or verifier is "error" 
 its reason naming the phase ("setup: TaskSetupError: ..."). `EpisodeState` is the turn logic
 without any I/O (prompt, parsing, format hints, turn and time budgets); a command that runs out
 of the episode's time ends it with termination "timeout", which is still graded.
+
+`Episode.timing` (an EpisodeTiming, the record's `timing`) clocks each phase: setup (`begin`),
+the agent's commands, verification and teardown (`conclude`); the lockstep scheduler adds the
+generate calls each episode waited for.
 """
 
 from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,10 +51,11 @@ from clawloop.core.agent.tool_calls import (
     parse_reply,
     tool_message,
 )
+from clawloop.core.protocols import Agent
 from clawloop.core.tasks.environment import TaskEnvironment
 from clawloop.core.tasks.task import Task
 from clawloop.core.tasks.verifier import Verdict
-from clawloop.core.trajectory import Step
+from clawloop.core.trajectory import EpisodeTiming, Step
 from clawloop.errors import ClawloopError
 from clawloop.policy.types import Generation
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
@@ -256,12 +262,27 @@ class Episode:
     """Agent commands sent to the sandbox through `run_command` (run or not)."""
     verdict: Verdict | None = None
     started: float = field(default_factory=time.monotonic)
+    timing: EpisodeTiming = field(default_factory=EpisodeTiming)
+    """Seconds per phase; `total_s` is set by `conclude`."""
+
+    @contextmanager
+    def clock(self, phase: str) -> Iterator[None]:
+        """Add the wall time of the block to `timing`'s `phase` (whatever it raises)."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            setattr(self.timing, phase, getattr(self.timing, phase) + time.monotonic() - t0)
 
     # -- set up ---------------------------------------------------------------------------
     def begin(self) -> bool:
         """Open the sandbox and prepare the task; False when the episode is already over (the
         task cannot run here, or its setup broke: `outcome` says which)."""
         self.started = time.monotonic()
+        with self.clock("setup_s"):
+            return self._begin()
+
+    def _begin(self) -> bool:
         try:
             self.env = TaskEnvironment(self.task, self.backend, self.sandbox_config)
             why = self.env.skip_reason()
@@ -305,16 +326,18 @@ class Episode:
         self.commands += 1
         try:
             assert self.env is not None
-            return self.env.exec(command, timeout=timeout)
+            with self.clock("commands_s"):
+                return self.env.exec(command, timeout=timeout)
         except Exception as e:
             self.fail("sandbox", e)
             return None
 
-    def act(self, agent: Callable[[TaskEnvironment], object]) -> None:
+    def act(self, agent: Agent) -> None:
         """Let a scripted agent act on the prepared environment (through `env.exec`)."""
         assert self.env is not None
         try:
-            agent(self.env)
+            with self.clock("commands_s"):
+                agent(self.env)
         except AGENT_TROUBLE as e:
             self.fail("agent", e)
 
@@ -333,11 +356,14 @@ class Episode:
         try:
             if self.outcome is None:
                 assert self.env is not None
-                self.judge(self.env.verify(self.state.messages if self.state is not None else None))
+                with self.clock("verification_s"):
+                    verdict = self.env.verify(self.state.messages if self.state is not None else None)
+                self.judge(verdict)
         except Exception as e:
             self.fail("verifier", e)
         finally:
             self.close()
+            self.timing.total_s = time.monotonic() - self.started
         assert self.outcome is not None
         return self.outcome
 
@@ -377,7 +403,8 @@ class Episode:
         verdict stands, and a runner closing many must reach the others)."""
         if self.env is not None:
             try:
-                self.env.close()
+                with self.clock("teardown_s"):
+                    self.env.close()
             except Exception:
                 traceback.print_exc()
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from clawloop.core.agent.episode import Episode
+from clawloop.core.protocols import Agent, Environment
 from clawloop.core.tasks.answer import is_answer_task
 from clawloop.core.tasks.environment import (
     SETUP_FAILED,
@@ -36,12 +36,11 @@ from clawloop.errors import ClawloopError
 from sandbox._paths import rmtree_force
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 
+
 # ------------------------------------------------------------------------------ simple agents
-SimpleAgent = Callable[[TaskEnvironment], list[ExecResult]]
-"""An agent that acts on a prepared environment (through `env.exec`) and returns its results."""
-
-
-def run_oracle(env: TaskEnvironment) -> list[ExecResult]:
+# Agents (clawloop.core.protocols.Agent): each acts on a prepared environment through `env.exec`
+# and returns its results.
+def run_oracle(env: Environment) -> list[ExecResult]:
     """Run the reference solution: helper files at /solution, each step in the workdir."""
     task = env.task
     if task.solution is None:
@@ -74,15 +73,15 @@ def run_oracle(env: TaskEnvironment) -> list[ExecResult]:
     return results
 
 
-def noop_agent(env: TaskEnvironment) -> list[ExecResult]:
+def noop_agent(env: Environment) -> list[ExecResult]:
     """Does nothing: the verifier must fail it."""
     return []
 
 
-SIMPLE_AGENTS: dict[str, SimpleAgent] = {"oracle": run_oracle, "noop": noop_agent}
+SIMPLE_AGENTS: dict[str, Agent] = {"oracle": run_oracle, "noop": noop_agent}
 
 
-def simple_agent(agent: str) -> SimpleAgent:
+def simple_agent(agent: str) -> Agent:
     """The simple agent named `agent`; an unknown name is a ClawloopError naming the known ones."""
     fn = SIMPLE_AGENTS.get(agent)
     if fn is None:
@@ -90,7 +89,7 @@ def simple_agent(agent: str) -> SimpleAgent:
     return fn
 
 
-def run_episode(task: Task, agent: str | SimpleAgent = "oracle", backend: str = "bwrap",
+def run_episode(task: Task, agent: str | Agent = "oracle", backend: str = "bwrap",
                 config: SandboxConfig | None = None, *, suite: str | None = None,
                 name: str | None = None) -> EpisodeRecord:
     """One episode of a simple agent (clawloop.core.agent.episode: begin, act, conclude). Never raises
@@ -114,6 +113,7 @@ def run_episode(task: Task, agent: str | SimpleAgent = "oracle", backend: str = 
             rec.scores = v.scores
     if rec.outcome != "skipped":
         rec.duration_s = episode.duration_s
+    rec.timing = episode.timing
     steps = episode.env.steps if episode.env is not None else []
     rec.steps = [Step(i, tool="bash", command=c, exit_code=r.exit_code, output=r.output, timed_out=r.timed_out,
                       duration_s=r.duration_s) for i, (c, r) in enumerate(steps)]

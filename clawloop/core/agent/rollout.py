@@ -12,6 +12,7 @@ crash loses at most one part.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -204,7 +205,9 @@ class LockstepScheduler:
         return [r for r in self.live if r.episode.wants_reply()]
 
     def turn(self, ready: list[_Run]) -> None:
-        """One batched generate for `ready`, then each reply's command, in parallel sandboxes."""
+        """One batched generate for `ready`, then each reply's command, in parallel sandboxes. Every
+        episode of the batch is charged the generate calls' whole wall time (EpisodeTiming.generation_s)."""
+        t0 = time.monotonic()
         try:
             gens = self.policy.generate([r.episode.state.messages for r in ready],  # type: ignore[union-attr]
                                         self.config.sampling, tools=self.tools)
@@ -220,6 +223,10 @@ class LockstepScheduler:
             for r in ready:
                 r.episode.fail("policy", e)
             return
+        finally:
+            waited = time.monotonic() - t0
+            for r in ready:
+                r.episode.timing.generation_s += waited
         list(self.cmds.map(Episode.step, [r.episode for r in ready], gens))
 
     def resample_repeats(self, ready: list[_Run], gens: list[Generation]) -> list[Generation]:
@@ -289,4 +296,4 @@ def episode_record(run: _Run, policy_id: str, config: RolloutConfig) -> EpisodeR
         completion_tokens=st.completion_tokens if st else 0, episode_id=run.episode_id, sample=run.sample,
         termination=st.termination if st is not None and st.termination else "error",
         n_format_errors=st.n_format_errors if st else 0, messages=st.messages if st is not None else [],
-        policy_id=policy_id, iteration=config.iteration)
+        policy_id=policy_id, iteration=config.iteration, timing=ep.timing)

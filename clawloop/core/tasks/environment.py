@@ -124,7 +124,8 @@ class TaskEnvironment:
     """One run of `task` in a sandbox of `backend` opened with `config` (None: `default_config()`).
 
     Use as a context manager (`with TaskEnvironment(task) as env:` opens; leaving closes) or call
-    `open` and `close` yourself (`close` in a `finally`)."""
+    `open` and `close` yourself (`close` in a `finally`). It is the loop's Environment
+    (clawloop.core.protocols, which imports this package: hence no import back)."""
 
     def __init__(self, task: Task, backend: str = "bwrap", config: SandboxConfig | dict[str, Any] | None = None,
                  *, adapter: FormatAdapter | None = None) -> None:
