@@ -232,16 +232,17 @@ def pool_scripts(tasks: Iterable[Any]) -> dict[str, str]:
     return {t.id: "\n".join(t.solution.steps) for t in tasks if t.solution is not None}
 
 
-def default_pool(iteration: int = 1) -> list[Any]:
-    """The pool the synthesize stage makes at `iteration` from the schema's defaults (params.yaml's)
-    before any report: procedural only, so no policy is loaded."""
+def default_pool(iteration: int = 1, breadth: float | None = None) -> list[Any]:
+    """The pool the synthesize stage makes at `iteration` from the schema's defaults (params.yaml's;
+    `breadth` overrides synthesis.breadth) before any report: procedural only, so no policy is loaded."""
     from clawloop.config.synthesis import SynthesisParams
     from clawloop.phases.synthesize.pool import build_pool
 
     def no_policy(routine: str) -> Any:
         raise RuntimeError(f"{routine} needs a policy")
 
-    return build_pool(SynthesisParams(), iteration, None, None, no_policy).tasks
+    params = SynthesisParams() if breadth is None else SynthesisParams(breadth=breadth)
+    return build_pool(params, iteration, None, None, no_policy).tasks
 
 
 # ------------------------------------------------------------------------------ the table
@@ -295,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--intercode", type=Path, default=INTERCODE, help="an InterCode-Bash export")
     ap.add_argument("--shell-core", type=Path, default=SHELL_CORE)
     ap.add_argument("--pool", type=Path, help="a pool.jsonl (default: synthesize the stage's default pool)")
+    ap.add_argument("--breadth", type=float, help="synthesis.breadth of the synthesized pool (default: the schema's)")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--json", action="store_true", help="the whole result as JSON")
     args = ap.parse_args(argv)
@@ -309,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
 
         tasks = read_pool(args.pool)
     else:
-        tasks = default_pool()
+        tasks = default_pool(breadth=args.breadth)
     result = coverage(suites, pool_scripts(tasks))
     print(json.dumps(result, indent=1) if args.json else render(result, args.top))
     return 0

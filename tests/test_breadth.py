@@ -52,11 +52,11 @@ def test_breadth_share_moves_no_other_draw() -> None:
     took = [w for w in wide if "breadth" in w.tags]
     assert len(took) >= 10 and {t.skill for t in took} <= {n for n, f in families().items() if f.breadth}
     assert all(p == w for p, w in zip(plain, wide, strict=True) if "breadth" not in w.tags)
-    assert SynthesisParams().forms().breadth > 0 and Forms().breadth == 0
+    assert SynthesisParams(breadth=0.5).forms().breadth == 0.5 and Forms().breadth == 0
 
 
 def test_the_default_pool_asks_for_the_top_uncovered_uses() -> None:
-    pool = breadth.pool_scripts(breadth.default_pool())
+    pool = breadth.pool_scripts(breadth.default_pool(breadth=0.5))
     have = breadth.count(pool)
     for use in ("xargs", "xargs -0", "find -print0", "find -maxdepth", "md5sum", "grep -r", "sed -e",
                 "basename", "diff", "tee", "comm", "find -perm", "uniq -d", "tr -d"):

@@ -247,12 +247,13 @@ class SynthesisParams(BaseModel):
     skill and level, the others any family at a level up to it): one workspace, every part's checks,
     the parts' reference steps in order (clawloop/phases/synthesize/procedural/chain.py), so the
     references teach more than one act. 0 = one task each."""
-    breadth: float = Field(0.5, ge=0, le=1)
+    breadth: float = Field(0.0, ge=0, le=1)
     """Share of procedural draws, at the levels whose family has breadth intents, built from those:
     the programs and flags InterCode-Bash's gold commands and shell-core's solutions use that the
     families' other intents never ask for (xargs -0, find -maxdepth, md5sum, comm, tee, grep -r...;
-    benchmarks/breadth.py measures it, docs/experiments/2026-12-07-command-breadth.md). Unmeasured on
-    held-out pass rates. 0 = the families' other intents only (the former pools)."""
+    benchmarks/breadth.py measures it, docs/experiments/2026-12-07-command-breadth.md; 0.5 covers the
+    top uncovered uses). Off until measured on held-out pass rates (`dvc exp run -S synthesis.breadth=0.5`):
+    0 = the families' other intents only."""
     paraphrase: ParaphraseParams = Field(default_factory=lambda: ParaphraseParams(tries=1))
     """A share of the procedural pool reworded by the current policy (phrasings no template file
     holds), checked to keep every name and value (clawloop/phases/synthesize/paraphrase.py). Off in
