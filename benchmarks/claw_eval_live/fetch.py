@@ -1,0 +1,124 @@
+"""Export Claw-Eval-Live's tasks and grading library at a pinned commit (kept out of the repository).
+
+    .venv/bin/python benchmarks/claw_eval_live/fetch.py benchmarks/claw_eval_live/export [--mirror DIR]
+    clawloop eval benchmarks/claw_eval_live/export/tasks --grader-root benchmarks/claw_eval_live/export \
+        --agent noop                  # --format claw-eval-live is detected
+
+What OUT gets from Claw-Eval-Live/Claw-Eval-Live (CC BY 4.0) at COMMIT, in the checkout's own
+layout so that OUT is the grader root (`--grader-root OUT`, or $CLAWLOOP_GRADER_ROOT=OUT for an
+`eval.suites` entry): `tasks/<id>/` (task.yaml, grader.py, the task's files), `src/liveclaw_500/`
+(the package every grader.py imports: copied into the verifier sandbox at grading time, never
+imported on the host), `pyproject.toml`, `LICENSE`, `benchmark/selected_105_tasks.json` (the
+published subset and its threshold), and PIN.json (repo, commit, tasks, workspace tasks).
+
+Only the workspace tasks run: the others need the benchmark's mock HTTP services (`services:` /
+`tool_endpoints:`), which clawloop skips with that reason. The benchmark ships no reference
+solutions, so `--agent oracle` has nothing to run. The repository comes from `--mirror DIR`
+holding `owner+name/repo` git dirs when given, else a shallow fetch from github.com; files are
+read one by one with `git cat-file`, and a task with any object missing from the source is
+left out whole and listed. The test (tests/test_bench_fetch.py) runs this on a hand-written
+repository of the same layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+REPO = "Claw-Eval-Live/Claw-Eval-Live"
+COMMIT = "7942ebdd3db5f424564e976c3eb111ad562b19b6"
+TASKS = "tasks"
+LIBRARY = ("src", "pyproject.toml", "LICENSE", "benchmark/selected_105_tasks.json")
+
+
+def _git(src: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "--git-dir", str(src), *args], check=True, capture_output=True).stdout
+
+
+def source(repo: str, commit: str, mirror: Path | None, tmp: Path) -> Path:
+    """The git dir holding `commit`: the mirror's, else a shallow fetch into `tmp`."""
+    src = mirror / repo.replace("/", "+") / "repo" if mirror else None
+    if src is not None and src.is_dir():
+        return src
+    src = tmp / "repo"
+    subprocess.run(["git", "init", "-q", "--bare", str(src)], check=True)
+    subprocess.run(["git", "--git-dir", str(src), "fetch", "-q", "--depth", "1",
+                    f"https://github.com/{repo}.git", commit], check=True)
+    return src
+
+
+def _blobs(src: Path, commit: str, *paths: str) -> list[tuple[str, str, bool]]:
+    rows = []
+    for row in filter(None, _git(src, "ls-tree", "-r", "-z", commit, "--", *paths).split(b"\0")):
+        meta, _, name = row.partition(b"\t")
+        mode, kind, obj = meta.decode().split()
+        if kind == "blob":
+            rows.append((name.decode(), obj, mode == "100755"))
+    return rows
+
+
+def _has(src: Path, obj: str) -> bool:
+    return subprocess.run(["git", "--git-dir", str(src), "cat-file", "-e", obj]).returncode == 0
+
+
+def _write(src: Path, obj: str, dest: Path, executable: bool) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(_git(src, "cat-file", "blob", obj))
+    dest.chmod(0o755 if executable else 0o644)
+
+
+def workspace_task(task_yaml: Path) -> bool:
+    """A task that needs none of the benchmark's mock services (what clawloop runs)."""
+    raw = yaml.safe_load(task_yaml.read_text(encoding="utf-8")) or {}
+    return not raw.get("services") and not raw.get("tool_endpoints")
+
+
+def export(out: Path, mirror: Path | None = None, commit: str = COMMIT) -> dict:
+    """Write tasks/ and the grading library of `commit` under `out`; returns PIN.json's record."""
+    by_task: dict[str, list[tuple[str, str, bool]]] = defaultdict(list)
+    written, incomplete = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = source(REPO, commit, mirror, Path(tmp))
+        for name, obj, x in _blobs(src, commit, TASKS):
+            if name.count("/") >= 2:
+                by_task[name.split("/")[1]].append((name, obj, x))
+        for task, files in sorted(by_task.items()):
+            lacking = [name for name, obj, _ in files if not _has(src, obj)]
+            if lacking:
+                incomplete[task] = lacking
+                continue
+            for name, obj, x in files:
+                _write(src, obj, out / name, x)
+            written.append(task)
+        for name, obj, x in _blobs(src, commit, *LIBRARY):
+            if not _has(src, obj):
+                raise SystemExit(f"{src}: object {obj} of {name} is missing")
+            _write(src, obj, out / name, x)
+    workspace = [t for t in written if (out / TASKS / t / "task.yaml").is_file()
+                 and workspace_task(out / TASKS / t / "task.yaml")]
+    pin = {"repo": REPO, "commit": commit, "tasks": len(written), "workspace_tasks": workspace,
+           "incomplete": incomplete}
+    (out / "PIN.json").write_text(json.dumps(pin, indent=1) + "\n")
+    return pin
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--mirror", type=Path, default=None, help="dir of owner+name/repo git dirs")
+    ap.add_argument("--commit", default=COMMIT)
+    a = ap.parse_args()
+    pin = export(a.out, a.mirror, a.commit)
+    print(f"{pin['tasks']} Claw-Eval-Live tasks ({len(pin['workspace_tasks'])} without mock services) of "
+          f"{REPO}@{a.commit[:12]} in {a.out / TASKS}; grader root {a.out}"
+          + (f"; left out (objects not in the source): {', '.join(pin['incomplete'])}" if pin["incomplete"] else ""))
+
+
+if __name__ == "__main__":
+    main()
