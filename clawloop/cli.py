@@ -28,10 +28,11 @@ from sandbox.base import SandboxError
 # Command modules, each owning one area; imported for their registrations.
 _COMMAND_MODULES = [
     "sandbox_cmd",   # clawloop sandbox run|doctor|build-image|reap|layers
-    "tasks_cmd",     # clawloop tasks schema|validate|import|export, clawloop eval
+    "tasks_cmd",     # clawloop tasks schema|validate|import|export|probe
+    "eval_cmd",      # clawloop eval
     "synth_cmd",     # clawloop tasks synth
     "model_cmd",     # clawloop model init|info|gguf
-    "diagnose_cmd",  # clawloop diagnose, clawloop tasks probe
+    "diagnose_cmd",  # clawloop diagnose
     "train_cmd",     # clawloop train
     "loop_cmd",      # clawloop check|report|view|compare
     "serve_cmd",     # clawloop serve

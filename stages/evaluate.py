@@ -1,6 +1,6 @@
 """Stage `evaluate@N`: roll out the new checkpoint on the held-out suites, gate its promotion.
 
-    python -m stages.evaluate --iteration 1 --policy runs/iter-1/checkpoint \
+    python -m stages.evaluate --iteration 1 --checkpoint runs/iter-1/checkpoint \
         --previous runs/iter-0 --pool runs/iter-1/validated/valid.jsonl \
         --fresh runs/iter-1/pool/fresh.jsonl --out runs/iter-1/eval
 
@@ -18,15 +18,15 @@ iteration 0) there is nothing to gate.
 
 from pathlib import Path
 
-from clawloop.artifacts.stage import run_stage, stage_parser
+from clawloop.artifacts.stage import renamed_flag, run_stage, stage_parser
 from clawloop.config.params import Params
 from clawloop.phases.evaluate.evaluate import evaluate_iteration
 
 
 def main(params: Params) -> None:
     ap = stage_parser(suites=True)
-    ap.add_argument("--policy", type=Path, required=True, help="checkpoint to evaluate")
-    ap.add_argument("--previous", type=Path, help="previous iteration dir (its metrics.json and policy/)")
+    renamed_flag(ap, "--checkpoint", "--policy", required=True, type=Path, help="the checkpoint to evaluate")
+    ap.add_argument("--previous", type=Path, help="the previous iteration's dir (its metrics.json and policy/)")
     ap.add_argument("--pool", type=Path, help="validated pool: a sample is rolled out for the diagnosis")
     ap.add_argument("--fresh", type=Path, help="the synthesize stage's fresh.jsonl (new instances of the pool's top levels)")
     evaluate_iteration(params, **vars(ap.parse_args()))

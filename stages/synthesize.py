@@ -1,6 +1,6 @@
-"""Stage `synthesize@N`: iteration N's task pool, steered by the previous capability report.
+"""Stage `synthesize@N`: iteration N's task pool, steered by the previous iteration's diagnosis.
 
-    python -m stages.synthesize --iteration 1 --report runs/iter-0/diagnosis/diagnosis.json \
+    python -m stages.synthesize --iteration 1 --diagnosis runs/iter-0/diagnosis/diagnosis.json \
         --policy runs/iter-0/policy --out runs/iter-1/pool
 
 The budget split, the grounded routines (run with the current policy on rollout.backend) and the
@@ -11,15 +11,15 @@ trained policy out on (clawloop.phases.synthesize.fresh; drawn here, where the g
 
 from pathlib import Path
 
-from clawloop.artifacts.stage import run_stage, stage_parser
+from clawloop.artifacts.stage import renamed_flag, run_stage, stage_parser
 from clawloop.config.params import Params
 from clawloop.phases.synthesize.synthesize import synthesize_iteration
 
 
 def main(params: Params) -> None:
     ap = stage_parser()
-    ap.add_argument("--report", type=Path, help="previous iteration's diagnosis.json")
-    ap.add_argument("--policy", type=Path, help="current policy (the grounded routines)")
+    renamed_flag(ap, "--diagnosis", "--report", type=Path, help="the previous iteration's diagnosis.json")
+    ap.add_argument("--policy", type=Path, help="the promoted policy (the grounded routines run it)")
     synthesize_iteration(params, **vars(ap.parse_args()))
 
 

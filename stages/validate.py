@@ -21,7 +21,7 @@ from clawloop.phases.validate.validate import validate_iteration
 def main(params: Params) -> None:
     ap = stage_parser(suites=True)
     ap.add_argument("--pool", type=Path, required=True)
-    ap.add_argument("--policy", type=Path, required=True, help="the current policy, for the probe")
+    ap.add_argument("--policy", type=Path, required=True, help="the promoted policy, for the probe")
     ap.add_argument("--metrics", type=Path, help="default: <out>/../validation.json")
     validate_iteration(params, **vars(ap.parse_args()))
 

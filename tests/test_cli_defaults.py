@@ -137,7 +137,7 @@ def test_eval_model_and_the_evaluate_stage_roll_out_alike(backend: str, tmp_path
     _capture(monkeypatch, model_agent, seen)
     _capture(monkeypatch, settings_mod, seen)
     with pytest.raises(_Stop):
-        evaluate_iteration(load_params(path), iteration=1, policy=model, out=tmp_path / "iter-1" / "eval")
+        evaluate_iteration(load_params(path), iteration=1, checkpoint=model, out=tmp_path / "iter-1" / "eval")
     monkeypatch.setattr(sys, "argv", ["clawloop", "eval", str(TASK), "--agent", "model", "--model", str(model),
                                       "--params", str(path), "--backend", backend])
     with pytest.raises(_Stop):
@@ -172,7 +172,7 @@ def test_tasks_probe_probes_as_the_validate_stage(tmp_path: Path, monkeypatch: p
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     from scripted_policy import ScriptedPolicy
 
-    from clawloop.commands import diagnose_cmd
+    from clawloop.commands import tasks_cmd
     from clawloop.config.params import load_params
     from clawloop.core.tasks.harbor import load_harbor_task
     from clawloop.core.tasks.pool import write_pool
@@ -181,8 +181,8 @@ def test_tasks_probe_probes_as_the_validate_stage(tmp_path: Path, monkeypatch: p
     pool = tmp_path / "pool.jsonl"
     write_pool(pool, [load_harbor_task(TASK)])
     seen: list[Any] = []
-    monkeypatch.setattr(diagnose_cmd, "load_policy", lambda spec: ScriptedPolicy([]))
-    monkeypatch.setattr(diagnose_cmd, "probe_tasks", lambda tasks, policy, config, **_: seen.append(config) or [])
+    monkeypatch.setattr(tasks_cmd, "load_policy", lambda spec: ScriptedPolicy([]))
+    monkeypatch.setattr(tasks_cmd, "probe_tasks", lambda tasks, policy, config, **_: seen.append(config) or [])
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text(path.read_text())
     _ok(monkeypatch, ["clawloop", "tasks", "probe", str(pool), "--model", str(model), "--out", str(tmp_path / "probe.jsonl")])

@@ -10,14 +10,14 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from clawloop.artifacts.diagnosis import CapabilityReport, CellStats, FailureModeStats, load_report
+from clawloop.artifacts.diagnosis import CapabilityReport, CellStats, FailureModeStats, load_diagnosis
 from clawloop.cli import app  # importing the CLI registers every command
 from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.config.knobs import Knobs
 from clawloop.config.synthesis import CurriculumParams
 from clawloop.core.stats import wilson_interval
 from clawloop.errors import ClawloopError
-from clawloop.phases.diagnose.report import recommend
+from clawloop.phases.diagnose.capability import recommend
 from clawloop.phases.synthesize.skills import families
 from clawloop.phases.synthesize.steering import largest_remainder, plan
 
@@ -174,15 +174,15 @@ def test_bad_inputs_raise_one_line_errors(tmp_path: Path) -> None:
     bad = tmp_path / "diagnosis.json"
     bad.write_text(json.dumps({"cells": [{"skill": "files", "level": 1}]}))
     with pytest.raises(ClawloopError, match=r"diagnosis.json: schema_version: None is not the supported"):
-        load_report(bad)
+        load_diagnosis(bad)
     bad.write_text(json.dumps({"schema_version": 1, "cells": [{"skill": "files", "level": 1}]}))
     with pytest.raises(ClawloopError, match=r"diagnosis.json: cells\.0\.episodes"):
-        load_report(bad)
+        load_diagnosis(bad)
     bad.write_text("{not json")
     with pytest.raises(ClawloopError, match="not valid JSON"):
-        load_report(bad)
+        load_diagnosis(bad)
     with pytest.raises(ClawloopError, match="file not found"):
-        load_report(tmp_path / "missing.json")
+        load_diagnosis(tmp_path / "missing.json")
     with pytest.raises(ValidationError):
         CurriculumParams(failure_knobs={"no_such_mode": {"distractors": 1}})
     with pytest.raises(ValidationError):
@@ -196,7 +196,7 @@ def test_cli_writes_pool_and_manifest(tmp_path: Path) -> None:
     rp = tmp_path / "diagnosis.json"
     rp.write_text(r.model_dump_json())
     out = tmp_path / "pool.jsonl"
-    res = CliRunner().invoke(app, ["tasks", "synth", "--n", "30", "--seed", "4", "--report", str(rp),
+    res = CliRunner().invoke(app, ["tasks", "synth", "--n", "30", "--seed", "4", "--diagnosis", str(rp),
                                    "--skills", "files,csv", "--iteration", "2", "--out", str(out)])
     assert res.exit_code == 0, res.output
     lines = out.read_text().splitlines()
@@ -213,7 +213,7 @@ def test_cli_writes_pool_and_manifest(tmp_path: Path) -> None:
     (["--n", "-2"], "--n"),
     (["--n", "5", "--skills", "files,bogus"], "unknown skill"),
     (["--n", "5", "--routine", "magic"], "unknown routine"),
-    (["--n", "5", "--report", "BAD"], "cells.0"),
+    (["--n", "5", "--diagnosis", "BAD"], "cells.0"),
 ])
 def test_cli_bad_input_writes_nothing(tmp_path: Path, args: list[str], message: str) -> None:
     bad = tmp_path / "bad.json"
@@ -229,13 +229,13 @@ def test_cli_bad_input_writes_nothing(tmp_path: Path, args: list[str], message: 
 
 def test_grounded_routines_read_a_bad_report_as_a_one_line_error(tmp_path: Path) -> None:
     """Bug: the grounded routines read diagnosis.json with their own loader, so a bad field was a
-    pydantic traceback and another schema_version went unnoticed. They get diagnosis's load_report's."""
+    pydantic traceback and another schema_version went unnoticed. They get diagnosis's load_diagnosis's."""
     bad = tmp_path / "diagnosis.json"
     for body, needle in (({"schema_version": 1, "cells": [{"skill": "files"}]}, r"diagnosis.json: cells\.0\.episodes"),
                          ({"schema_version": 99}, "schema_version: 99 is not the supported version")):
         bad.write_text(json.dumps(body))
         res = CliRunner().invoke(app, ["tasks", "synth", "--routine", "proposer", "--model", "unused", "--n", "0",
-                                       "--report", str(bad), "--out", str(tmp_path / "p.jsonl")])
+                                       "--diagnosis", str(bad), "--out", str(tmp_path / "p.jsonl")])
         assert isinstance(res.exception, ClawloopError), res.output
         assert re.search(needle, str(res.exception)), res.exception
 

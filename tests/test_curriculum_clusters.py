@@ -12,8 +12,8 @@ import pytest
 
 from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.core.stats import effective_trials, wilson_interval
+from clawloop.phases.diagnose.capability import _cell, decide_level
 from clawloop.phases.diagnose.diagnose import diagnose
-from clawloop.phases.diagnose.report import _cell, decide_level
 from clawloop.phases.diagnose.synthetic import episode_row, write_trajectories
 
 

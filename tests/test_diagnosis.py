@@ -13,12 +13,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clawloop.artifacts.diagnosis import CapabilityReport, load_report
+from clawloop.artifacts.diagnosis import CapabilityReport, load_diagnosis
 from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.core.stats import wilson_interval
 from clawloop.errors import ClawloopError
+from clawloop.phases.diagnose.capability import _cell, find_regressions, recommend
 from clawloop.phases.diagnose.diagnose import diagnose
-from clawloop.phases.diagnose.report import _cell, find_regressions, recommend
 from clawloop.phases.diagnose.synthetic import episode_row, step_row, submit_row, write_trajectories
 
 
@@ -91,10 +91,10 @@ def test_report_numbers(rollout: Path, tmp_path: Path) -> None:
 def test_outputs_written(rollout: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     r = diagnose([rollout], out_dir=out)
-    assert sorted(p.name for p in out.iterdir()) == ["diagnosis.json", "pass_rate.png", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["diagnosis.json", "diagnosis.md", "pass_rate.png"]
     assert (out / "pass_rate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert load_report(out / "diagnosis.json") == r
-    md = (out / "report.md").read_text()
+    assert load_diagnosis(out / "diagnosis.json") == r
+    md = (out / "diagnosis.md").read_text()
     assert "| files | 1 | 4 | 3 | 75.0% |" in md
     assert "pass_rate.png" in md and "## Recommendations" in md
 
@@ -129,7 +129,7 @@ def test_previous_trends_and_regressions(rollout: Path, tmp_path: Path) -> None:
     assert r.cell("files", 1).previous_pass_rate == pytest.approx(0.75)  # type: ignore[union-attr]
     assert r.failure_modes[0].previous_count == 7
     assert [(g.skill, g.level) for g in r.regressions] == [("files", 2)]
-    assert "Regressions" in (tmp_path / "it2" / "report.md").read_text()
+    assert "Regressions" in (tmp_path / "it2" / "diagnosis.md").read_text()
 
 
 def test_find_regressions_rules() -> None:
@@ -287,7 +287,7 @@ def test_cli(rollout: Path, tmp_path: Path) -> None:
     assert json.loads((tmp_path / "o" / "diagnosis.json").read_text())["iteration"] == 3
     (tmp_path / "prev.json").write_text('{"schema_version": 2}')
     bad = subprocess.run([sys.executable, "-c", prog, "diagnose", str(rollout), "--out", str(tmp_path / "o2"),
-                          "--previous", str(tmp_path / "prev.json")], capture_output=True, text=True, timeout=120)
+                          "--previous-diagnosis", str(tmp_path / "prev.json")], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("error:") and "schema_version" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
@@ -302,7 +302,7 @@ def test_no_graded_episodes(tmp_path: Path) -> None:
     r = diagnose([tmp_path / "r"], out_dir=out)
     assert (r.pass_rate, r.cells, r.mode_count("infra_error")) == (0.0, [], 1)
     assert [(x.skill, x.action) for x in r.recommendations] == [("files", "expand")]  # ran, none graded
-    assert sorted(p.name for p in out.iterdir()) == ["diagnosis.json", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["diagnosis.json", "diagnosis.md"]
 
 
 def test_lenient_calls_are_counted_apart_from_format_errors(tmp_path: Path) -> None:
@@ -316,7 +316,7 @@ def test_lenient_calls_are_counted_apart_from_format_errors(tmp_path: Path) -> N
     r = diagnose([write_trajectories(tmp_path / "r", eps, steps)], out_dir=tmp_path / "out")
     assert (r.lenient_calls, r.lenient_episodes) == (2, 1)
     assert r.mode_count("format_error") == 0
-    md = (tmp_path / "out" / "report.md").read_text()
+    md = (tmp_path / "out" / "diagnosis.md").read_text()
     assert "Lenient tool calls: 2 replies in 1 episodes" in md
 
 

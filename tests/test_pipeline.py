@@ -143,7 +143,7 @@ def test_editing_a_suite_task_dirties_suites_and_stages_refuse_it_until_rerun(sm
     try:
         instruction.write_text(original + "\nAlso print the date.\n")
         status = _run(["dvc", "status"], smoke_repo).stdout
-        p = _run([sys.executable, "-m", "stages.evaluate", "--iteration", "1", "--policy",
+        p = _run([sys.executable, "-m", "stages.evaluate", "--iteration", "1", "--checkpoint",
                   "runs/iter-1/checkpoint", "--previous", "runs/iter-0", "--suites", "runs/suites.json",
                   "--out", "runs/iter-1/eval"], smoke_repo, check=False)
     finally:
@@ -161,7 +161,7 @@ def test_bad_params_fail_before_work_and_keep_artifacts(smoke_repo: Path) -> Non
     before = metrics.read_bytes()
     try:
         params.write_text(original.replace("  batch: 24", "  batch: lots"))
-        p = _run([sys.executable, "-m", "stages.evaluate", "--iteration", "1", "--policy",
+        p = _run([sys.executable, "-m", "stages.evaluate", "--iteration", "1", "--checkpoint",
                   "runs/iter-1/checkpoint", "--previous", "runs/iter-0", "--out", "runs/iter-1/eval"],
                  smoke_repo, check=False)
     finally:

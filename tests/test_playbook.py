@@ -305,7 +305,7 @@ def _stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, policy:
     write_json(tmp_path / "diagnosis.json", rep.model_dump(mode="json"))
     monkeypatch.setattr(sys, "argv", ["stages/train.py", "--iteration", "1", "--validated", str(validated),
                                       "--policy", str(policy), "--self-rollouts", str(rollouts.parent),
-                                      "--report", str(tmp_path / "diagnosis.json"), "--out", str(out)])
+                                      "--diagnosis", str(tmp_path / "diagnosis.json"), "--out", str(out)])
     # `.venv/bin/pytest` (the README's command) puts no repo root on sys.path.
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     import stages.train

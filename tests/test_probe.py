@@ -128,10 +128,10 @@ def test_cli_probe(tmp_path: Path, fake_rollout: list[dict[str, Any]], monkeypat
     from scripted_policy import ScriptedPolicy
     from typer.testing import CliRunner
 
-    from clawloop.commands import app, diagnose_cmd  # diagnose_cmd registers the commands
+    from clawloop.commands import app, tasks_cmd  # tasks_cmd registers the commands
     from clawloop.core.tasks.pool import read_pool, write_pool
 
-    monkeypatch.setattr(diagnose_cmd, "load_policy", lambda spec: ScriptedPolicy([]))
+    monkeypatch.setattr(tasks_cmd, "load_policy", lambda spec: ScriptedPolicy([]))
     write_pool(tmp_path / "pool.jsonl", _tasks())
     res = CliRunner().invoke(app, ["tasks", "probe", str(tmp_path / "pool.jsonl"), "--model", "m", "--k", "3",
                                    "--out", str(tmp_path / "probe.jsonl"), "--backend", "local"])

@@ -211,7 +211,7 @@ def test_procedural_makes_up_what_hindsight_cannot_make(tmp_path: Path) -> None:
     report = tmp_path / "diagnosis.json"
     report.write_text(CapabilityReport(iteration=0, episodes=72, command_vocabulary=0).model_dump_json())
     # No --policy: a skipped routine must not need one.
-    p = subprocess.run([sys.executable, "-m", "stages.synthesize", "--iteration", "1", "--report", str(report),
+    p = subprocess.run([sys.executable, "-m", "stages.synthesize", "--iteration", "1", "--diagnosis", str(report),
                         "--out", str(tmp_path / "pool")], cwd=tmp_path, capture_output=True, text=True,
                        timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 0, p.stderr

@@ -95,7 +95,7 @@ def test_training_renders_the_system_prompt_evaluation_uses(tmp_path: Path, monk
     validated = _validated(tmp_path, [task])
     evaluated: dict[str, Any] = {}
     _capture_rollouts(monkeypatch, evaluated, task)
-    _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", tmp_path, "--out", tmp_path / "eval")
+    _run(monkeypatch, "evaluate", params, "--iteration", "1", "--checkpoint", tmp_path, "--out", tmp_path / "eval")
 
     trained: dict[str, Any] = {}
     _capture_train(monkeypatch, trained)
@@ -217,7 +217,7 @@ def test_the_stages_load_every_policy_from_the_one_context(tmp_path: Path, monke
     monkeypatch.setattr("clawloop.phases.validate.validate.validate_pool", lambda *a, **k: (
         [], {"input": 0, "rejected": {}, "tasks_per_s": 0.0}))
     policy = tmp_path / "policy"
-    _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", policy, "--out", tmp_path / "eval")
+    _run(monkeypatch, "evaluate", params, "--iteration", "1", "--checkpoint", policy, "--out", tmp_path / "eval")
     pool = tmp_path / "pool.jsonl"
     pool.write_text("")
     _run(monkeypatch, "validate", params, "--iteration", "1", "--pool", pool, "--policy", policy,
@@ -241,7 +241,7 @@ def test_the_stages_run_episodes_on_the_contexts_sandboxes(tmp_path: Path, monke
     ctx, task = rollout_settings(params), _task()
     evaluated: dict[str, Any] = {}
     _capture_rollouts(monkeypatch, evaluated, task)
-    _run(monkeypatch, "evaluate", params, "--iteration", "1", "--policy", tmp_path, "--out", tmp_path / "eval")
+    _run(monkeypatch, "evaluate", params, "--iteration", "1", "--checkpoint", tmp_path, "--out", tmp_path / "eval")
     config = evaluated["config"]
     assert (config.backend, config.batch_size, config.sampling, config.sandbox_config) == ("local", 5, ctx.sampling, None)
     trained: dict[str, Any] = {}

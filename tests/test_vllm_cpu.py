@@ -96,7 +96,7 @@ def worker(spec_path: Path, out_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real default base, materialized once per session (as tests/test_pretrained.py does)."""
+    """The real default base, materialized once per session (as tests/test_wheels.py does)."""
     from clawloop.bootstrap.base import make_base
     from clawloop.errors import ClawloopError
 

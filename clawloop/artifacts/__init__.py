@@ -12,7 +12,7 @@ writes them (atomically). Phases import it; it imports only the core and config.
     runs/iter-N/eval/             trajectories per suite, summary.json (artifacts.metrics.EvalDetail)
     runs/iter-N/policy/           the promoted policy the next iteration starts from   (evaluate)
     runs/iter-N/metrics.json, heldout.json   (artifacts.metrics)
-    runs/iter-N/diagnosis/        diagnosis.json (artifacts.diagnosis), report.md       (diagnose)
+    runs/iter-N/diagnosis/        diagnosis.json (artifacts.diagnosis), diagnosis.md    (diagnose)
     runs/sampled/, runs/transfer/, runs/report/
 """
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clawloop.artifacts.checkpoint import check_base
-from clawloop.artifacts.diagnosis import load_report
+from clawloop.artifacts.diagnosis import load_diagnosis
 from clawloop.artifacts.metrics import read_eval_detail, read_metrics, read_sampled
 from clawloop.artifacts.probe import read_probe
 from clawloop.core.agent.playbook import policy_playbook, read_playbook
@@ -49,7 +49,7 @@ def check_probe(path: Path) -> None:
 
 
 def check_diagnosis(path: Path) -> None:
-    load_report(path)
+    load_diagnosis(path)
 
 
 def check_metrics(path: Path) -> None:

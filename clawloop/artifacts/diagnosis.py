@@ -1,7 +1,7 @@
 """CapabilityReport: what diagnosis writes and the curriculum reads (diagnosis.json).
 
 Sits on the ground floor: synthesis imports it, diagnosis fills it, neither imports the other.
-`load_report` is the one reader of a diagnosis.json (diagnosis, synthesis, `tasks synth`, check).
+`load_diagnosis` is the one reader of a diagnosis.json (diagnosis, synthesis, `tasks synth`, check).
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ class CapabilityReport(_Model):
         return 0
 
 
-def load_report(path: str | Path) -> CapabilityReport:
+def load_diagnosis(path: str | Path) -> CapabilityReport:
     """Read a diagnosis.json; a missing or unparsable file, another schema_version or a bad field
     raises a one-line ClawloopError naming the file (and the field)."""
     obj = read_json(path)

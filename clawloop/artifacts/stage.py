@@ -42,6 +42,28 @@ def stage_parser(*, iteration: bool = True, suites: bool = False) -> argparse.Ar
     return ap
 
 
+class _OldName(argparse.Action):
+    """A renamed flag's old name: stores into the new flag's dest and warns once on stderr."""
+
+    def __init__(self, *args, new: str, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # noqa: ANN001
+        print(f"warning: {option_string} is now {self.new}; the old name will go (docs/names.md)", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def renamed_flag(ap: argparse.ArgumentParser, new: str, old: str, *, required: bool = False, **kwargs) -> None:
+    """Add flag `new` with `old` as a hidden alias that warns (docs/names.md has the renames):
+    dvc.lock files and scripts that call the old name keep running."""
+    group = ap.add_mutually_exclusive_group(required=required)
+    dest = new.lstrip("-").replace("-", "_")
+    group.add_argument(new, dest=dest, **kwargs)
+    group.add_argument(old, dest=dest, action=_OldName, new=new, help=argparse.SUPPRESS,
+                       **{k: v for k, v in kwargs.items() if k != "help"})
+
+
 @contextlib.contextmanager
 def output_dir(path: str | Path) -> Iterator[Path]:
     """Yield an empty temp dir that replaces `path` only when the block succeeds.

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from clawloop.artifacts.checkpoint import check_base
-from clawloop.bootstrap.pretrained import materialize
 from clawloop.bootstrap.scratch import bootstrap as build_scratch
 from clawloop.bootstrap.scratch import dir_digest
+from clawloop.bootstrap.wheels import materialize
 from clawloop.config.bootstrap import BootstrapConfig, base_kind, scratch_size
 from clawloop.core.io import hand_over, write_json
 

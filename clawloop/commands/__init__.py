@@ -83,12 +83,13 @@ def command_params(params: Path | None, no_params: bool = False, **rollout: Any)
     return loaded.model_copy(update={"rollout": loaded.rollout.model_copy(update=changes)}) if changes else loaded
 
 
-def renamed(value: Any, old_value: Any, flag: str, old_flag: str) -> Any:
-    """A required option that was renamed: its value under the new flag, else under the old one (a
-    hidden alias, with a warning: scripts that call the old name keep running); neither is typer's
-    usage error. The CLI's surface is snapshotted (tests/test_cli_surface.py), so a rename is deliberate."""
+def renamed(value: Any, old_value: Any, flag: str, old_flag: str, required: bool = True) -> Any:
+    """An option that was renamed (docs/names.md): its value under the new flag, else under the old one
+    (a hidden alias, with a warning: scripts that call the old name keep running); neither, for a
+    `required` one, is typer's usage error. The CLI's surface is snapshotted (tests/test_cli_surface.py),
+    so a rename is deliberate."""
     if old_value is not None:
         typer.echo(f"warning: {old_flag} is now {flag}; the old name will go", err=True)
-    if value is None and old_value is None:
+    if required and value is None and old_value is None:
         raise typer.BadParameter("this option is required", param_hint=f"'{flag}'")
     return value if value is not None else old_value

@@ -14,7 +14,7 @@ EXAMPLES: dict[str, list[str]] = {
         "clawloop eval benchmarks/shell-core --agent oracle --out /tmp/clawloop/eval --fail-under 1",
         "clawloop eval benchmarks/shell-core --agent model --model runs/iter-3/policy --out /tmp/clawloop/eval-model",
     ],
-    "diagnose": ["clawloop diagnose runs/iter-1/eval --previous runs/iter-0/diagnosis/diagnosis.json "
+    "diagnose": ["clawloop diagnose runs/iter-1/eval --previous-diagnosis runs/iter-0/diagnosis/diagnosis.json "
                  "--out /tmp/clawloop/diagnosis"],
     "train": ["clawloop train --base runs/iter-0/policy --tasks runs/iter-1/validated/valid.jsonl "
               "--out /tmp/clawloop/checkpoint --set sft.max_steps=20"],

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from clawloop.artifacts.diagnosis import load_report
-from clawloop.commands import tasks_app
+from clawloop.artifacts.diagnosis import load_diagnosis
+from clawloop.commands import renamed, tasks_app
 from clawloop.commands.out import check_out
 from clawloop.config.synthesis import ROUTINES, CurriculumParams, Forms
 from clawloop.core.io import write_json
@@ -24,12 +24,13 @@ def synth(
     n: int = typer.Option(..., "--n", help="Number of tasks to synthesize (the budget)."),
     out: Path = typer.Option(..., "--out", help="Pool to write (JSONL); the manifest goes to <out>.manifest.json."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed gives a byte-identical pool."),
-    report: Path | None = typer.Option(None, "--report", help="diagnosis.json of the previous iteration."),
+    diagnosis: Path | None = typer.Option(None, "--diagnosis", help="diagnosis.json of the previous iteration."),
+    old_report: Path | None = typer.Option(None, "--report", hidden=True, help="The old name of --diagnosis."),
     skills: str | None = typer.Option(None, "--skills", help="Comma-separated skill families (default: all)."),
     iteration: int = typer.Option(0, "--iteration", help="Iteration number recorded in provenance."),
     routine: str = typer.Option("procedural", "--routine", help="procedural | hindsight | proposer."),
     conditioning: bool = typer.Option(True, "--conditioning/--no-conditioning",
-                                      help="Steer by the report (off: uniform plan, the ablation)."),
+                                      help="Steer by the diagnosis (off: uniform plan, the ablation)."),
     conversational: float = typer.Option(0.5, "--conversational", min=0.0, max=1.0,
                                          help="Share rephrased as people write requests (backticked paths)."),
     answer: float = typer.Option(0.5, "--answer", min=0.0, max=1.0,
@@ -44,8 +45,9 @@ def synth(
     backend: str = typer.Option("bwrap", "--backend", help="Sandbox backend of hindsight exploration."),
     # --- end grounded routines hook ---
 ) -> None:
-    """Synthesize N tasks with a curriculum steered by the last capability report."""
+    """Synthesize N tasks with a curriculum steered by the previous iteration's diagnosis."""
     # every input is checked before anything is written
+    diagnosis = renamed(diagnosis, old_report, "--diagnosis", "--report", required=False)
     if routine not in ROUTINES:
         raise ClawloopError(f"--routine: unknown routine {routine!r} (choose from {', '.join(ROUTINES)})")
     if n < 0:
@@ -56,24 +58,24 @@ def synth(
     if routine != "procedural":
         if not model:
             raise ClawloopError(f"--routine {routine}: needs --model (DIR, vllm:DIR or openai:MODEL@URL)")
-        if report is not None and not report.is_file():
-            raise ClawloopError(f"--report: {report}: no such file")
-        attempts = Attempts(n=n, seed=seed, report=load_report(report) if conditioning and report else None,
+        if diagnosis is not None and not diagnosis.is_file():
+            raise ClawloopError(f"--diagnosis: {diagnosis}: no such file")
+        attempts = Attempts(n=n, seed=seed, report=load_diagnosis(diagnosis) if conditioning and diagnosis else None,
                             iteration=iteration, backend=backend, progress=True)
-        info = synth_command(routine, model, out, attempts, report, skills.split(",") if skills is not None else None)
+        info = synth_command(routine, model, out, attempts, diagnosis, skills.split(",") if skills is not None else None)
         rej = ", ".join(f"{k} {v}" for k, v in info["stats"]["rejected"].items()) or "none"
         typer.echo(f"wrote {info['tasks']} tasks to {out} ({routine}: {info['stats']['attempts']} attempts; "
                    f"rejected: {rej})")
         return
     # --- end grounded routines hook ---
-    rep = load_report(report) if report is not None else None
+    rep = load_diagnosis(diagnosis) if diagnosis is not None else None
     params = CurriculumParams(conditioning=conditioning)
     the_plan = plan(rep, n, params, skills=skills.split(",") if skills is not None else None)
     forms = Forms(conversational=conversational, answer=answer, twins=twins, elsewhere=elsewhere)
     tasks = synthesize(the_plan, seed, iteration, progress=True, forms=forms)
     write_pool(out, tasks)
     info = manifest(the_plan, tasks, seed=seed, iteration=iteration,
-                    report=str(report) if report else None, params=params.model_dump())
+                    report=str(diagnosis) if diagnosis else None, params=params.model_dump())
     write_json(manifest_path(out), info)
     div = info["diversity"]
     typer.echo(f"wrote {len(tasks)} tasks to {out} ({div['skills']} skills, "

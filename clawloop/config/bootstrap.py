@@ -6,7 +6,7 @@ section is checked against.
     base_kind("/models/Qwen3-4B")        # "checkpoint": a local HF checkpoint
 
 Plain data and pydantic models only, so that params.py can check a typo before any stage starts
-work without importing the builders (clawloop.bootstrap.base, scratch, pretrain, pretrained).
+work without importing the builders (clawloop.bootstrap.base, scratch, pretrain, wheels).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ FAILURE_MODES = (
 
 
 class DiagnosisParams(BaseModel):
-    """Thresholds of the report. The recommendation rule (`clawloop.phases.diagnose.report.decide_level`),
+    """Thresholds of the report. The recommendation rule (`clawloop.phases.diagnose.capability.decide_level`),
     per skill over its cells with at least `min_episodes` graded episodes: a level whose Wilson high
     end is <= lower_ci_high steps the skill back below it; else the top level L raises it to L+1
     when its low end is >= raise_ci_low, and holds it at its frontier when not (the highest level

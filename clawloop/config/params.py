@@ -95,7 +95,8 @@ ROLLOUT_BATCH = 36
 
 
 class RolloutParams(_Section):
-    """How the policy acts: generation and harness limits (probe, evaluation, GRPO)."""
+    """params.yaml `rollout` (layer: config): the user's knobs of how the policy acts, generation and
+    harness limits (probe, evaluation, GRPO); one of five rollout types, docs/names.md."""
 
     backend: Literal["auto", "hf", "llamacpp", "vllm", "openai"] = "hf"
     """Generation backend: transformers (CPU/GPU, the reference), llama.cpp's server (CPU), vLLM

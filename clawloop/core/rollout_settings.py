@@ -25,7 +25,8 @@ from clawloop.policy.types import LlamaCppPolicyConfig, Policy, SamplingParams
 
 @dataclass(frozen=True)
 class RolloutSettings:
-    """What every stage's episodes share, built once from params.yaml by `rollout_settings`: the harness
+    """The loop's rollout context (layer: core; one of five rollout types, docs/names.md): what every
+    stage's episodes share, built once from params.yaml by `rollout_settings`: the harness
     and sampling of `rollout`, the policy spec of `rollout.backend`, the sandboxes of `sandbox`.
 
     Every stage takes these from here, so training renders the system prompt evaluation renders,

@@ -26,7 +26,8 @@ END_OF_TURN = "<|im_end|>"
 
 
 class SamplingParams(BaseModel):
-    """How replies are sampled; every backend honours these fields."""
+    """How replies are sampled (layer: policy; one of five rollout types, docs/names.md); every backend
+    honours these fields."""
 
     model_config = ConfigDict(extra="forbid")
 

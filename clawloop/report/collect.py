@@ -196,7 +196,7 @@ def collect(runs: str | Path) -> dict[str, Any]:
                             "metrics": {}, "heldout": {}, "diagnoses": {}, "synthesis": {}, "wall": {},
                             "mtimes": {}, "records": {}, "baselines": {}, "learned": {}}
     from clawloop.artifacts import IterDir
-    from clawloop.artifacts.diagnosis import load_report
+    from clawloop.artifacts.diagnosis import load_diagnosis
     from clawloop.artifacts.metrics import read_eval_detail, read_heldout
 
     for i, d in iters:
@@ -219,7 +219,7 @@ def collect(runs: str | Path) -> dict[str, Any]:
         train = _read(it.train_json, _json_object)
         with _reading(it.train_json):
             data["wall"][i] = _wall(d, metrics, train)
-        rep = _read(it.diagnosis_json, _dumped(load_report))
+        rep = _read(it.diagnosis_json, _dumped(load_diagnosis))
         if rep:
             data["diagnoses"][i] = rep
             for skill, r in _skill_rates(rep).items():

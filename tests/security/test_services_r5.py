@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from clawloop.commands.tasks_cmd import _print_summary
+from clawloop.commands.eval_cmd import _print_summary
 from clawloop.policy import serve
 from clawloop.policy.serve import ServeConfig, make_server
 from clawloop.policy.types import Generation

@@ -58,7 +58,8 @@ _SCHEMA = RolloutParams()
 
 
 class HarnessConfig(BaseModel):
-    """How episodes run; the task's own limits apply where a field is None. The fields of
+    """How one episode is run and prompted (layer: core.agent; one of five rollout types, docs/names.md);
+    the task's own limits apply where a field is None. The fields of
     ROLLOUT_FIELDS default to the schema's `rollout` values (`of_rollout` builds one from a section)."""
 
     model_config = ConfigDict(extra="forbid")

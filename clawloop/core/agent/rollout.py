@@ -75,7 +75,8 @@ class TrajectoryWriter:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    """How a rollout runs: samples, batch, sandboxes, harness, sampling and the run's labels."""
+    """One rollout call's arguments (layer: core.agent; one of five rollout types, docs/names.md): how a
+    rollout runs: samples, batch, sandboxes, harness, sampling and the run's labels."""
 
     k: int = 1
     """Episodes per task."""

@@ -1,4 +1,4 @@
-"""Diagnose one iteration: trajectories → diagnosis.json, report.md and pass_rate.png.
+"""Diagnose one iteration: trajectories → diagnosis.json, diagnosis.md and pass_rate.png.
 
 Everything is computed first (queries, report, narrative, Markdown, PNG); files are written only
 after that succeeded, each atomically, diagnosis.json last. Bad input raises ClawloopError before
@@ -10,20 +10,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from clawloop.artifacts.diagnosis import CapabilityReport, load_report
+from clawloop.artifacts.diagnosis import CapabilityReport, load_diagnosis
 from clawloop.artifacts.stage import output_dir
 from clawloop.config.diagnosis import DiagnosisParams
 from clawloop.config.params import Params
 from clawloop.core.io import write_bytes, write_text
 from clawloop.core.trajectory import FRESH_SUITE, HELD_IN_SUITES
 from clawloop.errors import ClawloopError
+from clawloop.phases.diagnose.capability import build_diagnosis, pool_diversity
 from clawloop.phases.diagnose.queries import compute_figures, find_trajectories
 from clawloop.phases.diagnose.render import HEATMAP_NAME, render_heatmap, render_markdown
-from clawloop.phases.diagnose.report import build_report, pool_diversity
 from clawloop.policy.types import Policy, SamplingParams
 
-REPORT_NAME = "diagnosis.json"
-MARKDOWN_NAME = "report.md"
+DIAGNOSIS_NAME = "diagnosis.json"
+MARKDOWN_NAME = "diagnosis.md"
 
 NARRATIVE_SYSTEM = (
     "You are the agent being trained in a shell-task loop. Below is your own capability report. "
@@ -32,7 +32,7 @@ NARRATIVE_SYSTEM = (
 )
 
 
-def report_summary(report: CapabilityReport, max_cells: int = 40) -> str:
+def diagnosis_summary(report: CapabilityReport, max_cells: int = 40) -> str:
     """A compact plain-text summary of the report, the prompt of the narrative."""
     lines = [f"iteration {report.iteration}: {report.episodes} episodes, pass rate {report.pass_rate:.2f}"]
     if report.previous:
@@ -56,7 +56,7 @@ def narrate(report: CapabilityReport, policy: Policy, sampling: SamplingParams |
     if sampling is None:
         sampling = SamplingParams(temperature=0.0, max_new_tokens=400)
     conversation = [{"role": "system", "content": NARRATIVE_SYSTEM},
-                    {"role": "user", "content": report_summary(report)}]
+                    {"role": "user", "content": diagnosis_summary(report)}]
     replies = policy.generate([conversation], sampling)
     reply = replies[0] if replies else ""
     text = reply if isinstance(reply, str) else getattr(reply, "text", "")
@@ -75,7 +75,7 @@ def diagnose(
     sampling: SamplingParams | None = None,
     evidence_suites: Sequence[str] | None = None,
 ) -> CapabilityReport:
-    """Diagnose rollout directories / Parquet parts; write the report files into `out_dir` if given.
+    """Diagnose rollout directories / Parquet parts; write the diagnosis files into `out_dir` if given.
 
     `previous` is the previous iteration's diagnosis.json (trends and regressions), `pool` a pool
     JSONL (diversity figures, skills to expand), `policy` the loop model for the optional narrative
@@ -85,21 +85,21 @@ def diagnose(
     """
     params = params or DiagnosisParams()
     files = find_trajectories(trajectories)
-    prev = load_report(previous) if isinstance(previous, str | Path) else previous
+    prev = load_diagnosis(previous) if isinstance(previous, str | Path) else previous
     diversity, pool_skills = pool_diversity(pool) if pool is not None else (None, None)
     figures = compute_figures(files, top_commands=params.top_commands, examples=params.examples,
                               threads=params.threads, evidence_suites=evidence_suites)
-    report = build_report(figures, params, previous=prev, diversity=diversity,
+    report = build_diagnosis(figures, params, previous=prev, diversity=diversity,
                           pool_skills=pool_skills, iteration=iteration)
     if params.narrative and policy is not None:
         report.narrative = narrate(report, policy, sampling, params.narrative_max_chars) or None
     if out_dir is not None:
-        write_report(report, out_dir)
+        write_diagnosis(report, out_dir)
     return report
 
 
-def write_report(report: CapabilityReport, out_dir: str | Path) -> None:
-    """Render then write pass_rate.png, report.md and diagnosis.json (last), each atomically."""
+def write_diagnosis(report: CapabilityReport, out_dir: str | Path) -> None:
+    """Render then write pass_rate.png, diagnosis.md and diagnosis.json (last), each atomically."""
     out = Path(out_dir)
     png = render_heatmap(report) if report.cells else None
     markdown = render_markdown(report, HEATMAP_NAME if png else None)
@@ -109,13 +109,13 @@ def write_report(report: CapabilityReport, out_dir: str | Path) -> None:
     else:
         (out / HEATMAP_NAME).unlink(missing_ok=True)
     write_text(out / MARKDOWN_NAME, markdown)
-    write_text(out / REPORT_NAME, data)
+    write_text(out / DIAGNOSIS_NAME, data)
 
 
 def diagnose_iteration(params: Params, *, iteration: int, eval: list[Path], out: Path, pool: Path | None = None,
-                       previous: Path | None = None) -> CapabilityReport:
+                       previous_diagnosis: Path | None = None) -> CapabilityReport:
     """The capability report of iteration `iteration` from its rollout dirs `eval` (the evaluation,
-    the probe) into `out`: diagnosis.json (read by the next synthesis), report.md, a heatmap. The
+    the probe) into `out`: diagnosis.json (read by the next synthesis), diagnosis.md, a heatmap. The
     cells and recommendations rest on held-in episodes only: the trained policy's fresh instances
     (`<eval>/fresh`) when the evaluate stage made them, else the pool sample and the probe."""
     if params.diagnosis.options.narrative:  # a knob that would otherwise do nothing here
@@ -127,10 +127,10 @@ def diagnose_iteration(params: Params, *, iteration: int, eval: list[Path], out:
         print(f"[diagnose] {p}: no episodes, skipped")
     fresh = any(p.is_dir() and any((p / FRESH_SUITE).rglob("episodes*.parquet")) for p in rollouts)
     evidence = (FRESH_SUITE,) if fresh else HELD_IN_SUITES
-    report = diagnose(rollouts, previous=previous, pool=pool, iteration=iteration,
+    report = diagnose(rollouts, previous=previous_diagnosis, pool=pool, iteration=iteration,
                       params=params.diagnosis.options, evidence_suites=evidence)
     with output_dir(out) as tmp:
-        write_report(report, tmp)
+        write_diagnosis(report, tmp)
     print(f"[diagnose] iteration {iteration}: {report.episodes} episodes, "
           f"pass rate {report.pass_rate:.3f}, {sum(c.episodes for c in report.cells)} held-in graded episodes "
           f"({', '.join(evidence)}) behind {len(report.recommendations)} recommendations")

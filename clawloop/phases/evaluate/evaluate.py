@@ -17,11 +17,11 @@ from clawloop.phases.evaluate.gate import gate_and_promote
 from clawloop.phases.evaluate.heldout import evaluate_suites
 
 
-def evaluate_iteration(params: Params, *, iteration: int, policy: Path, out: Path, previous: Path | None = None,
+def evaluate_iteration(params: Params, *, iteration: int, checkpoint: Path, out: Path, previous: Path | None = None,
                        pool: Path | None = None, fresh: Path | None = None,
                        suites: Path | None = None) -> IterationMetrics:
-    """Evaluate checkpoint `policy` into `out` (trajectories, summary.json); gate it against the policy
-    of iteration dir `previous` (none at iteration 0) and write metrics.json, heldout.json and policy/
+    """Evaluate `checkpoint` into `out` (trajectories, summary.json); gate it against the promoted policy
+    of the previous iteration's dir `previous` (none at iteration 0) and write metrics.json, heldout.json and policy/
     beside `out`. `suites`: runs/suites.json, which the suites must still match."""
     t0 = time.perf_counter()
     rollout = eval_suites(params, suites)
@@ -31,11 +31,11 @@ def evaluate_iteration(params: Params, *, iteration: int, policy: Path, out: Pat
         heldout = {t.id for _, tasks, held in rollout if held for t in tasks}
         rollout.append((FRESH_SUITE, [t for t in read_pool(fresh) if t.id not in heldout], False))
     ctx = rollout_settings(params)
-    harness = ctx.harness_for(policy)  # its playbook, if any
-    model = ctx.load_policy(policy, policy_id=f"iter-{iteration}")
+    harness = ctx.harness_for(checkpoint)  # its playbook, if any
+    model = ctx.load_policy(checkpoint, policy_id=f"iter-{iteration}")
     with output_dir(out) as tmp:
         results = evaluate_suites(params, ctx, rollout, policy=model, harness=harness, out_dir=tmp, iteration=iteration)
         wall = time.perf_counter() - t0
         write_metrics(tmp / "summary.json", results.detail(iteration, wall, getattr(model, "number_format", None)))
-    return gate_and_promote(iteration, results.figures, results.verdicts, checkpoint=policy, previous=previous,
+    return gate_and_promote(iteration, results.figures, results.verdicts, checkpoint=checkpoint, previous=previous,
                             it_dir=out.parent, gate_params=params.gate, wall_s=round(wall, 1), levels=results.levels)

@@ -2,7 +2,7 @@
 
 The procedural plan (`plan`): per skill the report's recommendation sets the target level (zone of
 proximal development). The report decided it with the loop's one raise/hold/lower rule
-(`clawloop.phases.diagnose.report.decide_level`, thresholds in `diagnosis.options`) from held-in
+(`clawloop.phases.diagnose.capability.decide_level`, thresholds in `diagnosis.options`) from held-in
 evidence; the plan follows it and never decides again, so the two cannot disagree. A skill the
 report has no evidence for (`expand`, or no recommendation) starts at `start_levels`. The budget
 goes to skills in proportion to weakness (1 - pass rate at the deciding cell) on top of a floor
@@ -117,7 +117,7 @@ def largest_remainder(total: int, weights: Mapping[Any, float]) -> dict[Any, int
 
 def _follow(skill: str, rec: Recommendation | None, p: CurriculumParams) -> SkillDecision:
     """The report's recommendation for one skill as a plan decision (the report decided, with the one
-    rule `clawloop.phases.diagnose.report.decide_level`; the plan does not decide again)."""
+    rule `clawloop.phases.diagnose.capability.decide_level`; the plan does not decide again)."""
     if rec is None or rec.action == "expand" or rec.pass_rate is None:
         why = rec.reason if rec is not None else "no recommendation"
         return SkillDecision(skill, "start", min(p.start_levels), p.unknown_weakness, 0.0,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from clawloop.artifacts.diagnosis import load_report
+from clawloop.artifacts.diagnosis import load_diagnosis
 from clawloop.artifacts.stage import output_dir
 from clawloop.config.params import Params
 from clawloop.core.io import write_json
@@ -19,11 +19,11 @@ from clawloop.phases.synthesize.pool import Pool, build_pool
 from clawloop.policy.types import Policy
 
 
-def synthesize_iteration(params: Params, *, iteration: int, out: Path, report: Path | None = None,
+def synthesize_iteration(params: Params, *, iteration: int, out: Path, diagnosis: Path | None = None,
                          policy: Path | None = None) -> Pool:
-    """Iteration `iteration`'s pool steered by the previous capability report `report` into `out`:
+    """Iteration `iteration`'s pool steered by the previous iteration's diagnosis.json `diagnosis` into `out`:
     pool.jsonl, manifest.json and fresh.jsonl (`eval.fresh` new instances per skill at its pool's
-    top level, which the evaluate stage rolls the trained policy out on). `policy`: the current
+    top level, which the evaluate stage rolls the trained policy out on). `policy`: the promoted
     policy, which the grounded routines run."""
     def current_policy(routine: str) -> tuple[Policy, str]:
         if policy is None:
@@ -31,8 +31,8 @@ def synthesize_iteration(params: Params, *, iteration: int, out: Path, report: P
         ctx = rollout_settings(params)
         return ctx.load_policy(policy, policy_id=policy.name), ctx.backend
 
-    last = load_report(report) if report else None
-    pool = build_pool(params.synthesis, iteration, last, str(report) if report else None, current_policy)
+    last = load_diagnosis(diagnosis) if diagnosis else None
+    pool = build_pool(params.synthesis, iteration, last, str(diagnosis) if diagnosis else None, current_policy)
     if params.synthesis.paraphrase.share > 0:
         pool = reword(pool, current_policy("paraphrase")[0], params, iteration)
     fresh = fresh_tasks(pool.tasks, params.eval.fresh, seed=params.synthesis.seed, iteration=iteration,

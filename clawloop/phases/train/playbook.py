@@ -37,9 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from clawloop.artifacts.diagnosis import CapabilityReport
+from clawloop.artifacts.diagnosis import CapabilityReport, load_diagnosis
 from clawloop.config.train import PlaybookParams
 from clawloop.core.agent.harness import HarnessConfig, playbook_block, with_edits
 from clawloop.core.agent.playbook import (
@@ -52,9 +50,9 @@ from clawloop.core.agent.playbook import (
     policy_playbook,
     write_playbook,
 )
-from clawloop.core.io import read_json, write_json, write_text
+from clawloop.core.io import write_json, write_text
 from clawloop.core.paired import Outcomes, outcomes_of
-from clawloop.errors import ClawloopError, describe_validation_error
+from clawloop.errors import ClawloopError
 from clawloop.phases.train import harness_search as hs
 from clawloop.phases.train import reflect as rf
 from clawloop.phases.train.guards import BudgetLimits
@@ -81,14 +79,6 @@ def token_counter(policy_dir: str | Path | None) -> tuple[TokenCounter, str]:
         tok = AutoTokenizer.from_pretrained(str(policy_dir))
         return (lambda text: len(tok(text, add_special_tokens=False)["input_ids"])), str(policy_dir)
     return (lambda text: (len(text) + 3) // 4), "chars/4"
-
-
-def read_report(path: str | Path) -> CapabilityReport:
-    """Read a diagnosis.json; a file that does not match the schema is a one-line ClawloopError."""
-    try:
-        return CapabilityReport.model_validate(read_json(path))
-    except ValidationError as e:
-        raise ClawloopError(f"{path}: {describe_validation_error(e)}") from None
 
 
 def judge(entry: PlaybookEntry, rates: dict[str, tuple[int, int]], modes: dict[str, float],
@@ -350,10 +340,10 @@ def evolve_checkpoint(method: str, step: PlaybookStep, params: PlaybookParams, h
     if "playbook" not in method:
         return Evolution(playbook, {})
     if report is None:
-        raise ClawloopError(f"--report: train.method {method} needs the previous diagnosis.json")
+        raise ClawloopError(f"--diagnosis: train.method {method} needs the previous diagnosis.json")
     previous = policy_playbook(step.policy)
     count, tokenizer = token_counter(step.policy)
-    rep = read_report(report)
+    rep = load_diagnosis(report)
     hp = params.harness
     limits = dataclasses.replace(
         step.limits or BudgetLimits(max_turns=harness_config.max_turns, command_timeout_s=harness_config.command_timeout_s),

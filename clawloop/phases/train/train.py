@@ -18,7 +18,7 @@ from clawloop.phases.train.playbook import OwnPolicy, PlaybookStep, evolve_check
 
 
 def train_iteration(params: Params, *, iteration: int, validated: Path, policy: Path, out: Path,
-                    self_rollouts: Path | None = None, report: Path | None = None, playbook: Path | None = None,
+                    self_rollouts: Path | None = None, diagnosis: Path | None = None, playbook: Path | None = None,
                     logs: Path | None = None, metrics: Path | None = None) -> dict:
     """Train the policy at `policy` on `validated`'s tasks into checkpoint `out`; the playbook, the
     training log and train.json go beside it in the iteration dir unless given. Returns train.json."""
@@ -36,7 +36,7 @@ def train_iteration(params: Params, *, iteration: int, validated: Path, policy: 
                    sft_labels=labels, keep_base_without_tasks=True)
     figures = train_weights(job, options, EpisodeSetup.of_loop(ctx, params.executor))
     own = OwnPolicy(ctx, out, iteration, options.playbook.reflection.max_new_tokens)
-    step = PlaybookStep(iteration, policy, out, report, rollouts, pool, BudgetLimits.of_rollout(params.rollout))
+    step = PlaybookStep(iteration, policy, out, diagnosis, rollouts, pool, BudgetLimits.of_rollout(params.rollout))
     evo = evolve_checkpoint(method, step, options.playbook, ctx.harness, generate=own.generate, run_dev=own.run_dev)
     figures.update(evo.figures)
     evo.write_artifact(playbook or it.playbook, ctx.harness)

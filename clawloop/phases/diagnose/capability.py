@@ -164,7 +164,7 @@ def recommend(
     return out
 
 
-def build_report(
+def build_diagnosis(
     figures: Figures,
     params: DiagnosisParams | None = None,
     *,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from clawloop.bootstrap import pretrained
+from clawloop.bootstrap import wheels
 from clawloop.bootstrap.base import make_base
-from clawloop.bootstrap.pretrained import locate_gguf, verified_gguf
+from clawloop.bootstrap.wheels import locate_gguf, verified_gguf
 from clawloop.config import bootstrap as bootstrap_config
 from clawloop.config.bootstrap import SMOLLM2_135M, WheelModel, base_kind
 from clawloop.errors import ClawloopError
@@ -48,7 +48,7 @@ def test_wrong_version_and_corrupt_file_are_refused(monkeypatch: pytest.MonkeyPa
         def locate_file(self, f: Path) -> Path:
             return tmp_path / f
 
-    monkeypatch.setattr(pretrained.md, "distribution", lambda name: Dist())
+    monkeypatch.setattr(wheels.md, "distribution", lambda name: Dist())
     with pytest.raises(ClawloopError, match="sha256 .* is not the pinned .*corrupt or replaced"):
         verified_gguf(SMOLLM2_135M)
     Dist.version = "9.9"
@@ -426,7 +426,7 @@ def test_a_corrupt_or_truncated_part_is_refused(chunked: tuple[Any, Path], tmp_p
 
 def test_a_wrong_part_version_is_refused(chunked: tuple[Any, Path], tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawloop.bootstrap.pretrained import locate_chunk
+    from clawloop.bootstrap.wheels import locate_chunk
     from clawloop.config.bootstrap import Chunk
 
     spec, _ = chunked
