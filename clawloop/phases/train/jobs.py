@@ -15,7 +15,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -134,7 +134,7 @@ def train(job: TrainJob, params: TrainParams | None = None, setup: EpisodeSetup 
 
     run = _Run(job, params, setup or EpisodeSetup(), base,
                {"method": job.method, "base": str(base), "out": str(out), "stages": {}})
-    sft_data = (run.sft_dataset(_select(pool, probe_table, job.sft_labels), self_convs)
+    sft_data = (_on_main(run, lambda: run.sft_dataset(_select(pool, probe_table, job.sft_labels), self_convs))
                 if "sft" in job.method else None)
     grpo_tasks = run.grpo_tasks(_select(pool, probe_table, GRPO_LABELS)) if "grpo" in job.method else []
     work = WorkDir(out, run.fingerprint())
@@ -144,6 +144,7 @@ def train(job: TrainJob, params: TrainParams | None = None, setup: EpisodeSetup 
     meta = run.meta
     meta["resumed"] = work.resumed
     last_done = run.stages(work, sft_data, grpo_tasks)
+    _barrier()  # every process has read the stages' metadata before the main one moves them
     stages = [s for s in meta["stages"].values() if "metrics" in s]
     meta["steps"] = sum(int(s.get("steps", 0)) for s in stages)
     meta["metrics"] = _summary_metrics(meta)
@@ -301,11 +302,38 @@ def _rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
-def _barrier() -> None:
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        from accelerate import PartialState
+def _distributed() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
-        PartialState().wait_for_everyone()
+
+def _state() -> Any:
+    """accelerate's process state as the trainer sets it up (`use_cpu` without CUDA: gloo). A bare
+    PartialState() on a CPU said "not distributed": the barriers before the trainer waited for
+    nothing (found running 2 CPU processes, tests/test_multiproc_sft.py)."""
+    import torch
+    from accelerate import PartialState
+
+    return PartialState(cpu=not torch.cuda.is_available())
+
+
+def _barrier() -> None:
+    if _distributed():
+        _state().wait_for_everyone()
+
+
+def _on_main(run: _Run, build: Callable[[], Any]) -> Any:
+    """`build()` on the main process only, its result (and what it recorded in `run.meta` and
+    `run.conversations`) sent to the others: under accelerate / torchrun the reference trajectories
+    run their sandboxes once, not once per process, and every process trains on the same examples."""
+    if not _distributed():
+        return build()
+    from accelerate.utils import broadcast_object_list
+
+    _state()  # the process group
+    box = [build() if _rank() == 0 else None, run.meta, run.conversations]
+    broadcast_object_list(box, from_process=0)
+    run.meta, run.conversations = box[1], box[2]
+    return box[0]
 
 
 def _read_meta(d: Path) -> dict[str, Any]:

@@ -48,7 +48,7 @@ class TrainProgress(TrainerCallback):  # type: ignore[misc]
 def train_progress(label: str) -> Iterator[TrainProgress]:
     """A TrainProgress whose display opens now (model loading shows as time elapsed) and closes
     when the block ends, also on an error; shown by the main process only."""
-    with Progress(label, unit="steps", enabled=int(os.environ.get("RANK", "0")) == 0) as bar:
+    with Progress(label, unit="steps", enabled=_main()) as bar:
         yield TrainProgress(bar)
 
 
@@ -59,6 +59,12 @@ def training_run(name: str, stage_dir: Path, logs_dir: Path | None,
     progress shown as `train NAME`, DVCLive into `logs_dir`) and the checkpoint under `stage_dir`
     to resume from (None: a fresh start)."""
     resume = last_checkpoint(stage_dir)
-    cb = dvclive_callback(logs_dir, resume=resume is not None)
+    # the main process's only: the callback logs on it alone, and a Live made on another would clean the dir
+    cb = dvclive_callback(logs_dir, resume=resume is not None) if _main() else None
     with train_progress(f"train {name}") as shown:
         yield [*callbacks, shown, *([cb] if cb else [])], resume
+
+
+def _main() -> bool:
+    """Whether this is the main process (rank 0) under accelerate / torchrun, or not distributed."""
+    return int(os.environ.get("RANK", "0")) == 0
