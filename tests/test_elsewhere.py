@@ -13,6 +13,7 @@ import pytest
 import sandbox
 from clawloop.config.knobs import NO_KNOBS
 from clawloop.config.synthesis import Forms
+from clawloop.core.agent.harness import HarnessConfig
 from clawloop.core.tasks.task import Task
 from clawloop.phases.synthesize.procedural.generate import synthesize
 from clawloop.phases.synthesize.procedural.register import start_elsewhere
@@ -123,7 +124,9 @@ def test_plan_puts_the_untrained_mistake_before_its_fix() -> None:
 def test_replayed_mistakes_fail_for_real_and_are_kept_out_of_the_loss() -> None:
     tasks = [t for t in _pool(1.0) if "elsewhere" in t.tags and relative_mistake(t.solution.steps[0])][:6]
     assert len(tasks) >= 4
-    kept, results = reference_trajectories(tasks, "bwrap", workers=2, shape="process", mistakes=1.0)
+    roomy = HarnessConfig(max_turns=None)  # the task's turn limit: a planned mistake needs a turn to spare
+    kept, results = reference_trajectories(tasks, "bwrap", harness_config=roomy, workers=2, shape="process",
+                                           mistakes=1.0)
     assert [r.outcome for r in results] == ["passed"] * len(tasks), [r.reason for r in results]
     for conv in kept:
         m = conv.messages
@@ -133,7 +136,7 @@ def test_replayed_mistakes_fail_for_real_and_are_kept_out_of_the_loss() -> None:
         assert "No such file" in error and not error.endswith("[exit code 0]"), error
         assert m[wrong + 2]["content"].startswith(FIX_THOUGHT)
         assert tdata.to_dataset([conv])[0]["messages"][wrong]["train"] is False  # survives the dataset
-    plain, _ = reference_trajectories(tasks, "bwrap", workers=2, shape="process")
+    plain, _ = reference_trajectories(tasks, "bwrap", harness_config=roomy, workers=2, shape="process")
     assert not any(tdata.has_untrained_turn(c.messages) for c in plain)
 
 

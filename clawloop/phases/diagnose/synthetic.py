@@ -94,6 +94,7 @@ def random_tables(n_episodes: int, steps_per_episode: int = 10, seed: int = 0,
         "prompt_tokens": rng.integers(200, 4000, n), "completion_tokens": rng.integers(20, 800, n),
         "duration_s": rng.random(n) * 30, "messages": np.full(n, "[]", dtype=object),
         "verifier_output": pa.nulls(n, pa.string()),
+        "timing": pa.nulls(n, EPISODE_SCHEMA.field("timing").type),
     }, schema=EPISODE_SCHEMA)
 
     total = int(nsteps.sum())
