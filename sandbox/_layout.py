@@ -204,9 +204,18 @@ class Backend(ClosedOnExit):
         """Nothing to freeze where commands see the image's or the host's /etc as it is."""
 
 
-@functools.cache
+_ETC_TEMPLATE_LOCK = threading.Lock()
+
+
 def etc_template() -> Path:
-    """A minimal /etc built once per process, shared read-only by sandboxes."""
+    """A minimal /etc built once per process, shared read-only by sandboxes (under a lock: threads
+    opening their first sandboxes at once built one copy each, 4 dirs for one evaluation)."""
+    with _ETC_TEMPLATE_LOCK:
+        return _build_etc_template()
+
+
+@functools.cache
+def _build_etc_template() -> Path:
     d = Path(tempfile.mkdtemp(prefix=state_prefix("etc")))
     os.chmod(d, 0o755)
     atexit.register(shutil.rmtree, d, True)
