@@ -24,53 +24,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
+import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared git reader
+from git_source import blobs, has, source, write_blob  # noqa: E402
+
 REPO = "Claw-Eval-Live/Claw-Eval-Live"
 COMMIT = "7942ebdd3db5f424564e976c3eb111ad562b19b6"
 TASKS = "tasks"
 LIBRARY = ("src", "pyproject.toml", "LICENSE", "benchmark/selected_105_tasks.json")
-
-
-def _git(src: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "--git-dir", str(src), *args], check=True, capture_output=True).stdout
-
-
-def source(repo: str, commit: str, mirror: Path | None, tmp: Path) -> Path:
-    """The git dir holding `commit`: the mirror's, else a shallow fetch into `tmp`."""
-    src = mirror / repo.replace("/", "+") / "repo" if mirror else None
-    if src is not None and src.is_dir():
-        return src
-    src = tmp / "repo"
-    subprocess.run(["git", "init", "-q", "--bare", str(src)], check=True)
-    subprocess.run(["git", "--git-dir", str(src), "fetch", "-q", "--depth", "1",
-                    f"https://github.com/{repo}.git", commit], check=True)
-    return src
-
-
-def _blobs(src: Path, commit: str, *paths: str) -> list[tuple[str, str, bool]]:
-    rows = []
-    for row in filter(None, _git(src, "ls-tree", "-r", "-z", commit, "--", *paths).split(b"\0")):
-        meta, _, name = row.partition(b"\t")
-        mode, kind, obj = meta.decode().split()
-        if kind == "blob":
-            rows.append((name.decode(), obj, mode == "100755"))
-    return rows
-
-
-def _has(src: Path, obj: str) -> bool:
-    return subprocess.run(["git", "--git-dir", str(src), "cat-file", "-e", obj]).returncode == 0
-
-
-def _write(src: Path, obj: str, dest: Path, executable: bool) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_bytes(_git(src, "cat-file", "blob", obj))
-    dest.chmod(0o755 if executable else 0o644)
 
 
 def workspace_task(task_yaml: Path) -> bool:
@@ -85,21 +52,21 @@ def export(out: Path, mirror: Path | None = None, commit: str = COMMIT) -> dict:
     written, incomplete = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         src = source(REPO, commit, mirror, Path(tmp))
-        for name, obj, x in _blobs(src, commit, TASKS):
+        for name, obj, x in blobs(src, commit, TASKS):
             if name.count("/") >= 2:
                 by_task[name.split("/")[1]].append((name, obj, x))
         for task, files in sorted(by_task.items()):
-            lacking = [name for name, obj, _ in files if not _has(src, obj)]
+            lacking = [name for name, obj, _ in files if not has(src, obj)]
             if lacking:
                 incomplete[task] = lacking
                 continue
             for name, obj, x in files:
-                _write(src, obj, out / name, x)
+                write_blob(src, obj, out / name, x)
             written.append(task)
-        for name, obj, x in _blobs(src, commit, *LIBRARY):
-            if not _has(src, obj):
+        for name, obj, x in blobs(src, commit, *LIBRARY):
+            if not has(src, obj):
                 raise SystemExit(f"{src}: object {obj} of {name} is missing")
-            _write(src, obj, out / name, x)
+            write_blob(src, obj, out / name, x)
     workspace = [t for t in written if (out / TASKS / t / "task.yaml").is_file()
                  and workspace_task(out / TASKS / t / "task.yaml")]
     pin = {"repo": REPO, "commit": commit, "tasks": len(written), "workspace_tasks": workspace,

@@ -20,52 +20,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
+import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared git reader
+from git_source import blobs, has, source, write_blob  # noqa: E402
 
 REPO = "ClawGym/ClawGym-Agents"
 COMMIT = "0e8526d8f5e0999896c74cee4d6b998fb8a0429e"
 SPLIT = "RL/data/clawgym_eval"
 EXTRA = {"RL/data/DATASET_README.md": "_upstream/DATASET_README.md"}
-
-
-def _git(src: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "--git-dir", str(src), *args], check=True, capture_output=True).stdout
-
-
-def source(repo: str, commit: str, mirror: Path | None, tmp: Path) -> Path:
-    """The git dir holding `commit`: the mirror's, else a shallow fetch into `tmp`."""
-    src = mirror / repo.replace("/", "+") / "repo" if mirror else None
-    if src is not None and src.is_dir():
-        return src
-    src = tmp / "repo"
-    subprocess.run(["git", "init", "-q", "--bare", str(src)], check=True)
-    subprocess.run(["git", "--git-dir", str(src), "fetch", "-q", "--depth", "1",
-                    f"https://github.com/{repo}.git", commit], check=True)
-    return src
-
-
-def blobs(src: Path, commit: str, path: str) -> list[tuple[str, str, bool]]:
-    """(path, object, executable) of every file under `path` at `commit`."""
-    rows = []
-    for row in filter(None, _git(src, "ls-tree", "-r", "-z", commit, "--", path).split(b"\0")):
-        meta, _, name = row.partition(b"\t")
-        mode, kind, obj = meta.decode().split()
-        if kind == "blob":
-            rows.append((name.decode(), obj, mode == "100755"))
-    return rows
-
-
-def write_blob(src: Path, obj: str, dest: Path, executable: bool) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_bytes(_git(src, "cat-file", "blob", obj))
-    dest.chmod(0o755 if executable else 0o644)
-
-
-def has(src: Path, obj: str) -> bool:
-    return subprocess.run(["git", "--git-dir", str(src), "cat-file", "-e", obj]).returncode == 0
 
 
 def export_tasks(src: Path, commit: str, split: str, out: Path) -> tuple[list[str], dict[str, list[str]]]:

@@ -30,36 +30,19 @@ import argparse
 import json
 import re
 import shutil
-import subprocess
+import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared git reader
+from git_source import blobs, git, has, source, write_blob  # noqa: E402
 
 REPO = "UCSB-NLP-Chang/Skill-Usage"
 COMMIT = "03446d16f7b659ccc93ac5bd512f62e9b7fabb45"
 TASKS = "tasks"
 COPY_SKILLS = re.compile(r"^\s*(COPY|ADD)\s+(--\S+\s+)*\.?/?skills(/\S*)?\s+\S+\s*$", re.I)
 """A Dockerfile line that copies environment/skills (or part of it) into the image."""
-
-
-def _git(src: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "--git-dir", str(src), *args], check=True, capture_output=True).stdout
-
-
-def source(repo: str, commit: str, mirror: Path | None, tmp: Path) -> Path:
-    """The git dir holding `commit`: the mirror's, else a shallow fetch into `tmp`."""
-    src = mirror / repo.replace("/", "+") / "repo" if mirror else None
-    if src is not None and src.is_dir():
-        return src
-    src = tmp / "repo"
-    subprocess.run(["git", "init", "-q", "--bare", str(src)], check=True)
-    subprocess.run(["git", "--git-dir", str(src), "fetch", "-q", "--depth", "1",
-                    f"https://github.com/{repo}.git", commit], check=True)
-    return src
-
-
-def _has(src: Path, obj: str) -> bool:
-    return subprocess.run(["git", "--git-dir", str(src), "cat-file", "-e", obj]).returncode == 0
 
 
 def without_skills(dockerfile: str) -> str:
@@ -73,27 +56,23 @@ def export(out: Path, mirror: Path | None = None, commit: str = COMMIT, skills: 
     written, incomplete = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         src = source(REPO, commit, mirror, Path(tmp))
-        for row in filter(None, _git(src, "ls-tree", "-r", "-z", commit, "--", TASKS).split(b"\0")):
-            meta, _, name = row.partition(b"\t")
-            mode, kind, obj = meta.decode().split()
-            rel = name.decode()[len(TASKS) + 1:]
-            if kind == "blob" and "/" in rel:
-                by_task[rel.split("/", 1)[0]].append((rel, obj, mode == "100755"))
+        for name, obj, x in blobs(src, commit, TASKS):
+            rel = name[len(TASKS) + 1:]
+            if "/" in rel:
+                by_task[rel.split("/", 1)[0]].append((rel, obj, x))
         for task, files in sorted(by_task.items()):
             if skills == "off":
                 files = [f for f in files if not f[0].startswith(f"{task}/environment/skills/")]
-            lacking = [rel for rel, obj, _ in files if not _has(src, obj)]
+            lacking = [rel for rel, obj, _ in files if not has(src, obj)]
             if lacking:
                 incomplete[task] = lacking
                 continue
             shutil.rmtree(out / task, ignore_errors=True)
             for rel, obj, x in files:
-                data = _git(src, "cat-file", "blob", obj)
+                data = None
                 if skills == "off" and rel == f"{task}/environment/Dockerfile":
-                    data = without_skills(data.decode()).encode()
-                (out / rel).parent.mkdir(parents=True, exist_ok=True)
-                (out / rel).write_bytes(data)
-                (out / rel).chmod(0o755 if x else 0o644)
+                    data = without_skills(git(src, "cat-file", "blob", obj).decode()).encode()
+                write_blob(src, obj, out / rel, x, data)
             written.append(task)
     pin = {"repo": REPO, "commit": commit, "skills": skills, "tasks": len(written), "incomplete": incomplete}
     (out / "PIN.json").write_text(json.dumps(pin, indent=1) + "\n")
