@@ -85,24 +85,24 @@ def _name_types(command: Any, ctx: Any) -> None:
         param.display_type_rich = lambda ctx=None, shown=shown: shown
 
 
-class _Command(TyperCommand):
+class _Help:
+    """What our commands and groups add to typer's: unwrapped help text, real type names."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["help"] = unwrap(kwargs.get("help"))
         super().__init__(*args, **kwargs)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         _name_types(self, ctx)
-        super().format_help(ctx, formatter)
+        super().format_help(ctx, formatter)  # type: ignore[misc]
 
 
-class _Group(TyperGroup):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["help"] = unwrap(kwargs.get("help"))
-        super().__init__(*args, **kwargs)
+class _Command(_Help, TyperCommand):
+    pass
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        _name_types(self, ctx)
-        super().format_help(ctx, formatter)
+
+class _Group(_Help, TyperGroup):
+    pass
 
 
 def _assemble(typer_app: typer.Typer, path: tuple[str, ...] = ()) -> None:
