@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from test_training_run import make_task  # tests/ is on sys.path (rootdir conftest, no package)
 
 from clawloop.config.params import Params
 from clawloop.config.train import TrainParams
@@ -15,7 +16,6 @@ from clawloop.errors import ClawloopError
 from clawloop.phases.train.data import Conversation
 from clawloop.phases.train.jobs import TrainJob, train
 from clawloop.phases.train.replay import CONVERSATIONS, read_conversations, replay, write_conversations
-from tests.test_training_run import make_task
 
 
 def conv(i: int) -> Conversation:
