@@ -40,6 +40,8 @@ EXAMPLES: dict[str, list[str]] = {
     "model init": ["clawloop model init --base scratch-tiny --out /tmp/clawloop/tiny"],
     "model info": ["clawloop model info /tmp/clawloop/tiny"],
     "model gguf": ["clawloop model gguf runs/iter-3/policy --out /tmp/clawloop/policy.gguf --type q8_0"],
+    "model kl": ["clawloop model kl --checkpoint runs/iter-1/checkpoint --reference runs/iter-0/policy "
+                 "--conversations runs/iter-1/checkpoint --max 16"],
 }
 
 

@@ -1,12 +1,15 @@
-"""`clawloop model init|info|gguf`: build a base policy, show a model directory, export it to GGUF."""
+"""`clawloop model init|info|gguf|kl`: build a base policy, show a model directory, export it to GGUF,
+measure how far a checkpoint moved from another (KL per assistant token)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import orjson
 import typer
 
+from clawloop.artifacts.checkpoint import check_base
 from clawloop.bootstrap.base import make_base
 from clawloop.bootstrap.scratch import bootstrap
 from clawloop.commands import model_app
@@ -15,6 +18,8 @@ from clawloop.config.bootstrap import SCRATCH_PREFIX, SIZES, BootstrapConfig, sc
 from clawloop.core.io import read_json
 from clawloop.core.progress import Progress
 from clawloop.errors import ClawloopError
+from clawloop.phases.train import drift
+from clawloop.phases.train.replay import CONVERSATIONS, read_conversation_file
 from clawloop.policy.gguf_export import export_gguf
 
 
@@ -78,3 +83,35 @@ def gguf(
     meta = export_gguf(model, out, qtype=qtype)  # type: ignore[arg-type]
     typer.echo(f"wrote {out}: {meta['architecture']}, {meta['qtype']}, {meta['bytes'] / 1e6:.1f} MB "
                f"in {meta['seconds']} s")
+
+
+@model_app.command()
+def kl(
+    checkpoint: Path = typer.Option(..., "--checkpoint", help="The trained model directory (p_new)."),
+    reference: Path = typer.Option(..., "--reference", help="The model it moved from, e.g. the policy its "
+                                   "training started at (p_ref)."),
+    conversations: Path = typer.Option(..., "--conversations", help="A JSONL of conversations in "
+                                       f"{CONVERSATIONS}'s format, or a checkpoint directory holding one."),
+    max_conversations: int = typer.Option(16, "--max", min=1, help="At most this many conversations, drawn "
+                                          "with seed 0 (all of them when fewer), as train.drift draws them."),
+    max_length: int = typer.Option(1024, "--max-length", min=1, help="Tokens a conversation is cut to, as SFT "
+                                   "cuts it (train.sft.max_length)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as one JSON object."),
+) -> None:
+    """KL(checkpoint || reference) per assistant token, teacher-forced on conversations: how far
+    training moved a policy on what it trained on (what train.json's kl_to_start records)."""
+    for model in (checkpoint, reference):
+        check_base(model)
+    path = conversations / CONVERSATIONS if conversations.is_dir() else conversations
+    convs = drift.sample(read_conversation_file(path), max_conversations)
+    if not convs:
+        raise ClawloopError(f"{path}: no conversations")
+    with Progress("model kl", unit=""):
+        result = drift.measure(checkpoint, reference, convs, max_length=max_length)
+    if as_json:
+        typer.echo(orjson.dumps({"checkpoint": str(checkpoint), "reference": str(reference), "conversations_file":
+                                 str(path), **dataclasses.asdict(result)}).decode())
+        return
+    typer.echo(f"{checkpoint} vs {reference}: {result.describe()}")
+    for c in sorted(result.conversations, key=lambda c: -c.kl):
+        typer.echo(f"  {c.kl:10.4g}  {c.tokens:6d} tokens  {c.task_id}")

@@ -84,6 +84,7 @@ def train(
     if path is not None:
         values = _train_values(path, section)
         written = values.pop("method", None)  # params.yaml's train section carries it
+        values.pop("drift", None)  # ... and what the train stage measures after training (#76)
         if method is None and written is not None and written not in METHODS:
             raise ClawloopError(f"{path}: {section}.method: {written} is a loop method (the train stage's); "
                                 f"clawloop train runs {' | '.join(METHODS)}: give --method")

@@ -214,6 +214,14 @@ TRANSFER_TRAIN: dict[str, Any] = {
 """transfer.train's default: SmolLM2-135M's SFT recipe on the tasks' references, on the cpu profile."""
 
 
+class DriftParams(_Section):
+    """How far the train stage moved the policy (clawloop.phases.train.drift, #76)."""
+
+    conversations: int = Field(16, ge=0)
+    """Trained conversations (the checkpoint's sft_conversations.jsonl, drawn with seed 0) on which
+    train.json's kl_to_start, KL(trained || start) per assistant token, is measured; 0 = off."""
+
+
 class LoopTrainParams(TrainParams):
     """params.yaml `train`: the training library's params (profile, data, sft, grpo, playbook,
     threads, dvclive), plus what the train stage runs."""
@@ -221,10 +229,11 @@ class LoopTrainParams(TrainParams):
     method: Literal["sft", "grpo", "sft+grpo", "playbook", "sft+playbook"] = "sft"
     """What the train stage runs: weights (sft, grpo, sft+grpo), a playbook with the weights
     frozen (playbook), or SFT and then a playbook (sft+playbook); see clawloop.core.agent.playbook."""
+    drift: DriftParams = Field(default_factory=DriftParams)
 
     def options(self) -> TrainParams:
-        """Everything but `method`: the training library's own params."""
-        return TrainParams.model_validate(self.model_dump(exclude={"method"}))
+        """Everything but `method` and `drift`: the training library's own params."""
+        return TrainParams.model_validate(self.model_dump(exclude={"method", "drift"}))
 
 
 class SuiteParams(_Section):

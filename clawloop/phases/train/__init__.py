@@ -14,5 +14,7 @@ and proposes the tips (`reflect`); then harness edits are tried on a development
 validated pool and kept after a paired win there (`harness_search`). The playbook, with what the
 harness learned, goes into the checkpoint directory (`playbook.json`, applied by every later
 rollout of it) and into the versioned artifact `<out>/../playbook/` (playbook.json, playbook.md,
-reflection.json, harness.json; empty for the weight-only methods).
+reflection.json, harness.json; empty for the weight-only methods). After the weights train, `drift`
+measures how far they moved: KL(checkpoint || the policy it started from) per assistant token on
+`train.drift.conversations` of the conversations it trained on, train.json's `kl_to_start`.
 """

@@ -40,8 +40,13 @@ def read_conversations(checkpoint: Path) -> list[Conversation]:
     """The conversations checkpoint/CONVERSATIONS holds ([] without the file: a base, or a policy
     that no SFT made); a malformed line is an error naming the file, the line and the field."""
     path = checkpoint / CONVERSATIONS
+    return read_conversation_file(path) if path.is_file() else []
+
+
+def read_conversation_file(path: Path) -> list[Conversation]:
+    """The conversations of a JSONL file in CONVERSATIONS' format (`task_id`, `messages`, `source`)."""
     if not path.is_file():
-        return []
+        raise ClawloopError(f"{path}: file not found")
     out = []
     for n, line in enumerate(path.read_bytes().splitlines(), 1):
         if not line.strip():

@@ -9,9 +9,11 @@ from pathlib import Path
 from clawloop.artifacts import IterDir
 from clawloop.artifacts.probe import read_probe, select_by_label
 from clawloop.config.params import Params
+from clawloop.core.agent.harness import tools_for
 from clawloop.core.io import write_json
 from clawloop.core.rollout_settings import rollout_settings
 from clawloop.core.tasks.pool import read_pool
+from clawloop.phases.train import drift
 from clawloop.phases.train.guards import BudgetLimits
 from clawloop.phases.train.jobs import EpisodeSetup, TrainJob, describe, held_in_rollouts, train_weights
 from clawloop.phases.train.playbook import OwnPolicy, PlaybookStep, evolve_checkpoint
@@ -35,6 +37,9 @@ def train_iteration(params: Params, *, iteration: int, validated: Path, policy: 
     job = TrainJob(method, policy, tasks, out, trajectories=[*rollouts, *hinted], probe=probe, logs=logs,
                    sft_labels=labels, keep_base_without_tasks=True)
     figures = train_weights(job, options, EpisodeSetup.of_loop(ctx, params.executor))
+    # how far the weights moved from the policy they started at, on what they trained on (#76)
+    figures.update(drift.after_training(params.train.drift, policy, out, figures, tools=tools_for(ctx.harness),
+                                        max_length=options.sft.max_length))
     own = OwnPolicy(ctx, out, iteration, options.playbook.reflection.max_new_tokens)
     step = PlaybookStep(iteration, policy, out, diagnosis, rollouts, pool, BudgetLimits.of_rollout(params.rollout))
     evo = evolve_checkpoint(method, step, options.playbook, ctx.harness, generate=own.generate, run_dev=own.run_dev)
