@@ -2,7 +2,8 @@
 
 A fresh base (`transfer.base`, else the loop's own base) is trained with SFT (`transfer.train`)
 once on iteration 1's validated tasks and once on the final iteration's, and both are evaluated
-on the held-out suites, paired task by task. It composes three phases (bootstrap, train,
+on the held-out suites (not the `at: ends` ones: those are the loop's base and final only), paired
+task by task. It composes three phases (bootstrap, train,
 evaluate), so it stands above them."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def transfer(params: Params, *, base: Path, first: Path, final: Path, out: Path,
     verdicts = {}
     if not tr.enabled:
         print("[transfer] disabled (transfer.enabled: false)")
-    heldout = [(name, tasks) for name, tasks, held in eval_suites(params, suites) if held]
+    heldout = [(name, tasks) for name, tasks, held in eval_suites(params, suites, skip_ends="in the transfer stage") if held]
     ctx = rollout_settings(params)
     with output_dir(out / "models") as tmp:
         fresh = base

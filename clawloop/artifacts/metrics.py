@@ -8,7 +8,7 @@ report reads.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,9 @@ class SuiteMetrics(BaseModel):
     """Share of tasks with at least one passing sample."""
     mean_reward: float = Field(ge=0, le=1)
     heldout: bool = True
+    at: Literal["every", "ends"] = "every"
+    """The suite's `eval.suites` `at`: an `ends` suite (iteration 0 and the final policy only) is left out of
+    the held-out pass@1 and the gate, which every iteration must measure alike (`gated`)."""
     format_error_episodes: int = Field(0, ge=0)
     """Episodes ended by format errors in a row: what moves first in a from-scratch loop."""
     graded: int = Field(0, ge=0)
@@ -155,12 +158,17 @@ def read_sampled(path: str | Path) -> SampledEval:
     """Read and check a sampled evaluation's outcomes.json."""
     return _read_model(SampledEval, path)
 
+def gated(suites: dict[str, SuiteMetrics]) -> dict[str, SuiteMetrics]:
+    """The held-out suites every iteration rolls out (not `at: ends`): what the gate and the held-out
+    pass@1 are about, so that iteration 0, 1 and the last are measured on the same suites."""
+    return {name: s for name, s in suites.items() if s.heldout and s.at == "every"}
+
 def heldout_rate(suites: dict[str, SuiteMetrics]) -> float:
     """pass@1 over the held-out suites' tasks together, each suite weighed by its graded episodes
     (0 when none): the rate the Wilson interval beside it and `clawloop compare`'s "all" are about.
     The plain mean of the suites' rates put 50 InterCode queries level with 72 shell-core tasks and
     fell outside what the interval described (0.114 against a pooled 12/122 = 0.098)."""
-    held = [s for s in suites.values() if s.heldout and s.graded]
+    held = [s for s in gated(suites).values() if s.graded]
     graded = sum(s.graded for s in held)
     return sum(s.pass_at_1 * s.graded for s in held) / graded if graded else 0.0
 

@@ -81,13 +81,18 @@ def check(manifest: str | Path | None, suite_path: str | Path, items: list[Any])
                             f"`dvc repro -f -s suites` first)")
 
 
-def eval_suites(params: Any, manifest: str | Path | None,
-                only: Collection[str] | None = None) -> list[tuple[str, list[Any], bool]]:
+def eval_suites(params: Any, manifest: str | Path | None, only: Collection[str] | None = None, *,
+                skip_ends: str | None = None) -> list[tuple[str, list[Any], bool]]:
     """(name, tasks to roll out, held-out?) for each of `eval.suites` (those named in `only`, if
-    given), checked against `manifest`."""
+    given), checked against `manifest`. `skip_ends`: where the `at: ends` suites are not due, in
+    words for the note ("at iteration 2"); None: they are rolled out too."""
     out = []
     for s in params.eval.suites:
         if only is not None and s.name not in only:
+            continue
+        if skip_ends is not None and s.at == "ends":
+            print(f"[evaluate] {s.name}: skipped {skip_ends} (at: ends: rolled out at iteration 0 and on "
+                  f"the final policy, stage evaluate-final, only)")
             continue
         if not s.present():
             print(f"[evaluate] {s.name}: {s.path} does not exist: skipped (optional suite){_how(s)}")
@@ -118,9 +123,16 @@ def heldout_tasks(params: Any, manifest: str | Path | None, overlap: str = "ngra
     return tasks
 
 
+FETCH = {"intercode": "benchmarks/intercode/fetch.py", "clawgym": "benchmarks/clawgym/fetch.py"}
+"""The script that exports a suite of a public benchmark's format (SkillsBench is Harbor: found by its path;
+Claw-Eval-Live's export is the grader root above its tasks, see benchmarks/README.md)."""
+
+
 def _how(s: Any) -> str:
-    return (" — export it with `.venv/bin/python benchmarks/intercode/fetch.py " + s.path + "`"
-            if s.format == "intercode" else "")
+    """How to export a missing suite: its format's fetch.py, or the one beside its path."""
+    beside = Path(s.path).parent / "fetch.py"
+    fetch = FETCH.get(s.format) or (beside.as_posix() if beside.is_file() else None)
+    return f" — export it with `.venv/bin/python {fetch} {s.path}`" if fetch else ""
 
 
 def published_baselines(params: Any, suite: str, names: list[str]) -> dict[str, dict[str, int]]:

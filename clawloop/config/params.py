@@ -258,6 +258,10 @@ class SuiteParams(_Section):
     optional: bool = False
     """A suite kept outside the repository (InterCode-Bash: benchmarks/intercode/fetch.py exports
     it): while `path` does not exist the suite is skipped with a note, not an error."""
+    at: Literal["every", "ends"] = "every"
+    """When it is rolled out: `every` iteration, or at the `ends` only, iteration 0 and the final policy
+    (stage evaluate-final; a large benchmark within the loop's budget). An `ends` suite never joins the
+    gate nor metrics.json's held-out pass@1: it measures the loop base -> final, it does not pick the policy."""
 
     def present(self) -> bool:
         """Whether the suite can be loaded (a missing optional suite is skipped)."""
@@ -290,10 +294,15 @@ class EvalParams(_Section):
         SuiteParams(name="synth-heldout", path="benchmarks/synth-heldout", format="harbor", overlap="same_task",
                     max_tasks=112),
         SuiteParams(name="intercode-bash", path="benchmarks/intercode/tasks", format="intercode", optional=True,
-                    max_tasks=50)])
-    """Held-out suites gate promotion; others are reported. The default: shell-core, the same 112 of
-    synth-heldout's 224 and 50 of InterCode-Bash's 200 (optional: exported by
-    benchmarks/intercode/fetch.py)."""
+                    max_tasks=50),
+        SuiteParams(name="clawgym-bench", path="benchmarks/clawgym/tasks", format="clawgym", optional=True, at="ends"),
+        SuiteParams(name="skillsbench", path="benchmarks/skillsbench/tasks", format="harbor", optional=True,
+                    at="ends")])
+    """Held-out suites gate promotion (`at: every`); others are reported. The default: shell-core, the
+    same 112 of synth-heldout's 224 and 50 of InterCode-Bash's 200 (optional: exported by
+    benchmarks/intercode/fetch.py); ClawGym-Bench and SkillsBench at the ends only, once exported
+    (benchmarks/clawgym/fetch.py, benchmarks/skillsbench/fetch.py). Claw-Eval-Live is not among them:
+    its graders need a root the user names ($CLAWLOOP_GRADER_ROOT), which no default can."""
     samples: int = Field(1, ge=1)
     """Samples per task (pass@k reported for k = samples)."""
     pool_sample: int = Field(16, ge=0)

@@ -88,6 +88,11 @@ def _json_object(path: Path) -> dict[str, Any]:
     return obj
 
 
+def _gated(s: dict[str, Any]) -> bool:
+    """A held-out suite of every iteration (not `at: ends`): the held-out pass@1's and the gate's."""
+    return s.get("heldout", True) and s.get("at", "every") == "every"
+
+
 def _graded(s: dict[str, Any]) -> int:
     return s.get("graded") or max(0, s["episodes"] - s.get("errors", 0) - s.get("skipped", 0))
 
@@ -97,9 +102,9 @@ def _heldout(metrics: dict[str, Any], suites: dict[str, Any]) -> dict[str, Any]:
     rate = metrics["heldout_pass_rate"]
     if "heldout_ci_low" in metrics:
         low, high = metrics["heldout_ci_low"], metrics["heldout_ci_high"]
-        n = sum(_graded(s) for s in suites.values() if s.get("heldout", True))
+        n = sum(_graded(s) for s in suites.values() if _gated(s))
     else:
-        held = [s for s in suites.values() if s.get("heldout", True)]
+        held = [s for s in suites.values() if _gated(s)]
         n = sum(_graded(s) for s in held)
         low, high = wilson_interval(sum(s["passed"] for s in held), n)
     return {"rate": rate, "low": low, "high": high, "n": n}
@@ -194,7 +199,7 @@ def collect(runs: str | Path) -> dict[str, Any]:
         raise ClawloopError(f"{runs}: no iteration directories (iter-N) found; run `dvc repro` first")
     data: dict[str, Any] = {"iterations": [], "suites": {}, "skills": {}, "modes": {}, "pools": {},
                             "metrics": {}, "heldout": {}, "diagnoses": {}, "synthesis": {}, "wall": {},
-                            "mtimes": {}, "records": {}, "baselines": {}, "learned": {}}
+                            "mtimes": {}, "records": {}, "baselines": {}, "learned": {}, "ends": set()}
     from clawloop.artifacts import IterDir
     from clawloop.artifacts.diagnosis import load_diagnosis
     from clawloop.artifacts.metrics import read_eval_detail, read_heldout
@@ -207,6 +212,8 @@ def collect(runs: str | Path) -> dict[str, Any]:
         suites = (detail or {}).get("suites") or (metrics or {}).get("suites") or {}
         for name, s in suites.items():
             data["suites"].setdefault(name, {})[i] = s["pass_at_1"]
+            if s.get("at") == "ends":
+                data["ends"].add(name)
             if s.get("baselines"):
                 data["baselines"].setdefault(name, {})[i] = {"suite": s, "published": s["baselines"]}
         record = _read(it.heldout_json, _dumped(read_heldout))
@@ -250,6 +257,13 @@ def collect(runs: str | Path) -> dict[str, Any]:
     sampled = runs / "sampled" / "vs-base.json"
     if sampled.exists():
         data["sampled"] = _read(sampled, _json_object)
+    ends = runs / "ends" / "final" / "outcomes.json"  # the final policy on the `at: ends` suites
+    if ends.exists():
+        got = _read(ends, _json_object)
+        with _reading(ends):
+            data["ends_final"] = {"policy_from": int(got["policy_from"]), "suites": [str(n) for n in got["suites"]],
+                                  "verdicts": {str(k): float(v) for k, v in got["verdicts"].items()}}
+        data["ends"] |= set(data["ends_final"]["suites"])
     return data
 
 
@@ -334,19 +348,44 @@ def _step(before: dict[str, float], after: dict[str, float], suites: list[str]) 
                        for name in suites}}
 
 
+def _ends(data: dict[str, Any], base: dict[str, float]) -> tuple[dict[str, paired.Comparison], dict[str, str]]:
+    """Base -> final of each `at: ends` suite: iteration 0's verdicts against the final policy's from
+    the stage evaluate-final (runs/ends/final/outcomes.json; none before it ran), and what the row
+    pairs (the policy the gate kept, the last checkpoint or an earlier one: the policy's own figures)."""
+    final = data.get("ends_final")
+    if not final:
+        return {}, {}
+    rows, of = {}, {}
+    for name in sorted(final["suites"]):
+        rows[name] = paired.compare(paired.by_suite(base, name), paired.by_suite(final["verdicts"], name))
+        of[name] = f"final policy (iteration {final['policy_from']}; stage evaluate-final)"
+    return rows, of
+
+
 def evidence(data: dict[str, Any]) -> dict[str, Any] | None:
     """Paired evidence from the iterations' heldout.json: the final policy against iteration 0
-    (the loop's result), and each checkpoint against the one before (per-task flips)."""
+    (the loop's result), and each checkpoint against the one before (per-task flips). An `at: ends`
+    suite has a base -> final row of its own (`_ends`) and stays out of the pooled "all", which
+    every iteration measures alike (as the gate and the held-out pass@1 do)."""
     recs = data["records"]
     if not recs:
         return None
     iters = sorted(recs)
     first, last = iters[0], iters[-1]
     suites = sorted({paired.suite_of(k) for r in recs.values() for k in r["checkpoint"]})
+    ends = data.get("ends", set())
     final = recs[last]["policy"]
-    headline = _step(recs[last]["base"], final, suites)
+
+    def every(v: dict[str, float]) -> dict[str, float]:
+        return {k: x for k, x in v.items() if paired.suite_of(k) not in ends}
+
+    headline = _step(every(recs[last]["base"]), every(final), [s for s in suites if s not in ends])
+    end_rows, of = _ends(data, recs[last]["base"])
+    headline["suites"] |= end_rows
     steps = [{"before": a, "after": b, **_step(recs[a]["checkpoint"], recs[b]["checkpoint"], suites)}
              for a, b in zip(iters, iters[1:], strict=False)]
+    for st in steps:  # an `at: ends` suite between checkpoints (rolled out at iteration 0 only): no row
+        st["suites"] = {name: c for name, c in st["suites"].items() if c.paired or name not in ends}
     c = headline["all"]
     if last == first or recs[last]["policy_from"] == first:
         words = (f"The policy after iteration {last} is still iteration {first}'s: no checkpoint was promoted "
@@ -360,7 +399,8 @@ def evidence(data: dict[str, Any]) -> dict[str, Any] | None:
     known = recs[last].get("levels") or {}
     levels = {name: got for name in suites if (got := paired.by_level(recs[last]["base"], final, name, known))}
     return {"first": first, "last": last, "policy_from": recs[last]["policy_from"], "suites": suites,
-            "headline": headline, "words": words, "steps": steps, "levels": levels}
+            "headline": headline, "words": words, "steps": steps, "levels": levels, "ends": sorted(ends),
+            "of": of}
 
 
 def baselines(data: dict[str, Any]) -> list[dict[str, Any]]:

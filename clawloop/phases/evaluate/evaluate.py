@@ -24,7 +24,8 @@ def evaluate_iteration(params: Params, *, iteration: int, checkpoint: Path, out:
     of the previous iteration's dir `previous` (none at iteration 0) and write metrics.json, heldout.json and policy/
     beside `out`. `suites`: runs/suites.json, which the suites must still match."""
     t0 = time.perf_counter()
-    rollout = eval_suites(params, suites)
+    # `at: ends` suites: iteration 0 here, the final policy in evaluate-final (clawloop.phases.evaluate.ends)
+    rollout = eval_suites(params, suites, skip_ends=f"at iteration {iteration}" if iteration else None)
     if pool and params.eval.pool_sample:
         rollout.append(("pool", id_sample(read_pool(pool), params.eval.pool_sample), False))
     if fresh and params.eval.fresh:
@@ -38,4 +39,5 @@ def evaluate_iteration(params: Params, *, iteration: int, checkpoint: Path, out:
         wall = time.perf_counter() - t0
         write_metrics(tmp / "summary.json", results.detail(iteration, wall, getattr(model, "number_format", None)))
     return gate_and_promote(iteration, results.figures, results.verdicts, checkpoint=checkpoint, previous=previous,
-                            it_dir=out.parent, gate_params=params.gate, wall_s=round(wall, 1), levels=results.levels)
+                            it_dir=out.parent, gate_params=params.gate, wall_s=round(wall, 1), levels=results.levels,
+                            ends=[s.name for s in params.eval.suites if s.at == "ends"])

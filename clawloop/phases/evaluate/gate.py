@@ -4,6 +4,7 @@ it, else the best so far), and the iteration's heldout.json and metrics.json."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from clawloop.artifacts import IterDir
@@ -11,6 +12,7 @@ from clawloop.artifacts.metrics import (
     HeldoutRecord,
     IterationMetrics,
     SuiteMetrics,
+    gated,
     heldout_rate,
     read_heldout,
     read_metrics,
@@ -69,7 +71,7 @@ def headline(iteration: int, suites: dict[str, SuiteMetrics], *, promoted: bool,
              worse_on: list[str] | None = None) -> IterationMetrics:
     """The metrics.json row of an iteration from its suite figures, the gate's decision and its
     paired comparisons (`record`)."""
-    held = [s for s in suites.values() if s.heldout]
+    held = list(gated(suites).values())
     graded = sum(s.graded for s in held)
     low, high = wilson_interval(sum(s.passed for s in held), graded)
     vs_base = (record.vs_base if record else None) or {}
@@ -89,7 +91,7 @@ def _per_suite(record: HeldoutRecord) -> dict[str, dict[str, float]]:
     """metrics.json's per-suite base comparison (flat numbers: `dvc metrics show` columns)."""
     out = {}
     for suite, c in paired.compare_suites(record.base, record.checkpoint).items():
-        if suite != "all":
+        if suite != "all" and c.paired:  # not an `at: ends` suite the checkpoint was not rolled out on
             out[suite] = {"base_rate": round(c.before_rate, 6), "rate": round(c.after_rate, 6),
                           "diff": round(c.diff, 6), "diff_low": round(c.diff_low, 6),
                           "diff_high": round(c.diff_high, 6), "p": round(c.p_two_sided, 6),
@@ -99,16 +101,24 @@ def _per_suite(record: HeldoutRecord) -> dict[str, dict[str, float]]:
 
 def gate_and_promote(iteration: int, figures: dict[str, SuiteMetrics], verdicts: Outcomes, *, checkpoint: Path,
            previous: Path | None, it_dir: Path, gate_params: GateParams, wall_s: float,
-           levels: dict[str, int] | None = None) -> IterationMetrics:
+           levels: dict[str, int] | None = None, ends: Collection[str] = ()) -> IterationMetrics:
     """After an evaluation: gate the checkpoint against the policy of iteration dir `previous`,
     hand the winner over to `it_dir/policy`, write heldout.json and metrics.json. `gate_params`:
-    params.yaml's gate section (alpha, enabled); `levels`: the held-out tasks' levels (heldout.json)."""
+    params.yaml's gate section (alpha, enabled); `levels`: the held-out tasks' levels (heldout.json);
+    `ends`: the names of the `at: ends` suites (also known from `figures` where they were rolled out)."""
     rate = heldout_rate(figures)
     it, last = IterDir(it_dir), IterDir(previous) if previous else None
     prev = read_metrics(last.metrics_json) if last else None
     before = read_heldout(last.heldout_json) if last else None
-    promoted, vs_policy, blocked = gate(verdicts, before.policy if before else None, gate_params.alpha,
-                                        gate_params.enabled, gate_params.suite_alpha)
+    # An `at: ends` suite (rolled out at iteration 0 and on the final policy, clawloop.phases.evaluate.ends)
+    # never joins the gate: a checkpoint is rolled out on it at no iteration after 0, and iteration 0's
+    # verdicts on it (the policy's while no checkpoint was promoted) pair with nothing. It stays out at the
+    # last iteration too, on purpose: a benchmark that picks the final policy no longer measures it
+    # without bias (base -> final on it would be selected on itself), and the last gate would weigh
+    # evidence no other gate had. Iteration 0's verdicts stay in heldout.json's base for the report.
+    at_ends = sorted(set(ends) | {name for name, s in figures.items() if s.at == "ends"})
+    promoted, vs_policy, blocked = gate(_without(verdicts, at_ends), _without(before.policy, at_ends) if before else None,
+                                        gate_params.alpha, gate_params.enabled, gate_params.suite_alpha)
     record = heldout_record(iteration, verdicts, before, promoted=promoted, vs_policy=vs_policy, levels=levels)
     if last is not None:
         hand_over(checkpoint if promoted else last.policy, it.policy)
@@ -121,5 +131,12 @@ def gate_and_promote(iteration: int, figures: dict[str, SuiteMetrics], verdicts:
     verdict = "promoted" if promoted else "not promoted (the policy stays)"
     if blocked:
         verdict += f"; worse on {', '.join(blocked)} alone (p <= {gate_params.suite_alpha:g})"
+    if kept_out := [name for name in at_ends if name in figures]:
+        verdict += f"; {', '.join(kept_out)} (at: ends) reported, not gated"
     print(f"[evaluate] iteration {iteration}: held-out pass@1 {rate:.3f},{vs} {verdict}")
     return row
+
+
+def _without(verdicts: Outcomes, suites: list[str]) -> Outcomes:
+    """`verdicts` without the tasks of `suites`."""
+    return {k: v for k, v in verdicts.items() if paired.suite_of(k) not in suites} if suites else verdicts

@@ -42,13 +42,16 @@ class SuiteResults:
 def evaluate_suites(params: Params, ctx: RolloutSettings, suites: Suites, *, policy: Policy, harness: HarnessConfig,
                     out_dir: Path, iteration: int) -> SuiteResults:
     """Roll `policy` out under `harness` on each suite, `eval.samples` per task, trajectories under
-    `out_dir/<suite>`; each suite's figures carry the published baselines of its tasks."""
+    `out_dir/<suite>`; each suite's figures carry the published baselines of its tasks and its `at`
+    (the verdicts of an `at: ends` suite are kept too: the report pairs them base -> final)."""
     results = SuiteResults()
+    at = {s.name: s.at for s in params.eval.suites}
     for name, tasks, heldout in suites:
         summaries = ctx.rollouts(tasks, policy, k=params.eval.samples, harness=harness, out_dir=out_dir / name,
                                  iteration=iteration, suite=name, progress=True)
         figures = results.figures[name] = suite_metrics(summaries, heldout=heldout).model_copy(update={
-            "baselines": published_baselines(params, name, [e.name for e in summaries])})
+            "baselines": published_baselines(params, name, [e.name for e in summaries]),
+            "at": at.get(name, "every")})
         if heldout:
             results.verdicts |= outcomes_of(summaries, name)
             results.levels |= levels_of(summaries, name)
