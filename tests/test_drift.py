@@ -143,3 +143,18 @@ def test_model_kl_bad_input_is_one_line(case: str, tiny_model: Path, tmp_path: P
         main()
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_report_shows_the_kl_of_each_iteration_that_measured_it(tmp_path: Path) -> None:
+    from clawloop.report.collect import collect
+    from clawloop.report.render import context, render
+
+    for i in (0, 1, 2):
+        (tmp_path / f"iter-{i}").mkdir()
+    per = [{"task_id": "a", "tokens": 400, "kl": 0.01}, {"task_id": "b", "tokens": 500, "kl": 0.03}]
+    (tmp_path / "iter-1" / "train.json").write_bytes(orjson.dumps(
+        {"steps": 2, "kl_to_start": 0.0211, "kl_to_start_tokens": 900, "kl_to_start_per_conversation": per}))
+    (tmp_path / "iter-2" / "train.json").write_bytes(orjson.dumps({"steps": 0, "kl_to_start_skipped": "no weights"}))
+    html, md = render(context(collect(tmp_path), {}, viewer=None, ablations=[]))
+    assert "| 1 | 0.0211 | 0.02 / 0.03 | 900 | 2 |" in md and "\n| 2 |" not in md.split("## KL to the starting policy")[1]
+    assert "KL to the starting policy</h2>" in html

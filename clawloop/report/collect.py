@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -199,7 +200,7 @@ def collect(runs: str | Path) -> dict[str, Any]:
         raise ClawloopError(f"{runs}: no iteration directories (iter-N) found; run `dvc repro` first")
     data: dict[str, Any] = {"iterations": [], "suites": {}, "skills": {}, "modes": {}, "pools": {},
                             "metrics": {}, "heldout": {}, "diagnoses": {}, "synthesis": {}, "wall": {},
-                            "mtimes": {}, "records": {}, "baselines": {}, "learned": {}, "ends": set()}
+                            "mtimes": {}, "records": {}, "baselines": {}, "learned": {}, "ends": set(), "drift": {}}
     from clawloop.artifacts import IterDir
     from clawloop.artifacts.diagnosis import load_diagnosis
     from clawloop.artifacts.metrics import read_eval_detail, read_heldout
@@ -226,6 +227,11 @@ def collect(runs: str | Path) -> dict[str, Any]:
         train = _read(it.train_json, _json_object)
         with _reading(it.train_json):
             data["wall"][i] = _wall(d, metrics, train)
+            if train and "kl_to_start" in train:  # how far training moved the policy (train.drift, #76)
+                per = sorted(float(c["kl"]) for c in train.get("kl_to_start_per_conversation", []))
+                data["drift"][i] = {"kl": float(train["kl_to_start"]), "median": statistics.median(per) if per else None,
+                                    "max": per[-1] if per else None, "tokens": train.get("kl_to_start_tokens"),
+                                    "conversations": len(per), "s": train.get("kl_to_start_s")}
         rep = _read(it.diagnosis_json, _dumped(load_diagnosis))
         if rep:
             data["diagnoses"][i] = rep

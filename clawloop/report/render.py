@@ -42,6 +42,7 @@ def context(data: dict[str, Any], images: dict[str, bytes], *, viewer: str | Non
         "iterations": data["iterations"],
         "skills": sorted(data["skills"].items()), "modes": sorted(data["modes"].items()),
         "pools": sorted(data["pools"].items()), "suites": sorted(data["suites"].items()),
+        "drift": sorted(data.get("drift", {}).items()),
         "transfer": data.get("transfer"), "learned": sorted(data.get("learned", {}).items()), "ablations": ablations, "ablation_keys": KNOBS, "viewer": viewer,
         "image_names": sorted(images),
         "images": {k: "data:image/png;base64," + base64.b64encode(v).decode("ascii") for k, v in images.items()},
