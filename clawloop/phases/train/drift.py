@@ -12,10 +12,10 @@ conversation, for the spread). Which tokens those are is SFT's own answer: the c
 tokenized by SFT's trainer (`clawloop.phases.train.sft.build_trainer`, the same rows and labels a
 train stage trains on: chat template, tools, assistant mask, a `"train": false` turn left out, the
 `max_length` cut), which also loads the reference as SFT loads a checkpoint. Both models compute in
-float32 on every device (a bf16 forward of the same weights differs from float32's by a KL that can
-hide an iteration's drift); each batch runs the decoders once and the output head only at the
-scored positions, HEAD_ROWS at a time, so memory stays two models' weights plus a few
-HEAD_ROWS x vocabulary float32 tensors.
+float32 on every device (bf16 keeps ~3 significant digits of each activation: a noise floor under
+which a small drift could hide; its size is not measured here). Each batch runs the decoders once
+and the output head only at the scored positions, HEAD_ROWS at a time, so memory stays two models'
+weights plus a few HEAD_ROWS x vocabulary float32 tensors.
 
 Cost on the default Qwen2.5-Coder-0.5B, 2 cores shared (load ~7): 4 conversations of 475 tokens took
 53 CPU-s for both models' forward (36 tokens a CPU-second) and 13 CPU-s for loading both; the
