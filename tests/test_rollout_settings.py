@@ -73,7 +73,7 @@ def _patch_suites(monkeypatch: pytest.MonkeyPatch, suites: list[Any]) -> None:
     """The evaluate and transfer stages see `suites` as params.yaml's suites."""
     monkeypatch.syspath_prepend(str(ROOT))
     for module in ("clawloop.phases.evaluate.evaluate", "clawloop.transfer"):
-        monkeypatch.setattr(f"{module}.eval_suites", lambda params, manifest: suites)
+        monkeypatch.setattr(f"{module}.eval_suites", lambda params, manifest, *_, **__: suites)
 
 
 def _capture_rollouts(monkeypatch: pytest.MonkeyPatch, seen: dict[str, Any], task: Task) -> None:
