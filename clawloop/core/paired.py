@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -203,6 +203,16 @@ def suite_of(key: str) -> str:
 def by_suite(outcomes: Mapping[str, float], suite: str) -> Outcomes:
     """The outcomes of one suite's tasks."""
     return {k: v for k, v in outcomes.items() if suite_of(k) == suite}
+
+
+def without_suites(outcomes: Mapping[str, float], suites: Collection[str]) -> Outcomes:
+    """The outcomes of every task outside `suites`."""
+    return {k: v for k, v in outcomes.items() if suite_of(k) not in suites}
+
+
+def of_suites(outcomes: Mapping[str, float], suites: Collection[str]) -> Outcomes:
+    """The outcomes of the tasks of `suites`."""
+    return {k: v for k, v in outcomes.items() if suite_of(k) in suites}
 
 
 LEVEL_IN_NAME = re.compile(r"-L(\d+)-\d+$")

@@ -382,10 +382,7 @@ def evidence(data: dict[str, Any]) -> dict[str, Any] | None:
     ends = data.get("ends", set())
     final = recs[last]["policy"]
 
-    def every(v: dict[str, float]) -> dict[str, float]:
-        return {k: x for k, x in v.items() if paired.suite_of(k) not in ends}
-
-    headline = _step(every(recs[last]["base"]), every(final), [s for s in suites if s not in ends])
+    headline = _step(paired.without_suites(recs[last]["base"], ends), paired.without_suites(final, ends), [s for s in suites if s not in ends])
     end_rows, of = _ends(data, recs[last]["base"])
     headline["suites"] |= end_rows
     steps = [{"before": a, "after": b, **_step(recs[a]["checkpoint"], recs[b]["checkpoint"], suites)}

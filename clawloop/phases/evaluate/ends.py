@@ -20,7 +20,7 @@ from clawloop.artifacts.stage import output_dir
 from clawloop.artifacts.suites import eval_suites
 from clawloop.config.params import Params
 from clawloop.core.io import write_json
-from clawloop.core.paired import suite_of
+from clawloop.core.paired import of_suites
 from clawloop.core.rollout_settings import rollout_settings
 from clawloop.phases.evaluate.heldout import SuiteResults, evaluate_suites, paired_rows
 
@@ -49,7 +49,7 @@ def evaluate_final(params: Params, *, iteration: int, final: Path, base: Path, o
         write_metrics(tmp / "summary.json", results.detail(iteration, time.perf_counter() - t0))
         write_json(tmp / ENDS_OUTCOMES, {"iteration": iteration, "policy_from": record.policy_from,
                                          "suites": [name for name, _, _ in chosen], "verdicts": results.verdicts})
-    rows = paired_rows({k: v for k, v in before.base.items() if suite_of(k) in names}, results.verdicts)
+    rows = paired_rows(of_suites(before.base, names), results.verdicts)
     rows.pop("all", None)  # each benchmark on its own: a pooled row would weigh them by their sizes
     write_json(metrics or out.parent / "vs-base.json", {"policy_from": record.policy_from, **rows})
     for name, row in rows.items():

@@ -117,7 +117,7 @@ def gate_and_promote(iteration: int, figures: dict[str, SuiteMetrics], verdicts:
     # without bias (base -> final on it would be selected on itself), and the last gate would weigh
     # evidence no other gate had. Iteration 0's verdicts stay in heldout.json's base for the report.
     at_ends = sorted(set(ends) | {name for name, s in figures.items() if s.at == "ends"})
-    promoted, vs_policy, blocked = gate(_without(verdicts, at_ends), _without(before.policy, at_ends) if before else None,
+    promoted, vs_policy, blocked = gate(paired.without_suites(verdicts, at_ends), paired.without_suites(before.policy, at_ends) if before else None,
                                         gate_params.alpha, gate_params.enabled, gate_params.suite_alpha)
     record = heldout_record(iteration, verdicts, before, promoted=promoted, vs_policy=vs_policy, levels=levels)
     if last is not None:
@@ -135,8 +135,3 @@ def gate_and_promote(iteration: int, figures: dict[str, SuiteMetrics], verdicts:
         verdict += f"; {', '.join(kept_out)} (at: ends) reported, not gated"
     print(f"[evaluate] iteration {iteration}: held-out pass@1 {rate:.3f},{vs} {verdict}")
     return row
-
-
-def _without(verdicts: Outcomes, suites: list[str]) -> Outcomes:
-    """`verdicts` without the tasks of `suites`."""
-    return {k: v for k, v in verdicts.items() if paired.suite_of(k) not in suites} if suites else verdicts
